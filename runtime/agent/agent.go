@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+)
+
+// Agent is a bound agent: its definition with its engine and hooks built.
+// Close closes the engine and hooks that implement io.Closer, hooks in
+// reverse order first, then the engine.
+type Agent struct {
+	ID         string
+	Definition Definition
+	Engine     Engine
+	Preparers  []Preparer
+	Observers  []Observer
+	Referees   []Referee
+	Committers []Committer
+	// Closers are closed by Close in reverse order; deploy fills it with
+	// every built value that implements io.Closer.
+	Closers []io.Closer
+}
+
+// Close closes what the agent owns. It is safe to call more than once only
+// if the closers are; deploy closes each agent once.
+func (a *Agent) Close() error {
+	var errs []error
+	for _, c := range slices.Backward(a.Closers) {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Preparer seeds the board before a run (slot "prepare").
+type Preparer interface {
+	Prepare(ctx context.Context, run Run, req Request, board *Board) error
+}
+
+// Observer sees the board before the engine runs (slot "observe").
+type Observer interface {
+	Observe(ctx context.Context, run Run, board *Board)
+}
+
+// Verdict is a referee's judgement of a result.
+type Verdict struct {
+	Accept bool   // keep the output even if the status would not commit it
+	Revise bool   // run the engine again (bounded by policy.max_revise)
+	Reason string // why
+}
+
+// Referee judges a run's result (slot "referee").
+type Referee interface {
+	Judge(ctx context.Context, run Run, res *Result) (Verdict, error)
+}
+
+// Committer persists or forwards a committed result (slot "commit").
+type Committer interface {
+	Commit(ctx context.Context, run Run, res *Result) error
+}

@@ -1,0 +1,163 @@
+package agent
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+)
+
+// Definition describes an agent: its card, its engine, its hooks and the
+// host capabilities its scripts are granted.
+type Definition struct {
+	Card         AgentCard `json:"card"`
+	Tools        []string  `json:"tools,omitempty"`
+	Engine       EngineRef `json:"engine"`
+	Policy       Policy    `json:"policy,omitzero"`
+	Capabilities []string  `json:"capabilities,omitempty"`
+	Prepare      []HookRef `json:"prepare,omitempty"`
+	Observe      []HookRef `json:"observe,omitempty"`
+	Referees     []HookRef `json:"referees,omitempty"`
+	Commit       []HookRef `json:"commit,omitempty"`
+}
+
+// AgentCard is what an agent tells about itself.
+type AgentCard struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	Version     string  `json:"version,omitempty"`
+	Skills      []Skill `json:"skills,omitempty"`
+}
+
+// Skill is one thing an agent can do.
+type Skill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// EngineRef names the factory that builds an agent's engine.
+type EngineRef struct {
+	Kind     string            `json:"kind,omitempty"`
+	Impl     string            `json:"impl,omitempty"`
+	Deps     map[string]string `json:"deps,omitempty"`
+	Settings json.RawMessage   `json:"settings,omitempty"`
+}
+
+// IsZero reports whether no engine field is set.
+func (e EngineRef) IsZero() bool {
+	return e.Kind == "" && e.Impl == "" && len(e.Deps) == 0 && len(e.Settings) == 0
+}
+
+// Policy tunes the agent layer around the engine.
+type Policy struct {
+	MaxRevise        int      `json:"max_revise,omitempty"`
+	ArtifactChannels []string `json:"artifact_channels,omitempty"`
+}
+
+// HookRef names a hook factory (kind "hook.<slot>", impl Type).
+type HookRef struct {
+	Type     string            `json:"type"`
+	Deps     map[string]string `json:"deps,omitempty"`
+	Settings json.RawMessage   `json:"settings,omitempty"`
+}
+
+// The hook slots, in the order Execute runs them.
+const (
+	SlotPrepare = "prepare"
+	SlotObserve = "observe"
+	SlotReferee = "referee"
+	SlotCommit  = "commit"
+)
+
+// Hooks returns the definition's hooks by slot.
+func (d Definition) Hooks() map[string][]HookRef {
+	return map[string][]HookRef{SlotPrepare: d.Prepare, SlotObserve: d.Observe, SlotReferee: d.Referees, SlotCommit: d.Commit}
+}
+
+// Validate checks the definition's own shape; it resolves no factory. The
+// error names the field (card.name, engine.kind, referees[1].type).
+func (d Definition) Validate() error {
+	if strings.TrimSpace(d.Card.Name) == "" {
+		return invalidDef("card.name is required")
+	}
+	for i, s := range d.Card.Skills {
+		if strings.TrimSpace(s.ID) == "" {
+			return invalidDef("card.skills[%d].id is required", i)
+		}
+	}
+	if !d.Engine.IsZero() && strings.TrimSpace(d.Engine.Kind) == "" {
+		return invalidDef("engine.kind is required")
+	}
+	if err := ValidateRefs("engine.deps", d.Engine.Deps); err != nil {
+		return err
+	}
+	if len(d.Engine.Settings) > 0 && !json.Valid(d.Engine.Settings) {
+		return invalidDef("engine.settings is not valid JSON")
+	}
+	if d.Policy.MaxRevise < 0 {
+		return invalidDef("policy.max_revise must be >= 0")
+	}
+	for _, c := range d.Capabilities {
+		if err := ValidateCapabilityName(c); err != nil {
+			return err
+		}
+	}
+	for _, slot := range []struct {
+		name  string
+		hooks []HookRef
+	}{{"prepare", d.Prepare}, {"observe", d.Observe}, {"referees", d.Referees}, {"commit", d.Commit}} {
+		for i, h := range slot.hooks {
+			if strings.TrimSpace(h.Type) == "" {
+				return invalidDef("%s[%d]: hook: type is required", slot.name, i)
+			}
+			if err := ValidateRefs(slot.name+"[]."+"deps", h.Deps); err != nil {
+				return err
+			}
+			if len(h.Settings) > 0 && !json.Valid(h.Settings) {
+				return invalidDef("%s[%d].settings is not valid JSON", slot.name, i)
+			}
+		}
+	}
+	return nil
+}
+
+// ValidateRefs checks dependency references: "resource" or
+// "resource/item", with at most one '/' that neither leads nor trails.
+func ValidateRefs(field string, deps map[string]string) error {
+	keys := make([]string, 0, len(deps))
+	for k := range deps {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			return invalidDef("%s: dep name is empty", field)
+		}
+		if err := ValidateRef(deps[k]); err != nil {
+			return invalidDef("%s.%s: %v", field, k, err)
+		}
+	}
+	return nil
+}
+
+// ValidateRef checks one dependency reference.
+func ValidateRef(ref string) error {
+	switch {
+	case strings.TrimSpace(ref) == "":
+		return fault.New(fault.Validation, "", "reference is empty")
+	case strings.TrimSpace(ref) != ref:
+		return fault.New(fault.Validation, "", "reference %q has surrounding whitespace", ref)
+	case strings.Count(ref, "/") > 1:
+		return fault.New(fault.Validation, "", "reference %q has more than one '/'", ref)
+	case strings.HasPrefix(ref, "/") || strings.HasSuffix(ref, "/"):
+		return fault.New(fault.Validation, "", "reference %q has a leading or trailing '/'", ref)
+	}
+	return nil
+}
+
+func invalidDef(format string, args ...any) error {
+	return fault.New(fault.Validation, "agent", format, args...)
+}
