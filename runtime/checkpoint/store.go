@@ -1,0 +1,154 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/workspace"
+)
+
+// DefaultPrefix is the directory of the workspace that holds the records
+// when no prefix is set.
+const DefaultPrefix = "agent/checkpoints"
+
+// tmpDir is the directory, under the prefix, of records being written.
+const tmpDir = ".tmp"
+
+// Store keeps checkpoints as JSON files in a workspace: the newest record
+// of an exec id is the file "<prefix>/<exec_id>.json". A Store is safe for
+// concurrent use; it holds no state of its own besides the workspace, which
+// it does not close.
+type Store struct {
+	ws     workspace.Workspace
+	prefix string
+}
+
+var (
+	_ agent.CheckpointStore   = (*Store)(nil)
+	_ agent.CheckpointLister  = (*Store)(nil)
+	_ agent.CheckpointDeleter = (*Store)(nil)
+)
+
+// NewStore returns a store keeping its records under prefix in ws, which
+// must not be nil. Leading and trailing '/' are trimmed from prefix; an
+// empty prefix is DefaultPrefix. A prefix that is not a clean relative path
+// (with "." or ".." elements, empty elements or a backslash) is a Validation
+// error.
+func NewStore(ws workspace.Workspace, prefix string) (*Store, error) {
+	const op = "new checkpoint store"
+	if ws == nil {
+		return nil, fault.New(fault.Validation, op, "workspace is required")
+	}
+	p, err := cleanPrefix(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{ws: ws, prefix: p}, nil
+}
+
+func cleanPrefix(prefix string) (string, error) {
+	p := strings.Trim(prefix, "/")
+	if p == "" {
+		return DefaultPrefix, nil
+	}
+	if strings.ContainsAny(p, "\\\x00") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {
+		return "", fault.New(fault.Validation, "new checkpoint store", "prefix %q must be a clean relative path", prefix)
+	}
+	return p, nil
+}
+
+// Prefix returns the directory of the records in the workspace.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Path returns the workspace path of the live record of execID.
+func (s *Store) Path(execID string) string { return s.prefix + "/" + execID + ".json" }
+
+// Save validates cp and replaces the record of cp.ExecID atomically: the
+// record is written to "<prefix>/.tmp/<exec_id>.<16 hex>.json.tmp" and then
+// renamed over the live file, so a reader sees the old record or the new
+// one. If the rename fails, the temporary file is removed. Of two
+// overlapping saves, the one renamed last wins.
+func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
+	data, err := Encode(cp)
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	tmp := s.prefix + "/" + tmpDir + "/" + cp.ExecID + "." + randomHex() + ".json.tmp"
+	if err := s.ws.Write(ctx, tmp, data); err != nil {
+		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
+	}
+	if err := s.ws.Rename(ctx, tmp, s.Path(cp.ExecID)); err != nil {
+		// The cleanup must run even when ctx is what made the rename fail.
+		_ = s.ws.Delete(context.WithoutCancel(ctx), tmp)
+		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
+	}
+	return nil
+}
+
+// Load returns the newest record of execID, or (nil, nil) when there is
+// none. A record that cannot be read back is a *CorruptError (kind
+// Internal, errors.Is ErrCorrupt).
+func (s *Store) Load(ctx context.Context, execID string) (*agent.Checkpoint, error) {
+	if err := ValidateExecID(execID); err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	live := s.Path(execID)
+	data, err := s.ws.Read(ctx, live)
+	if fault.Is(err, fault.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint %q: %w", execID, err)
+	}
+	cp, reason := decode(data)
+	if reason == "" && cp.ExecID != execID {
+		reason = fmt.Sprintf("it holds exec id %q", cp.ExecID)
+	}
+	if reason != "" {
+		return nil, &CorruptError{Where: live, Reason: reason}
+	}
+	return cp, nil
+}
+
+// List returns the exec ids that have a record, sorted: the names of the
+// "*.json" files directly under the prefix, without the suffix. The
+// temporary directory and other files are ignored; a missing prefix
+// directory lists nothing.
+func (s *Store) List(ctx context.Context) ([]string, error) {
+	names, err := s.ws.List(ctx, s.prefix)
+	if fault.Is(err, fault.NotFound) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	ids := make([]string, 0, len(names))
+	for _, n := range names {
+		id, ok := strings.CutSuffix(n, ".json")
+		if ok && ValidateExecID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	// Cutting the suffix can change the order ("a-b.json" < "a.json" but
+	// "a" < "a-b").
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Delete removes the live record of execID. A missing record is not an
+// error.
+func (s *Store) Delete(ctx context.Context, execID string) error {
+	if err := ValidateExecID(execID); err != nil {
+		return fmt.Errorf("delete checkpoint: %w", err)
+	}
+	err := s.ws.Delete(ctx, s.Path(execID))
+	if err != nil && !fault.Is(err, fault.NotFound) {
+		return fmt.Errorf("delete checkpoint %q: %w", execID, err)
+	}
+	return nil
+}
