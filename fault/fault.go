@@ -12,10 +12,21 @@ import (
 type Kind struct{ name string }
 
 // Error returns the kind's name, for example "validation".
-func (k *Kind) Error() string { return k.name }
+func (k *Kind) Error() string { return k.String() }
 
-// String returns the kind's name.
-func (k *Kind) String() string { return k.name }
+// String returns the kind's name; a nil kind (KindOf of an error without
+// one) gives "".
+func (k *Kind) String() string {
+	if k == nil {
+		return ""
+	}
+	return k.name
+}
+
+// MarshalText writes the kind's name, so a kind in a JSON or YAML value
+// appears as "not_found". There is no UnmarshalText: kinds are the package
+// variables, found by name with ParseKind.
+func (k *Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // The error kinds. Every Corral error that a caller may act on carries one.
 var (
@@ -50,7 +61,7 @@ var (
 	Forbidden = &Kind{"forbidden"}
 )
 
-// Kinds lists every kind, in a stable order.
+// Kinds lists every kind, in a stable order. The slice is the caller's.
 func Kinds() []*Kind {
 	return []*Kind{Validation, NotFound, Conflict, NotAvailable, RateLimit, BudgetExceeded,
 		Timeout, Aborted, Internal, Interrupted, PolicyDenied, Forbidden}
@@ -68,7 +79,7 @@ func ParseKind(name string) (*Kind, bool) {
 }
 
 // Error is an error with a kind, the operation that failed and an optional
-// cause.
+// cause. New and Wrap make one; callers reach it with errors.As.
 type Error struct {
 	Kind *Kind  // the class of failure; never nil
 	Op   string // the operation, lowercase; may be empty
@@ -76,7 +87,8 @@ type Error struct {
 	Err  error  // the cause; may be nil
 }
 
-// Error formats as "op: msg: cause", leaving out empty parts.
+// Error formats as "op: msg: cause", leaving out empty parts; when all
+// three are empty it is the kind's name.
 func (e *Error) Error() string {
 	s := e.Msg
 	if e.Op != "" {
@@ -93,35 +105,43 @@ func (e *Error) Error() string {
 		return s + ": " + e.Err.Error()
 	}
 	if s == "" {
+		if e.Kind == nil {
+			return "error"
+		}
 		return e.Kind.name
 	}
 	return s
 }
 
-// Unwrap exposes both the kind and the cause to errors.Is and errors.As.
+// Unwrap exposes the kind and then the cause to errors.Is and errors.As.
+// A nil kind or cause is left out.
 func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Kind}
+	errs := make([]error, 0, 2)
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
 	}
-	return []error{e.Kind, e.Err}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
 }
 
-// New returns an error of kind k for operation op with a formatted message.
+// New returns an error of kind k for operation op with a message formatted
+// by fmt.Sprintf (write %% for a literal percent sign).
 func New(k *Kind, op, format string, args ...any) error {
 	return &Error{Kind: k, Op: op, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Wrap returns an error of kind k for operation op that keeps err as its
-// cause. A nil err gives nil. The message may be empty.
+// cause, with a message formatted as New formats it. A nil err gives nil.
+// The message may be empty: Wrap(k, err, "load", "") reads "load: <err>".
+// errors.Is matches both k and any kind already in err's chain; KindOf
+// returns k.
 func Wrap(k *Kind, err error, op, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	msg := format
-	if len(args) > 0 {
-		msg = fmt.Sprintf(format, args...)
-	}
-	return &Error{Kind: k, Op: op, Msg: msg, Err: err}
+	return &Error{Kind: k, Op: op, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
 // KindOf returns the first kind found in err's chain, or nil when it has

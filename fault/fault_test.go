@@ -16,8 +16,10 @@ type placeErr struct{ line int }
 func (p *placeErr) Error() string { return fmt.Sprintf("line %d", p.line) }
 
 func TestKindsSurviveWrapping(t *testing.T) {
+	t.Parallel()
 	for _, k := range fault.Kinds() {
 		t.Run(k.String(), func(t *testing.T) {
+			t.Parallel()
 			base := fault.New(k, "deploy", "resource %q: kind is required", "bus")
 			wrapped := fmt.Errorf("outer: %w", fmt.Errorf("middle: %w", base))
 			joined := errors.Join(errors.New("other"), wrapped)
@@ -38,6 +40,7 @@ func TestKindsSurviveWrapping(t *testing.T) {
 }
 
 func TestErrorMessageAndCause(t *testing.T) {
+	t.Parallel()
 	cause := &placeErr{line: 7}
 	err := fault.Wrap(fault.NotFound, cause, "load settings", "file %q", "a.yaml")
 	assert.EqualError(t, err, `load settings: file "a.yaml": line 7`)
@@ -55,6 +58,7 @@ func TestErrorMessageAndCause(t *testing.T) {
 }
 
 func TestSentinelMatchesItselfAndKind(t *testing.T) {
+	t.Parallel()
 	errClosed := fault.New(fault.NotAvailable, "event", "bus closed")
 	err := fmt.Errorf("publish: %w", errClosed)
 	assert.ErrorIs(t, err, errClosed)
@@ -63,6 +67,7 @@ func TestSentinelMatchesItselfAndKind(t *testing.T) {
 }
 
 func TestFromContext(t *testing.T) {
+	t.Parallel()
 	err := fault.FromContext(context.DeadlineExceeded, "wait")
 	assert.ErrorIs(t, err, fault.Timeout)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -74,13 +79,4 @@ func TestFromContext(t *testing.T) {
 	plain := errors.New("plain")
 	assert.Same(t, plain, fault.FromContext(plain, "wait"))
 	assert.Nil(t, fault.FromContext(nil, "wait"))
-}
-
-func ExampleNew() {
-	err := fmt.Errorf("build: %w", fault.New(fault.Validation, "deploy", "version is required"))
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, fault.Validation), fault.KindOf(err))
-	// Output:
-	// build: deploy: version is required
-	// true validation
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // Agent is a bound agent: its definition with its engine and hooks built.
-// Close closes the engine and hooks that implement io.Closer, hooks in
-// reverse order first, then the engine.
+// Close closes what it owns, listed in Closers. Deploy appends the engine
+// first and then each hook in build order, so Close closes the hooks in
+// reverse order first and the engine last.
 type Agent struct {
 	ID         string
 	Definition Definition
@@ -18,16 +19,21 @@ type Agent struct {
 	Observers  []Observer
 	Referees   []Referee
 	Committers []Committer
-	// Closers are closed by Close in reverse order; deploy fills it with
-	// every built value that implements io.Closer.
+	// Closers are closed by Close in reverse order; deploy fills it, in
+	// build order, with every built value that implements io.Closer.
 	Closers []io.Closer
 }
 
-// Close closes what the agent owns. It is safe to call more than once only
-// if the closers are; deploy closes each agent once.
+// Close closes a.Closers in reverse order, skipping nil and typed-nil
+// entries, and returns their errors joined (nil when all succeed). Every
+// closer is called even when an earlier one fails. Close is safe to call
+// more than once only if the closers are; deploy closes each agent once.
 func (a *Agent) Close() error {
 	var errs []error
 	for _, c := range slices.Backward(a.Closers) {
+		if isNil(c) {
+			continue
+		}
 		if err := c.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 )
@@ -28,10 +29,12 @@ func CapabilityNames() []string {
 }
 
 // ValidateCapabilityName checks one entry of a capabilities list: a known
-// name, or "delegate:<agent id>".
+// name (exactly as spelled in CapabilityNames), or "delegate:<agent id>"
+// where the id is non-blank, valid UTF-8 and has no surrounding whitespace.
+// The error is of kind Validation.
 func ValidateCapabilityName(name string) error {
 	if target, ok := strings.CutPrefix(name, CapDelegate+":"); ok {
-		if strings.TrimSpace(target) == "" || strings.TrimSpace(target) != target {
+		if strings.TrimSpace(target) == "" || strings.TrimSpace(target) != target || !utf8.ValidString(target) {
 			return fault.New(fault.Validation, "agent", "capabilities: %q names no delegation target", name)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -24,8 +25,9 @@ type Checkpoint struct {
 	SpecVersion       string            `json:"spec_version,omitempty"`
 }
 
-// Validate checks the required fields: an exec id, a board, and a payload
-// that is valid JSON when present.
+// Validate checks the required fields: a non-blank exec id, a board, a
+// payload that is valid JSON when present, and an iteration that is not
+// negative. The error is of kind Validation.
 func (c Checkpoint) Validate() error {
 	if strings.TrimSpace(c.ExecID) == "" {
 		return fault.New(fault.Validation, "checkpoint", "exec_id is required")
@@ -42,14 +44,13 @@ func (c Checkpoint) Validate() error {
 	return nil
 }
 
-// Clone returns a deep copy of c.
+// Clone returns a deep copy of c: steps, board, payload and attributes are
+// copied, so changing the copy never changes c. Nil stays nil.
 func (c Checkpoint) Clone() Checkpoint {
 	out := c
 	out.Steps = slices.Clone(c.Steps)
 	out.Board = c.Board.Clone()
-	if c.Payload != nil {
-		out.Payload = append(json.RawMessage(nil), c.Payload...)
-	}
+	out.Payload = bytes.Clone(c.Payload)
 	out.Attributes = maps.Clone(c.Attributes)
 	return out
 }

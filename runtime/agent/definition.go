@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -77,8 +78,14 @@ func (d Definition) Hooks() map[string][]HookRef {
 	return map[string][]HookRef{SlotPrepare: d.Prepare, SlotObserve: d.Observe, SlotReferee: d.Referees, SlotCommit: d.Commit}
 }
 
-// Validate checks the definition's own shape; it resolves no factory. The
-// error names the field (card.name, engine.kind, referees[1].type).
+// Validate checks the definition's own shape; it resolves no factory. It
+// reports the first problem as a Validation error that names the field
+// (card.name, card.skills[0].id, engine.kind, engine.deps.store,
+// policy.max_revise, referees[1]: hook: type). The checks: card.name and
+// every skill id are non-blank; engine.kind is set when any engine field is;
+// deps are valid references (ValidateRef); settings are valid JSON;
+// policy.max_revise is not negative; every capability is known
+// (ValidateCapabilityName); every hook has a non-blank type.
 func (d Definition) Validate() error {
 	if strings.TrimSpace(d.Card.Name) == "" {
 		return invalidDef("card.name is required")
@@ -113,7 +120,7 @@ func (d Definition) Validate() error {
 			if strings.TrimSpace(h.Type) == "" {
 				return invalidDef("%s[%d]: hook: type is required", slot.name, i)
 			}
-			if err := ValidateRefs(slot.name+"[]."+"deps", h.Deps); err != nil {
+			if err := ValidateRefs(fmt.Sprintf("%s[%d].deps", slot.name, i), h.Deps); err != nil {
 				return err
 			}
 			if len(h.Settings) > 0 && !json.Valid(h.Settings) {
@@ -124,8 +131,9 @@ func (d Definition) Validate() error {
 	return nil
 }
 
-// ValidateRefs checks dependency references: "resource" or
-// "resource/item", with at most one '/' that neither leads nor trails.
+// ValidateRefs checks a deps map: every dep name is non-blank and every
+// reference passes ValidateRef. Keys are checked in sorted order, so the
+// first error is stable; it names field and the dep (engine.deps.store).
 func ValidateRefs(field string, deps map[string]string) error {
 	keys := make([]string, 0, len(deps))
 	for k := range deps {
@@ -143,7 +151,9 @@ func ValidateRefs(field string, deps map[string]string) error {
 	return nil
 }
 
-// ValidateRef checks one dependency reference.
+// ValidateRef checks one dependency reference: "resource" or
+// "resource/item", non-blank, without surrounding whitespace, with at most
+// one '/' that neither leads nor trails. The error is of kind Validation.
 func ValidateRef(ref string) error {
 	switch {
 	case strings.TrimSpace(ref) == "":

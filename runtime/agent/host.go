@@ -110,24 +110,27 @@ type HostUnwrapper interface {
 	UnwrapHost() Host
 }
 
-// maxUnwrapDepth bounds the walk of CapabilityFromHost.
-const maxUnwrapDepth = 64
+// MaxUnwrapDepth is how many times CapabilityFromHost follows UnwrapHost.
+// The host passed in is at depth 0 and the host reached after n unwraps is
+// at depth n: a capability at depth MaxUnwrapDepth is found, one at depth
+// MaxUnwrapDepth+1 is not.
+const MaxUnwrapDepth = 64
 
 // CapabilityFromHost finds the optional capability T on h: h itself, then
-// each host reached through UnwrapHost, at most 64 levels deep. Typed nils
-// count as absent.
+// each host reached through HostUnwrapper.UnwrapHost, down to depth
+// MaxUnwrapDepth. The search stops, finding nothing, at a host that is not a
+// HostUnwrapper, at a decorator whose UnwrapHost returns nil, and past the
+// depth limit, so a cyclic chain terminates. Typed nils (a nil pointer in a
+// Host interface) count as absent, both as hosts and as capabilities.
 func CapabilityFromHost[T any](h Host) (T, bool) {
 	var zero T
-	for range maxUnwrapDepth + 1 {
-		if isNil(h) {
-			return zero, false
-		}
+	for depth := 0; !isNil(h); depth++ {
 		if c, ok := any(h).(T); ok && !isNil(c) {
 			return c, true
 		}
 		u, ok := h.(HostUnwrapper)
-		if !ok {
-			return zero, false
+		if !ok || depth == MaxUnwrapDepth {
+			break
 		}
 		h = u.UnwrapHost()
 	}
@@ -148,8 +151,10 @@ type EventBusProvider interface {
 // SteerFromHost returns the turn's steer source, if the host carries one.
 func SteerFromHost(h Host) (SteerSource, bool) { return CapabilityFromHost[SteerSource](h) }
 
-// EventBusFromHost returns the run's event bus, if the host carries a
-// provider whose bus is not nil.
+// EventBusFromHost returns the run's event bus, if the host carries an
+// EventBusProvider whose bus is not nil. The first provider that
+// CapabilityFromHost finds decides: when its bus is nil (or a typed nil) the
+// result is (nil, false), even if a deeper host has a bus.
 func EventBusFromHost(h Host) (event.Bus, bool) {
 	p, ok := CapabilityFromHost[EventBusProvider](h)
 	if !ok {
@@ -163,7 +168,8 @@ func EventBusFromHost(h Host) (event.Bus, bool) {
 }
 
 // NoopHost drops publishes and checkpoints, never interrupts, refuses
-// AskUser with NotAvailable and accepts usage. It offers no EventBus.
+// AskUser with NotAvailable and accepts usage. It deliberately offers no
+// capability: no EventBus, no SteerSource, and it unwraps to nothing.
 type NoopHost struct{}
 
 var _ Host = NoopHost{}
@@ -185,8 +191,13 @@ func (NoopHost) Checkpoint(context.Context, Checkpoint) error { return nil }
 // ReportUsage accepts u.
 func (NoopHost) ReportUsage(context.Context, Usage) error { return nil }
 
-// HostFuncs decorates Inner, replacing the methods whose function is set.
-// It unwraps to Inner, so capabilities of Inner stay reachable.
+// HostFuncs decorates Inner, replacing the methods whose function is set
+// and passing every other call through to Inner unchanged. It unwraps to
+// Inner, so capabilities of Inner stay reachable through CapabilityFromHost.
+// Use it as a pointer (*HostFuncs is the Host).
+//
+// Inner must not be nil; if it is, the methods that are not replaced return
+// an Internal error (Interrupts returns nil) instead of panicking.
 type HostFuncs struct {
 	Inner         Host // must not be nil
 	PublishFn     func(ctx context.Context, env event.Envelope) error
@@ -196,44 +207,68 @@ type HostFuncs struct {
 	ReportUsageFn func(ctx context.Context, u Usage) error
 }
 
-var _ HostUnwrapper = (*HostFuncs)(nil)
+var (
+	_ Host          = (*HostFuncs)(nil)
+	_ HostUnwrapper = (*HostFuncs)(nil)
+)
+
+// errNoInner is returned by a HostFuncs method that has neither a function
+// nor an inner host to call.
+func errNoInner(method string) error {
+	return fault.New(fault.Internal, "host funcs", "%s: no function and no inner host", method)
+}
 
 // Publish calls PublishFn or Inner.
 func (h *HostFuncs) Publish(ctx context.Context, env event.Envelope) error {
-	if h.PublishFn != nil {
+	switch {
+	case h.PublishFn != nil:
 		return h.PublishFn(ctx, env)
+	case h.Inner == nil:
+		return errNoInner("publish")
 	}
 	return h.Inner.Publish(ctx, env)
 }
 
 // Interrupts calls InterruptsFn or Inner.
 func (h *HostFuncs) Interrupts() <-chan Interrupt {
-	if h.InterruptsFn != nil {
+	switch {
+	case h.InterruptsFn != nil:
 		return h.InterruptsFn()
+	case h.Inner == nil:
+		return nil
 	}
 	return h.Inner.Interrupts()
 }
 
 // AskUser calls AskUserFn or Inner.
 func (h *HostFuncs) AskUser(ctx context.Context, p UserPrompt) (UserReply, error) {
-	if h.AskUserFn != nil {
+	switch {
+	case h.AskUserFn != nil:
 		return h.AskUserFn(ctx, p)
+	case h.Inner == nil:
+		return UserReply{}, errNoInner("ask user")
 	}
 	return h.Inner.AskUser(ctx, p)
 }
 
 // Checkpoint calls CheckpointFn or Inner.
 func (h *HostFuncs) Checkpoint(ctx context.Context, cp Checkpoint) error {
-	if h.CheckpointFn != nil {
+	switch {
+	case h.CheckpointFn != nil:
 		return h.CheckpointFn(ctx, cp)
+	case h.Inner == nil:
+		return errNoInner("checkpoint")
 	}
 	return h.Inner.Checkpoint(ctx, cp)
 }
 
 // ReportUsage calls ReportUsageFn or Inner.
 func (h *HostFuncs) ReportUsage(ctx context.Context, u Usage) error {
-	if h.ReportUsageFn != nil {
+	switch {
+	case h.ReportUsageFn != nil:
 		return h.ReportUsageFn(ctx, u)
+	case h.Inner == nil:
+		return errNoInner("report usage")
 	}
 	return h.Inner.ReportUsage(ctx, u)
 }
@@ -244,15 +279,20 @@ func (h *HostFuncs) UnwrapHost() Host { return h.Inner }
 type hostKey struct{}
 
 // ContextWithHost returns ctx carrying h, for tools that run inside a
-// node. It is not a substitute for the host an engine is given.
+// node. It is not a substitute for the host an engine is given: engines use
+// the host passed to Execute.
 func ContextWithHost(ctx context.Context, h Host) context.Context {
 	return context.WithValue(ctx, hostKey{}, h)
 }
 
-// HostFromContext returns the host carried by ctx.
+// HostFromContext returns the host carried by ctx. A context without a
+// host, or one carrying a nil or typed-nil host, yields (nil, false).
 func HostFromContext(ctx context.Context) (Host, bool) {
 	h, ok := ctx.Value(hostKey{}).(Host)
-	return h, ok && !isNil(h)
+	if !ok || isNil(h) {
+		return nil, false
+	}
+	return h, true
 }
 
 // isNil reports whether v is nil or an interface holding a typed nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/corral-rt/corral/runtime/message"
@@ -21,7 +22,8 @@ type Request struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 }
 
-// Clone returns a deep copy of r.
+// Clone returns a deep copy of r: the message, the inputs (as Board.Clone
+// copies vars) and the metadata.
 func (r Request) Clone() Request {
 	out := r
 	out.Message = r.Message.Clone()
@@ -84,7 +86,9 @@ func (f EngineFunc) Execute(ctx context.Context, run Run, host Host, board *Boar
 
 // Board is a run's state: variables and named message channels. Values in
 // Vars are JSON-compatible (nil, bool, float64, json.Number, string,
-// []any, map[string]any and the integer types).
+// []any, map[string]any and the integer types). A board is not safe for
+// concurrent use; Clone copies it deeply (see Clone for the value shapes
+// that are copied).
 type Board struct {
 	Vars     map[string]any               `json:"vars"`
 	Channels map[string][]message.Message `json:"channels"`
@@ -95,7 +99,12 @@ func NewBoard() *Board {
 	return &Board{Vars: map[string]any{}, Channels: map[string][]message.Message{}}
 }
 
-// Clone returns a deep copy of b; a nil board clones to nil.
+// Clone returns a deep copy of b; a nil board clones to nil. Nested
+// map[string]any and []any values are copied all the way down, as are
+// json.RawMessage, []byte, map[string]string, []map[string]any, slices of
+// strings, ints, int64s, float64s and bools, messages and message slices.
+// Other values are copied as they are, so pointers stay shared. The clone's
+// Vars and Channels are never nil.
 func (b *Board) Clone() *Board {
 	if b == nil {
 		return nil
@@ -110,8 +119,14 @@ func (b *Board) Clone() *Board {
 	return out
 }
 
-// Channel returns the messages of channel name.
-func (b *Board) Channel(name string) []message.Message { return b.Channels[name] }
+// Channel returns the messages of channel name; a nil board has none. The
+// slice is the board's own: clone it before keeping or changing it.
+func (b *Board) Channel(name string) []message.Message {
+	if b == nil {
+		return nil
+	}
+	return b.Channels[name]
+}
 
 // Append adds messages to channel name.
 func (b *Board) Append(name string, msgs ...message.Message) {
@@ -132,24 +147,48 @@ func cloneVars(m map[string]any) map[string]any {
 	return out
 }
 
+// cloneValue deep-copies the JSON-compatible values a board holds, plus the
+// slice and map shapes Go code commonly stores there. Other values (scalars,
+// and anything else) are copied as they are.
 func cloneValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		return cloneVars(t)
 	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = cloneValue(e)
-		}
-		return out
+		return cloneSlice(t, cloneValue)
+	case []map[string]any:
+		return cloneSlice(t, cloneVars)
+	case map[string]string:
+		return maps.Clone(t)
 	case json.RawMessage:
-		return append(json.RawMessage(nil), t...)
+		return slices.Clone(t)
 	case []byte:
-		return append([]byte(nil), t...)
+		return slices.Clone(t)
 	case []string:
-		return append([]string(nil), t...)
+		return slices.Clone(t)
+	case []int:
+		return slices.Clone(t)
+	case []int64:
+		return slices.Clone(t)
+	case []float64:
+		return slices.Clone(t)
+	case []bool:
+		return slices.Clone(t)
 	case message.Message:
 		return t.Clone()
+	case []message.Message:
+		return message.CloneAll(t)
 	}
 	return v
+}
+
+func cloneSlice[E any](s []E, clone func(E) E) []E {
+	if s == nil {
+		return nil
+	}
+	out := make([]E, len(s))
+	for i, e := range s {
+		out[i] = clone(e)
+	}
+	return out
 }

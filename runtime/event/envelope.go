@@ -1,14 +1,34 @@
 package event
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"time"
+
+	"github.com/corral-rt/corral/fault"
+)
+
+// The well-known headers.
+const (
+	HeaderRunID          = "run_id"
+	HeaderNodeID         = "node_id"
+	HeaderAgentID        = "agent_id"
+	HeaderGraphID        = "graph_id"
+	HeaderTenant         = "tenant"
+	HeaderParentRunID    = "parent_run_id"           // set on envelopes of delegated turns
+	HeaderToolCallID     = "tool_call_id"            // set on envelopes of tool-spawned turns
+	HeaderDeliveryCursor = "session_delivery_cursor" // set by session confirmed delivery
 )
 
 // Envelope is one event: a subject, a JSON payload and routing metadata.
-// Headers and Payload of a delivered envelope are shared between every
-// subscriber that receives it: treat them as read-only.
+// ID is a 20-character id that sorts by creation time. Payload holds raw
+// JSON bytes (nil when there is no payload). Headers and Payload of a
+// delivered envelope are shared between every subscriber that receives it:
+// treat them as read-only, and Clone before changing them.
 type Envelope struct {
 	ID      string            `json:"id"`
 	Subject string            `json:"subject"`
@@ -21,7 +41,19 @@ type Envelope struct {
 }
 
 // Bus routes envelopes from publishers to the subscriptions whose pattern
-// matches their subject.
+// matches their subject. Implementations are safe for concurrent use and
+// obey these rules (package eventtest checks them):
+//
+//   - Publish validates the subject (ErrInvalidSubject) and fills a missing
+//     ID and Time. When it returns, the envelope has been queued for every
+//     matching subscription or dropped under that subscription's
+//     backpressure policy.
+//   - Subscribe validates the pattern (ErrInvalidPattern) and the options
+//     (fault.Validation).
+//   - After Close, Publish and Subscribe return exactly ErrBusClosed.
+//   - Close is idempotent and closes every subscription channel.
+//   - A subscription closes when its ctx ends.
+//   - Observer callbacks run outside the bus's locks.
 type Bus interface {
 	// Publish queues env for every matching subscription (or drops it under
 	// that subscription's backpressure policy) before it returns. A missing
@@ -75,7 +107,7 @@ type SubConfig struct {
 	BufferSize   int                 // default 64, at most 1<<20
 	Backpressure Backpressure        // default DropNewest
 	Predicate    func(Envelope) bool // applied after pattern matching; nil keeps all
-	SampleRate   float64             // for Sample; clamped to [0,1]
+	SampleRate   float64             // for Sample; clamped to [0,1]; default 1
 }
 
 // Backpressure is what a subscription does when its buffer is full.
@@ -88,3 +120,148 @@ const (
 	Block                          // the publisher waits for room or for its ctx
 	Sample                         // keep at random by SampleRate, then enqueue without blocking
 )
+
+// NewEnvelope returns an envelope for subject with a new ID, the current
+// time, and the trace and span ids of ctx's span (see ContextWithSpan). The
+// payload becomes the envelope's bytes: nil gives none, a json.RawMessage or
+// a []byte is used as is, and anything else is JSON-encoded. An invalid
+// subject is ErrInvalidSubject; a payload that does not encode is a
+// Validation error.
+func NewEnvelope(ctx context.Context, subject string, payload any) (Envelope, error) {
+	if ctx == nil {
+		return Envelope{}, fault.New(fault.Validation, "new envelope", "ctx must not be nil")
+	}
+	if err := ValidateSubject(subject); err != nil {
+		return Envelope{}, err
+	}
+	raw, err := encodePayload(payload)
+	if err != nil {
+		return Envelope{}, fault.Wrap(fault.Validation, err, "new envelope", "encode payload of %q", subject)
+	}
+	env := Envelope{ID: NewID(), Subject: subject, Time: time.Now(), Payload: raw}
+	if sp, ok := SpanFromContext(ctx); ok {
+		env.TraceID, env.SpanID = sp.TraceID, sp.SpanID
+	}
+	return env, nil
+}
+
+func encodePayload(payload any) (json.RawMessage, error) {
+	switch p := payload.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return json.RawMessage(p), nil
+	}
+	return json.Marshal(payload)
+}
+
+// Decode unmarshals the payload into out. An empty payload leaves out
+// untouched and returns nil. A payload that does not decode into out is a
+// Validation error naming the subject.
+func (e Envelope) Decode(out any) error {
+	if len(bytes.TrimSpace(e.Payload)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(e.Payload, out); err != nil {
+		return fault.Wrap(fault.Validation, err, "decode envelope", "payload of %q", e.Subject)
+	}
+	return nil
+}
+
+// Clone returns a copy of e whose Headers and Payload are its own.
+func (e Envelope) Clone() Envelope {
+	out := e
+	out.Headers = maps.Clone(e.Headers)
+	if e.Payload != nil {
+		out.Payload = bytes.Clone(e.Payload)
+	}
+	return out
+}
+
+// Header returns the value of header k, or "" when it is not set.
+func (e Envelope) Header(k string) string { return e.Headers[k] }
+
+// WithHeader returns a copy of e with header k set to v. The copy's
+// Headers map is new, so e and envelopes sharing its map are unchanged.
+func (e Envelope) WithHeader(k, v string) Envelope {
+	h := make(map[string]string, len(e.Headers)+1)
+	maps.Copy(h, e.Headers)
+	h[k] = v
+	e.Headers = h
+	return e
+}
+
+// Span identifies the trace and span an envelope was made in.
+type Span struct {
+	TraceID string
+	SpanID  string
+}
+
+type spanKey struct{}
+
+// ContextWithSpan returns a ctx carrying a span; NewEnvelope copies its ids
+// into the envelopes it makes.
+func ContextWithSpan(ctx context.Context, traceID, spanID string) context.Context {
+	return context.WithValue(ctx, spanKey{}, Span{TraceID: traceID, SpanID: spanID})
+}
+
+// SpanFromContext returns the span of ctx and whether there is one.
+func SpanFromContext(ctx context.Context) (Span, bool) {
+	if ctx == nil {
+		return Span{}, false
+	}
+	sp, ok := ctx.Value(spanKey{}).(Span)
+	return sp, ok
+}
+
+// AckSubscription is an optional extension of Subscription for durable
+// buses, whose consumers acknowledge each envelope by id. MemoryBus
+// subscriptions do not implement it.
+type AckSubscription interface {
+	Subscription
+	Ack(ctx context.Context, id string) error
+}
+
+// IDLen is the length of the ids NewID returns.
+const IDLen = 20
+
+// idAlphabet is base32hex in lower case: its order is the byte order, so
+// ids sort like the bytes they encode.
+const idAlphabet = "0123456789abcdefghijklmnopqrstuv"
+
+// NewID returns a new 20-character envelope id. The id encodes 12 bytes:
+// the creation time in nanoseconds since the Unix epoch (8 bytes, big
+// endian) followed by 4 bytes from crypto/rand, in lower-case base32hex.
+// Ids therefore sort by creation time, and two ids made in the same
+// nanosecond differ unless their 32 random bits collide. NewID keeps no
+// state between calls.
+func NewID() string {
+	var raw [12]byte
+	binary.BigEndian.PutUint64(raw[:8], uint64(time.Now().UnixNano()))
+	_, _ = rand.Read(raw[8:]) // crypto/rand.Read never fails
+	return encodeID(raw)
+}
+
+// encodeID writes 96 bits as 20 base32hex characters, most significant
+// first; the last character holds the final bit followed by four zeros.
+func encodeID(raw [12]byte) string {
+	var out [IDLen]byte
+	var acc uint64
+	bits := 0
+	n := 0
+	for _, b := range raw {
+		acc = acc<<8 | uint64(b)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			out[n] = idAlphabet[(acc>>uint(bits))&31]
+			n++
+		}
+	}
+	if bits > 0 {
+		out[n] = idAlphabet[(acc<<uint(5-bits))&31]
+	}
+	return string(out[:])
+}

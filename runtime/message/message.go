@@ -3,8 +3,10 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -162,97 +164,151 @@ func CloneAll(msgs []Message) []Message {
 	return out
 }
 
-// Validate reports the first problem with m as a Validation error that names
-// the offending part (parts[2].tool_call.id).
+// Validate reports the first problem with m as a Validation error that
+// names the place: the role, the name, a metadata key, or the offending
+// part and field ("message: parts[2].tool_call.id: required").
+//
+// A valid message has a known role and at least one part; its strings are
+// valid UTF-8; each part is of a known type, sets the field of its type and
+// no field of another type (mime_type belongs to data parts); data and
+// tool-call arguments are JSON texts; tool_call parts appear only in
+// assistant messages and tool_result parts only in tool messages.
 func (m Message) Validate() error {
 	if !m.Role.Valid() {
 		return invalid("role %q is not one of system, user, assistant, tool", m.Role)
+	}
+	if !utf8.ValidString(m.Name) {
+		return invalid("name: not valid UTF-8")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
+		if !utf8.ValidString(k) || !utf8.ValidString(m.Metadata[k]) {
+			return invalid("metadata[%q]: not valid UTF-8", k)
+		}
 	}
 	if len(m.Parts) == 0 {
 		return invalid("a message needs at least one part")
 	}
 	for i, p := range m.Parts {
-		if err := p.validate(m.Role); err != nil {
-			return invalid("parts[%d]%s", i, err.Error())
+		if problem := p.problem(m.Role); problem != "" {
+			return invalid("parts[%d]%s", i, problem)
 		}
 	}
 	return nil
 }
 
-type partErr string
-
-func (e partErr) Error() string { return string(e) }
-
-func (p Part) validate(role Role) error {
-	extra := func(ok bool) error {
-		set := 0
-		if p.Text != "" {
-			set++
-		}
-		if p.Data != nil {
-			set++
-		}
-		if p.ToolCall != nil {
-			set++
-		}
-		if p.ToolResult != nil {
-			set++
-		}
-		if !ok || set > 1 {
-			return partErr(": a " + string(p.Type) + " part carries a field of another part type")
-		}
-		return nil
-	}
+// problem returns what is wrong with p in a message of role, as a path
+// suffix and a reason (".text: not valid UTF-8"), or "" when p is well
+// formed.
+func (p Part) problem(role Role) string {
+	var problem string
 	switch p.Type {
 	case PartText:
 		if !utf8.ValidString(p.Text) {
-			return partErr(".text: not valid UTF-8")
+			problem = ".text: not valid UTF-8"
 		}
-		return extra(p.Data == nil && p.ToolCall == nil && p.ToolResult == nil)
 	case PartData:
-		if len(p.Data) == 0 || !json.Valid(p.Data) {
-			return partErr(".data: not a JSON value")
-		}
-		return extra(p.ToolCall == nil && p.ToolResult == nil && p.Text == "")
+		problem = dataProblem(p.Data, p.MimeType)
 	case PartToolCall:
 		if role != RoleAssistant {
-			return partErr(": tool_call parts belong to assistant messages")
+			return ": tool_call parts belong to assistant messages"
 		}
-		if p.ToolCall == nil || p.ToolCall.ID == "" {
-			return partErr(".tool_call.id: required")
-		}
-		if p.ToolCall.Name == "" {
-			return partErr(".tool_call.name: required")
-		}
-		if p.ToolCall.Arguments != "" && !json.Valid([]byte(p.ToolCall.Arguments)) {
-			return partErr(".tool_call.arguments: not a JSON text")
-		}
-		return extra(p.Text == "" && p.Data == nil && p.ToolResult == nil)
+		problem = p.ToolCall.problem()
 	case PartToolResult:
 		if role != RoleTool {
-			return partErr(": tool_result parts belong to tool messages")
+			return ": tool_result parts belong to tool messages"
 		}
-		if p.ToolResult == nil || p.ToolResult.ToolCallID == "" {
-			return partErr(".tool_result.tool_call_id: required")
-		}
-		return extra(p.Text == "" && p.Data == nil && p.ToolCall == nil)
+		problem = p.ToolResult.problem()
+	default:
+		return fmt.Sprintf(".type: %q is not one of text, data, tool_call, tool_result", p.Type)
 	}
-	return partErr(".type: " + strconvQuote(string(p.Type)) + " is not one of text, data, tool_call, tool_result")
+	if problem != "" {
+		return problem
+	}
+	return p.foreignField()
 }
 
-func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+func dataProblem(data json.RawMessage, mimeType string) string {
+	switch {
+	case len(data) == 0:
+		return ".data: required"
+	case !utf8.Valid(data) || !json.Valid(data):
+		return ".data: not a JSON value"
+	case !utf8.ValidString(mimeType):
+		return ".mime_type: not valid UTF-8"
+	}
+	return ""
+}
+
+func (tc *ToolCall) problem() string {
+	switch {
+	case tc == nil:
+		return ".tool_call: required"
+	case tc.ID == "":
+		return ".tool_call.id: required"
+	case !utf8.ValidString(tc.ID):
+		return ".tool_call.id: not valid UTF-8"
+	case tc.Name == "":
+		return ".tool_call.name: required"
+	case !utf8.ValidString(tc.Name):
+		return ".tool_call.name: not valid UTF-8"
+	case tc.Arguments != "" && (!utf8.ValidString(tc.Arguments) || !json.Valid([]byte(tc.Arguments))):
+		return ".tool_call.arguments: not a JSON text"
+	}
+	return ""
+}
+
+func (tr *ToolResult) problem() string {
+	switch {
+	case tr == nil:
+		return ".tool_result: required"
+	case tr.ToolCallID == "":
+		return ".tool_result.tool_call_id: required"
+	case !utf8.ValidString(tr.ToolCallID):
+		return ".tool_result.tool_call_id: not valid UTF-8"
+	case !utf8.ValidString(tr.Content):
+		return ".tool_result.content: not valid UTF-8"
+	}
+	return ""
+}
+
+// foreignField names the first field of p that belongs to another part
+// type.
+func (p Part) foreignField() string {
+	fields := [...]struct {
+		name  string
+		set   bool
+		owner PartType
+	}{
+		{"text", p.Text != "", PartText},
+		{"data", p.Data != nil, PartData},
+		{"mime_type", p.MimeType != "", PartData},
+		{"tool_call", p.ToolCall != nil, PartToolCall},
+		{"tool_result", p.ToolResult != nil, PartToolResult},
+	}
+	for _, f := range fields {
+		if f.set && f.owner != p.Type {
+			return "." + f.name + ": not allowed in a " + string(p.Type) + " part"
+		}
+	}
+	return ""
+}
 
 func invalid(format string, args ...any) error {
 	return fault.New(fault.Validation, "message", format, args...)
 }
 
 // Decode reads one message from its JSON wire form, strictly: unknown
-// fields and trailing data are errors. The message is validated.
+// fields, empty input and trailing data are errors, and the message must
+// pass Validate. Every error is of kind fault.Validation; a JSON syntax or
+// type error stays in the chain for errors.As.
 func Decode(data []byte) (Message, error) {
 	var m Message
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
+		if err == io.EOF {
+			return Message{}, invalid("decode: no message in the input")
+		}
 		return Message{}, fault.Wrap(fault.Validation, err, "message", "decode")
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -26,5 +26,30 @@
 //
 // A DepSpec names a dependency role and the contract its value must meet.
 // A Many dependency accepts the document keys "name" and "name.<suffix>";
-// Input.DepsMany returns them sorted by key.
+// Input.DepsMany returns them sorted by key. Deploy checks the document's
+// deps against the Spec before New: every key must match a declared name
+// (or a Many prefix), every Required dep must be bound, and a dep bound to
+// an external dependency must declare that dependency's contract as its
+// Type.
+//
+// # Settings and references
+//
+// Settings reach New as JSON. A settings value that is exactly {file: path}
+// or {embed: name} is a reference (SourceOf); deploy loads a whole-subtree
+// reference before New, and factories resolve nested ones with
+// Input.ResolveText, Input.ResolveDocument or Input.Resolve. YAMLToJSON and
+// NodeValue convert YAML to JSON and refuse what JSON cannot hold.
+// Input.ExpandSettings expands ${env:NAME} and the other forms of the
+// Loader in every string value; it is opt-in.
+//
+// # Errors
+//
+// Every error carries a fault kind: Validation for a bad Spec or bad
+// settings, Conflict for a duplicate registration, NotAvailable when a
+// value built outside a document asks for a reference.
+//
+// # Concurrency
+//
+// A Registry is safe for concurrent use. Factories may be called from
+// several goroutines, one New per value.
 package resource

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -125,6 +128,15 @@ func (in Input) Resolve(ctx context.Context, src Source) ([]byte, error) {
 	return in.Loader.Load(ctx, src)
 }
 
+// ResolveSettings returns the input's settings as JSON, loading them first
+// when the whole value is a {file}/{embed} reference (YAML is converted to
+// JSON). Deploy resolves such a reference before New, so this matters for
+// values built outside a document; references nested deeper are left to
+// ResolveText and ResolveDocument.
+func (in Input) ResolveSettings(ctx context.Context) (json.RawMessage, error) {
+	return in.ResolveDocument(ctx, in.Settings)
+}
+
 // ResolveText turns a settings value that is a JSON string or a reference
 // into text: the string itself, or the referenced content.
 func (in Input) ResolveText(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -174,11 +186,14 @@ func ExpandJSON(raw json.RawMessage, expand func(string) (string, error)) (json.
 	if err := dec.Decode(&v); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "expand settings", "")
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fault.New(fault.Validation, "expand settings", "trailing data after the value")
+	}
 	v, err := expandValue(v, expand)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(v)
+	return marshalJSON(v)
 }
 
 func expandValue(v any, expand func(string) (string, error)) (any, error) {
@@ -206,20 +221,39 @@ func expandValue(v any, expand func(string) (string, error)) (any, error) {
 }
 
 // YAMLToJSON converts one YAML (or JSON) document to JSON. Mapping keys must
-// be strings.
+// be strings; aliases, merge keys, NaN and infinities are refused, and so is
+// a second document. Every error is a Validation error naming the line.
+// Empty input converts to null.
 func YAMLToJSON(data []byte) (json.RawMessage, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var n yaml.Node
-	if err := yaml.Unmarshal(data, &n); err != nil {
-		return nil, err
+	if err := dec.Decode(&n); err != nil {
+		if errors.Is(err, io.EOF) {
+			return json.RawMessage("null"), nil
+		}
+		return nil, fault.New(fault.Validation, "", "%v", err)
 	}
-	if n.Kind == 0 {
-		return json.RawMessage("null"), nil
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return nil, fault.New(fault.Validation, "yaml", "line %d: a second document is not allowed", max(next.Line, 1))
 	}
 	v, err := NodeValue(&n)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(v)
+	return marshalJSON(v)
+}
+
+// marshalJSON encodes v compactly without escaping <, > and &, so that
+// script sources stay readable.
+func marshalJSON(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "encode json", "")
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // NodeValue converts a YAML node to plain Go values (map[string]any, []any,
@@ -272,21 +306,31 @@ func nodeValue(n *yaml.Node, depth int) (any, error) {
 		}
 		return s, nil
 	case yaml.ScalarNode:
-		var v any
-		if err := n.Decode(&v); err != nil {
-			return nil, fault.Wrap(fault.Validation, err, "yaml", "line %d", n.Line)
-		}
-		switch t := v.(type) {
-		case int:
-			return int64(t), nil
-		case uint64, int64, float64, bool, string, nil:
-			return t, nil
-		default:
-			// timestamps, binary and other tags keep their source text
-			return n.Value, nil
-		}
+		return scalarValue(n)
 	}
 	return nil, fault.New(fault.Validation, "yaml", "line %d: unsupported node", n.Line)
+}
+
+// scalarValue resolves a scalar the way YAML does and keeps what JSON can
+// hold: NaN and infinities are refused, timestamps and other tags keep
+// their source text.
+func scalarValue(n *yaml.Node) (any, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "yaml", "line %d", n.Line)
+	}
+	switch t := v.(type) {
+	case int:
+		return int64(t), nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fault.New(fault.Validation, "yaml", "line %d: %s is not a JSON number", n.Line, n.Value)
+		}
+		return t, nil
+	case uint64, int64, bool, string, nil:
+		return t, nil
+	}
+	return n.Value, nil
 }
 
 func abbreviate(raw json.RawMessage) string {

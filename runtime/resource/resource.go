@@ -1,8 +1,11 @@
 package resource
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -78,8 +81,8 @@ func (s Spec) MatchDep(key string) (DepSpec, bool) {
 	return DepSpec{}, false
 }
 
-// Registry holds factories by (kind, impl). The zero value is not usable;
-// call NewRegistry. A Registry is safe for concurrent use.
+// Registry holds factories by (kind, impl). Create one with NewRegistry (an
+// empty zero value works too). A Registry is safe for concurrent use.
 type Registry struct {
 	mu        sync.RWMutex
 	factories map[string]Factory
@@ -94,6 +97,9 @@ func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}}
 func (r *Registry) Register(fs ...Factory) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.factories == nil {
+		r.factories = map[string]Factory{}
+	}
 	batch := map[string]Factory{}
 	for _, f := range fs {
 		if f == nil {
@@ -187,15 +193,15 @@ type DeploymentBinder interface {
 // DecodeSettings decodes JSON settings into out strictly: unknown keys and
 // trailing data are Validation errors. Empty settings decode as {}.
 func DecodeSettings(data []byte, out any) error {
-	if len(strings.TrimSpace(string(data))) == 0 || string(data) == "null" {
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
 		data = []byte("{}")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
 		return fault.Wrap(fault.Validation, err, "decode settings", "")
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fault.New(fault.Validation, "decode settings", "trailing data after settings")
 	}
 	return nil

@@ -1,0 +1,180 @@
+package deploy
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+	"gopkg.in/yaml.v3"
+)
+
+// Layer is one piece of a layered document: a complete base document or a
+// partial overlay (YAML or JSON).
+type Layer struct {
+	// Name names the layer in the provenance; required and unique.
+	Name string
+	// Priority orders the merge: layers merge in ascending priority, so a
+	// higher priority wins. Layers of equal priority keep their order.
+	Priority int
+	// Data is the layer's text.
+	Data []byte
+	// File names the layer in positions and errors; "" means Name.
+	File string
+}
+
+// Provenance maps each leaf path of a merged document (a scalar, a
+// sequence and every scalar in it, an empty mapping) to the name of the
+// layer that set it, for example "agents.qa.engine.settings.model" →
+// "production".
+type Provenance map[string]string
+
+// LoadLayers merges layers into one document and validates it. The layer
+// of lowest priority must be a complete, valid document on its own; the
+// others may be partial. Mappings are merged key by key at every depth
+// (resources, agents, settings, runtime); sequences and scalars are
+// replaced whole, and a null replaces what it covers. Positions name the
+// layer file that wrote each part. WithFilename names the merged document
+// (default: the base layer's file) and WithBaseDir sets its base directory.
+func LoadLayers(layers []Layer, opts ...ParseOption) (*Document, Provenance, error) {
+	cfg := newParseConfig(opts)
+	sorted, err := sortLayers(layers)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &merger{files: map[*yaml.Node]string{}, owner: map[*yaml.Node]string{}}
+	var merged *yaml.Node
+	for i, l := range sorted {
+		file := cmp.Or(l.File, l.Name)
+		if i == 0 {
+			if _, err := Parse(l.Data, WithFilename(file), WithBaseDir(cfg.baseDir)); err != nil {
+				return nil, nil, err
+			}
+		}
+		root, err := parseNode(l.Data, file)
+		if err != nil {
+			return nil, nil, err
+		}
+		if root == nil || isNull(root) {
+			continue
+		}
+		if root.Kind != yaml.MappingNode {
+			return nil, nil, syntaxError(file, root.Line, "a layer must be a mapping, got %s", describe(root))
+		}
+		m.mark(root, file, l.Name, 0)
+		if merged, err = m.merge(merged, root); err != nil {
+			return nil, nil, err
+		}
+	}
+	doc, err := decodeDocument(merged, cmp.Or(cfg.file, cmp.Or(sorted[0].File, sorted[0].Name)), m.files)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc.baseDir = cfg.baseDir
+	if err := doc.Validate(); err != nil {
+		return nil, nil, err
+	}
+	prov := Provenance{}
+	m.provenance(merged, "", prov, 0)
+	return doc, prov, nil
+}
+
+func sortLayers(layers []Layer) ([]Layer, error) {
+	if len(layers) == 0 {
+		return nil, fault.New(fault.Validation, "load layers", "no layers")
+	}
+	seen := map[string]bool{}
+	for i, l := range layers {
+		switch {
+		case strings.TrimSpace(l.Name) == "":
+			return nil, fault.New(fault.Validation, "load layers", "layer %d: name is required", i)
+		case seen[l.Name]:
+			return nil, fault.New(fault.Conflict, "load layers", "layer %q is given twice", l.Name)
+		}
+		seen[l.Name] = true
+	}
+	sorted := slices.Clone(layers)
+	slices.SortStableFunc(sorted, func(a, b Layer) int { return cmp.Compare(a.Priority, b.Priority) })
+	return sorted, nil
+}
+
+// merger merges node trees and remembers the file and layer of every node.
+type merger struct {
+	files map[*yaml.Node]string
+	owner map[*yaml.Node]string
+}
+
+func (m *merger) mark(n *yaml.Node, file, layer string, depth int) {
+	if depth > maxDepth+2 {
+		return // decoding refuses such a tree anyway
+	}
+	m.files[n], m.owner[n] = file, layer
+	for _, c := range n.Content {
+		m.mark(c, file, layer, depth+1)
+	}
+}
+
+// merge returns base with over applied: mappings merge key by key,
+// anything else in over replaces what base has.
+func (m *merger) merge(base, over *yaml.Node) (*yaml.Node, error) {
+	if base == nil || base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode {
+		return over, nil
+	}
+	overAt := make(map[string]int, len(over.Content)/2)
+	for i := 0; i+1 < len(over.Content); i += 2 {
+		k := over.Content[i]
+		if _, dup := overAt[k.Value]; dup {
+			return nil, &Error{Pos: Position{File: m.files[k], Line: k.Line, Column: k.Column},
+				Err: fault.New(fault.Validation, "", "key %q is repeated", k.Value)}
+		}
+		overAt[k.Value] = i
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: base.Tag, Line: base.Line, Column: base.Column}
+	m.files[out], m.owner[out] = m.files[base], m.owner[base]
+	used := map[string]bool{}
+	for i := 0; i+1 < len(base.Content); i += 2 {
+		k, v := base.Content[i], base.Content[i+1]
+		j, ok := overAt[k.Value]
+		if !ok || used[k.Value] {
+			out.Content = append(out.Content, k, v)
+			continue
+		}
+		used[k.Value] = true
+		ov := over.Content[j+1]
+		if v.Kind == yaml.MappingNode && ov.Kind == yaml.MappingNode {
+			mv, err := m.merge(v, ov)
+			if err != nil {
+				return nil, err
+			}
+			out.Content = append(out.Content, k, mv)
+			continue
+		}
+		out.Content = append(out.Content, over.Content[j], ov)
+	}
+	for i := 0; i+1 < len(over.Content); i += 2 {
+		if k := over.Content[i]; !used[k.Value] {
+			out.Content = append(out.Content, k, over.Content[i+1])
+		}
+	}
+	return out, nil
+}
+
+// provenance records the layer of every leaf under n.
+func (m *merger) provenance(n *yaml.Node, path string, prov Provenance, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	switch {
+	case n.Kind == yaml.MappingNode && len(n.Content) > 0:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m.provenance(n.Content[i+1], childPath(path, n.Content[i].Value), prov, depth+1)
+		}
+	case n.Kind == yaml.SequenceNode:
+		prov[path] = m.owner[n]
+		for i, c := range n.Content {
+			m.provenance(c, itemPath(path, i), prov, depth+1)
+		}
+	default:
+		prov[path] = m.owner[n]
+	}
+}

@@ -1,0 +1,179 @@
+package deploy_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const baseLayer = `version: v1
+resources:
+  bus: {kind: test.Bus, impl: memory}
+  store:
+    kind: test.Store
+    impl: deps
+    deps: {bus: bus}
+    settings:
+      note: base
+      items: [a, b]
+agents:
+  qa:
+    card: {name: QA}
+    engine: {kind: agent.Engine, impl: fake, settings: {note: base}}
+    capabilities: [log, emit]
+runtime:
+  event_bus: bus
+  sessions: {idle_timeout: 10m, sink_buffer: 256}
+`
+
+func TestLoadLayersMerge(t *testing.T) {
+	// SEED-SPEC 3.4.6
+	t.Parallel()
+	overlay := `resources:
+  store:
+    settings:
+      items: [c]
+  extra: {kind: test.Thing}
+agents:
+  qa:
+    engine: {settings: {note: prod}}
+    capabilities: [log]
+  writer:
+    card: {name: Writer}
+runtime:
+  sessions: {sink_buffer: 512}
+`
+	top := `{"agents": {"qa": {"card": {"description": "from json"}}}, "version": "v2"}`
+	// Given out of order: priority decides.
+	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "top", Priority: 20, Data: []byte(top), File: "top.json"},
+		{Name: "base", Priority: 0, Data: []byte(baseLayer), File: "base.yaml"},
+		{Name: "prod", Priority: 10, Data: []byte(overlay), File: "prod.yaml"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "v2", doc.Version)
+	assert.JSONEq(t, `{"note":"base","items":["c"]}`, string(doc.Resources["store"].Settings), "objects merge, arrays are replaced")
+	assert.Equal(t, map[string]string{"bus": "bus"}, doc.Resources["store"].Deps)
+	assert.Equal(t, "test.Thing", doc.Resources["extra"].Kind)
+	qa := doc.Agents["qa"]
+	assert.Equal(t, "QA", qa.Card.Name)
+	assert.Equal(t, "from json", qa.Card.Description)
+	assert.Equal(t, "fake", qa.Engine.Impl)
+	assert.JSONEq(t, `{"note":"prod"}`, string(qa.Engine.Settings))
+	assert.Equal(t, []string{"log"}, qa.Capabilities)
+	assert.Equal(t, "Writer", doc.Agents["writer"].Card.Name)
+	assert.JSONEq(t, `{"event_bus":"bus","sessions":{"idle_timeout":"10m","sink_buffer":512}}`, string(doc.Runtime))
+	assert.Equal(t, "base.yaml", doc.File())
+
+	assert.Equal(t, "top", prov["version"])
+	assert.Equal(t, "base", prov["resources.bus.kind"])
+	assert.Equal(t, "base", prov["resources.store.settings.note"])
+	assert.Equal(t, "prod", prov["resources.store.settings.items"])
+	assert.Equal(t, "prod", prov["resources.store.settings.items[0]"])
+	assert.Equal(t, "prod", prov["resources.extra.kind"])
+	assert.Equal(t, "prod", prov["agents.qa.engine.settings.note"])
+	assert.Equal(t, "base", prov["agents.qa.engine.kind"])
+	assert.Equal(t, "top", prov["agents.qa.card.description"])
+	assert.Equal(t, "prod", prov["runtime.sessions.sink_buffer"])
+	assert.Equal(t, "base", prov["runtime.sessions.idle_timeout"])
+	_, ok := prov["resources.store.settings.items[1]"]
+	assert.False(t, ok, "the replaced array's old items are gone")
+
+	p, ok := doc.Pos("agents.qa.engine.settings.note")
+	require.True(t, ok)
+	assert.Equal(t, deploy.Position{File: "prod.yaml", Line: 8, Column: 25}, p, "positions name the layer that wrote the value")
+	p, ok = doc.Pos("agents.qa.card.description")
+	require.True(t, ok)
+	assert.Equal(t, "top.json", p.File)
+	p, ok = doc.Pos("resources.bus")
+	require.True(t, ok)
+	assert.Equal(t, deploy.Position{File: "base.yaml", Line: 3, Column: 3}, p)
+}
+
+func TestLoadLayersErrors(t *testing.T) {
+	// SEED-SPEC 3.4.6
+	t.Parallel()
+	cases := []struct {
+		name   string
+		layers []deploy.Layer
+		kind   *fault.Kind
+		msg    string
+	}{
+		{"no layers", nil, fault.Validation, "no layers"},
+		{"unnamed layer", []deploy.Layer{{Data: []byte(baseLayer)}}, fault.Validation, "name is required"},
+		{"same name twice", []deploy.Layer{{Name: "a", Data: []byte(baseLayer)}, {Name: "a", Priority: 1}}, fault.Conflict, "given twice"},
+		{"lowest layer incomplete", []deploy.Layer{
+			{Name: "base", Data: []byte("resources: {bus: {kind: test.Bus}}\n")},
+			{Name: "top", Priority: 1, Data: []byte("version: v1\n")},
+		}, fault.Validation, "base:1: version is required"},
+		{"overlay unknown field", []deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer), File: "base.yaml"},
+			{Name: "top", Priority: 1, Data: []byte("\nresources:\n  bus: {kindd: x}\n"), File: "top.yaml"},
+		}, fault.Validation, `top.yaml:3: resources.bus: unknown field "kindd"`},
+		{"overlay breaks the document", []deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer), File: "base.yaml"},
+			{Name: "top", Priority: 1, Data: []byte("agents:\n  qa:\n    card: {name: ''}\n"), File: "top.yaml"},
+		}, fault.Validation, "top.yaml:3: agents.qa: card.name is required"},
+		{"overlay not a mapping", []deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer)},
+			{Name: "top", Priority: 1, Data: []byte("- a\n")},
+		}, fault.Validation, "a layer must be a mapping"},
+		{"overlay syntax", []deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer)},
+			{Name: "top", Priority: 1, Data: []byte("a: [\n")},
+		}, fault.Validation, "top:"},
+		{"overlay repeated key", []deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer)},
+			{Name: "top", Priority: 1, Data: []byte("version: a\nversion: b\n")},
+		}, fault.Validation, `top:2: key "version" is repeated`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := deploy.LoadLayers(tc.layers)
+			require.ErrorIs(t, err, tc.kind)
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+func TestLoadLayersSingleAndEmpty(t *testing.T) {
+	// SEED-SPEC 3.4.6
+	t.Parallel()
+	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: []byte(baseLayer)},
+		{Name: "empty", Priority: 1, Data: []byte("# nothing to change\n")},
+	}, deploy.WithFilename("merged"), deploy.WithBaseDir("dir"))
+	require.NoError(t, err)
+	plain := mustParse(t, baseLayer)
+	assert.Equal(t, plain.Hash(), doc.Hash(), "an empty overlay changes nothing")
+	assert.Equal(t, "merged", doc.File())
+	assert.Equal(t, "dir", doc.BaseDir())
+	for path, layer := range prov {
+		assert.Equal(t, "base", layer, path)
+	}
+}
+
+func TestLoadLayersTestdata(t *testing.T) {
+	// SEED-SPEC 3.4.6
+	t.Parallel()
+	base, err := os.ReadFile(filepath.Join(testdataDir, "full.yaml"))
+	require.NoError(t, err)
+	over, err := os.ReadFile(filepath.Join(testdataDir, "overlay.yaml"))
+	require.NoError(t, err)
+	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "full", Data: base, File: "full.yaml"},
+		{Name: "overlay", Priority: 1, Data: over, File: "overlay.yaml"},
+	}, deploy.WithBaseDir(testdataDir))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"log"}, doc.Agents["qa"].Capabilities)
+	assert.Equal(t, "Editor", doc.Agents["editor"].Card.Name)
+	assert.Equal(t, "overlay", prov["resources.plain.settings.note"])
+	assert.Equal(t, "full", prov["resources.plain.settings.graph.nodes[1].id"])
+	assert.Equal(t, "overlay", prov["runtime.sessions.max_sessions"])
+}

@@ -1,0 +1,25 @@
+package event_test
+
+import (
+	"testing"
+
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/event/eventtest"
+)
+
+// SEED-SPEC 4.3.1
+// SEED-SPEC 4.3.2
+// SEED-SPEC 4.3.3
+// SEED-SPEC 4.3.4
+func TestMemoryBusConformance(t *testing.T) {
+	t.Parallel()
+	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus { return event.NewMemoryBus() })
+}
+
+// SEED-SPEC 4.3.5
+func TestMemoryBusConformanceWithoutRouteCache(t *testing.T) {
+	t.Parallel()
+	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus {
+		return event.NewMemoryBus(event.WithRouteCacheSize(0))
+	})
+}

@@ -1,0 +1,63 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/resource"
+)
+
+// Build a runtime from a YAML document and attach a sink to its events.
+func Example() {
+	doc, err := deploy.Parse([]byte(`
+version: v1
+resources:
+  events:
+    kind: event.Bus
+    impl: memory
+runtime:
+  event_bus: events
+  sessions:
+    idle_timeout: 5m
+`), deploy.WithFilename("deploy.yaml"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	reg := resource.NewRegistry()
+	reg.MustRegister(event.NewFactory())
+	app, err := runtime.NewBuilder(reg).Build(context.Background(), doc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer app.Close()
+
+	got := make(chan event.Envelope, 1)
+	detach, err := app.Attach(context.Background(), "agent.run.*.prompt.requested",
+		event.SinkFunc(func(_ context.Context, env event.Envelope) error {
+			got <- env
+			return nil
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer detach()
+
+	bus, _ := app.Resource("events")
+	_ = bus.(event.Bus).Publish(context.Background(), event.Envelope{
+		Subject: "agent.run.r1.prompt.requested",
+		Payload: []byte(`{"prompt_id":"p1"}`),
+	})
+	env := <-got
+	fmt.Println("generation", app.GenerationID(), "idle timeout", app.Config().Sessions.IdleTimeout)
+	fmt.Println(env.Subject, string(env.Payload))
+	// Output:
+	// generation 1 idle timeout 5m0s
+	// agent.run.r1.prompt.requested {"prompt_id":"p1"}
+}

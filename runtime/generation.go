@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// generation is one built deployment with its resolved runtime roles. It
+// owns result and closes it.
+type generation struct {
+	id          uint64
+	doc         *deploy.Document
+	cfg         Config
+	result      *deploy.Result
+	bus         event.Bus
+	store       agent.CheckpointStore // nil when checkpointing is off
+	hostFactory session.HostFactory
+}
+
+func (g *generation) close() error {
+	if g == nil || g.result == nil {
+		return nil
+	}
+	return g.result.Close()
+}
+
+// resolveRoles finds the event bus and the checkpoint store
+// (SEED-SPEC 1.2.3, 1.2.4, 1.2.6).
+func (g *generation) resolveRoles() error {
+	v, ok := g.result.Value(g.cfg.EventBus)
+	if !ok {
+		return configErr("runtime.event_bus", fault.NotFound, "event_bus %q is not a resource of the deployment", g.cfg.EventBus)
+	}
+	bus, isBus := v.(event.Bus)
+	if !isBus || agent.IsNil(bus) {
+		return configErr("runtime.event_bus", fault.Validation, "event_bus %q is a %T, not an event.Bus", g.cfg.EventBus, v)
+	}
+	g.bus = bus
+	if g.cfg.CheckpointStore == "" {
+		return nil
+	}
+	v, ok = g.result.Value(g.cfg.CheckpointStore)
+	if !ok {
+		return configErr("runtime.checkpoint_store", fault.NotFound,
+			"checkpoint_store %q is not a resource of the deployment", g.cfg.CheckpointStore)
+	}
+	store, isStore := v.(agent.CheckpointStore)
+	if !isStore || agent.IsNil(store) {
+		return configErr("runtime.checkpoint_store", fault.Validation,
+			"checkpoint_store %q is a %T, not an agent.CheckpointStore", g.cfg.CheckpointStore, v)
+	}
+	if _, deletes := store.(agent.CheckpointDeleter); g.cfg.Sessions.Resume && !deletes {
+		return configErr("runtime.checkpoint_store", fault.Validation,
+			"sessions.resume requires checkpoint_store %q to implement agent.CheckpointDeleter", g.cfg.CheckpointStore)
+	}
+	g.store = store
+	return nil
+}
+
+// checkCatalog applies the dynamic_catalog rules that need the deployment
+// (SEED-SPEC 1.2.9–1.2.11).
+func (g *generation) checkCatalog() error {
+	cat := g.cfg.DynamicCatalog
+	if cat == nil {
+		return nil
+	}
+	for _, k := range sortedKeys(cat.Tools) {
+		path := "runtime.dynamic_catalog.tools." + k
+		if k != DefaultAgentKey {
+			if _, ok := g.result.Agent(k); !ok {
+				return configErr(path, fault.Validation, "%q: no such deployed agent", k)
+			}
+		}
+		if _, ok := g.result.Value(cat.Tools[k]); !ok {
+			return configErr(path, fault.NotFound, "tool assembly %q is not a resource of the deployment", cat.Tools[k])
+		}
+	}
+	if _, ok := cat.Tools[DefaultAgentKey]; !ok {
+		for _, id := range g.result.AgentNames() {
+			if _, mapped := cat.Tools[id]; !mapped {
+				return configErr("runtime.dynamic_catalog.tools", fault.Validation,
+					"agent %q has no tool assembly and there is no default", id)
+			}
+		}
+	}
+	return nil
+}
+
+// hostFactoryFor builds the generation's host factory: the base factory,
+// then WithHostFactory, then WithResultHostFactory with this generation's
+// result (SEED-SPEC 1.3.5, 1.3.7, 1.12.2–1.12.4).
+func (rt *Runtime) hostFactoryFor(g *generation) (session.HostFactory, error) {
+	f := baseHostFactory(g.bus, g.store)
+	if rt.hostDecorator != nil {
+		next, err := rt.hostDecorator(f)
+		if err != nil {
+			return nil, fmt.Errorf("build runtime: host factory decorator: %w", err)
+		}
+		if next == nil {
+			return nil, fault.New(fault.Internal, "build runtime", "host factory decorator returned nil")
+		}
+		f = next
+	}
+	if rt.resultDecorate != nil {
+		next, err := rt.resultDecorate(g.result, f)
+		if err != nil {
+			return nil, fmt.Errorf("build runtime: result host factory decorator: %w", err)
+		}
+		if next == nil {
+			return nil, fault.New(fault.Internal, "build runtime", "result host factory decorator returned nil")
+		}
+		f = next
+	}
+	return f, nil
+}
+
+// baseHost is the host every turn starts from (SEED-SPEC 1.12.1).
+type baseHost struct {
+	bus   event.Bus
+	store agent.CheckpointStore
+	req   session.HostRequest
+}
+
+var (
+	_ agent.Host             = (*baseHost)(nil)
+	_ agent.EventBusProvider = (*baseHost)(nil)
+)
+
+func baseHostFactory(bus event.Bus, store agent.CheckpointStore) session.HostFactory {
+	return func(ctx context.Context, req session.HostRequest) (agent.Host, error) {
+		if err := req.Validate(); err != nil {
+			return nil, err
+		}
+		return &baseHost{bus: bus, store: store, req: req}, nil
+	}
+}
+
+func (h *baseHost) Publish(ctx context.Context, env event.Envelope) error {
+	return h.bus.Publish(ctx, env)
+}
+
+func (h *baseHost) Interrupts() <-chan agent.Interrupt { return h.req.Interrupts }
+
+func (h *baseHost) AskUser(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error) {
+	return h.req.AskUser(ctx, p)
+}
+
+func (h *baseHost) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
+	if h.store == nil {
+		return nil
+	}
+	return h.store.Save(ctx, cp)
+}
+
+func (h *baseHost) ReportUsage(context.Context, agent.Usage) error { return nil }
+
+func (h *baseHost) EventBus() event.Bus { return h.bus }

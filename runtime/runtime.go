@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/resource"
+)
+
+// ErrClosed is returned by Runtime methods called after Close.
+var ErrClosed = fault.New(fault.NotAvailable, "runtime", "runtime is closed")
+
+// Runtime owns one built deployment (a generation), its event router and
+// its sessions. Build one with NewBuilder(reg).Build(ctx, doc); Close it
+// when done. A Runtime is safe for concurrent use.
+type Runtime struct {
+	reg            *resource.Registry
+	loader         resource.Loader
+	hostDecorator  HostDecorator
+	resultDecorate ResultHostDecorator
+	external       map[string]ExternalResource
+	router         *event.Router
+
+	// lifecycle serializes Close with the other whole-runtime operations.
+	lifecycle sync.Mutex
+
+	mu      sync.RWMutex // guards gen, nextGen and closed
+	gen     *generation
+	nextGen uint64
+	closed  bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// GenerationID returns the id of the generation now serving; the first is
+// 1 (SEED-SPEC 1.3.9).
+func (rt *Runtime) GenerationID() uint64 {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return rt.gen.id
+}
+
+// Config returns the decoded runtime: section of the serving generation.
+func (rt *Runtime) Config() Config {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	return rt.gen.cfg
+}
+
+// Resource lends the value built for the resource name in the serving
+// generation (SEED-SPEC 1.6). The runtime keeps owning it: do not close it,
+// and do not keep it past a Reload or Close. External dependencies are not
+// resources and are not returned.
+func (rt *Runtime) Resource(name string) (any, bool) {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	if rt.closed {
+		return nil, false
+	}
+	return rt.gen.result.Value(name)
+}
+
+// Attach subscribes sink to every event matching pattern on the runtime's
+// router, across every generation's bus, without resolving the event_bus
+// resource (SEED-SPEC 1.5). The attachment uses DropNewest unless
+// event.WithAttachBackpressure says otherwise. It ends when detach is
+// called, ctx ends, sink returns an error, or the runtime closes.
+func (rt *Runtime) Attach(ctx context.Context, pattern string, sink event.Sink, opts ...event.AttachOption) (detach func(), err error) {
+	switch {
+	case rt == nil:
+		return nil, fault.New(fault.Validation, "attach", "runtime must not be nil")
+	case ctx == nil:
+		return nil, fault.New(fault.Validation, "attach", "ctx must not be nil")
+	case sink == nil:
+		return nil, fault.New(fault.Validation, "attach", "sink must not be nil")
+	}
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	if rt.closed {
+		return nil, ErrClosed
+	}
+	return rt.router.Attach(ctx, pattern, sink, opts...)
+}
+
+// Close releases the runtime (SEED-SPEC 1.4): the sessions, then the
+// router's attachments, then the generation's resources in reverse build
+// order and its agents. Caller-owned external values are not closed. Close
+// is idempotent; every caller gets the same joined error.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		rt.lifecycle.Lock()
+		defer rt.lifecycle.Unlock()
+		rt.mu.Lock()
+		rt.closed = true
+		gen := rt.gen
+		rt.mu.Unlock()
+		rt.closeErr = errors.Join(rt.router.Close(), gen.close())
+	})
+	return rt.closeErr
+}
