@@ -177,3 +177,11 @@ func FromContext(err error, op string) error {
 	}
 	return err
 }
+
+// KindOr returns the kind of err, or def when err carries none.
+func KindOr(err error, def *Kind) *Kind {
+	if k := KindOf(err); k != nil {
+		return k
+	}
+	return def
+}

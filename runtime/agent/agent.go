@@ -51,11 +51,15 @@ type Observer interface {
 	Observe(ctx context.Context, run Run, board *Board)
 }
 
-// Verdict is a referee's judgement of a result.
+// Verdict is a referee's judgement of a result. The zero Verdict has no
+// opinion. When several referees judge one result, Execute merges their
+// verdicts: Revise wins while the revise budget lasts, then Discard wins
+// over Accept.
 type Verdict struct {
-	Accept bool   // keep the output even if the status would not commit it
-	Revise bool   // run the engine again (bounded by policy.max_revise)
-	Reason string // why
+	Accept  bool   // keep the output even if the status would not commit it
+	Revise  bool   // run the engine again (bounded by policy.max_revise)
+	Discard bool   // drop the output: the result is not committed
+	Reason  string // why
 }
 
 // Referee judges a run's result (slot "referee").

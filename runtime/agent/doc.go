@@ -25,6 +25,20 @@
 // Result. A run that stops at an interrupt returns an *InterruptedError; a
 // run saved at a checkpoint can resume from it (Run.ResumeFrom).
 //
+// # Execute
+//
+// Execute runs one turn of an Agent: it mints the run id (NewRunID unless
+// the request or a resume checkpoint names one), seeds the board (the
+// agent's Preparers, or DefaultPreparer; a resume starts from the
+// checkpoint's board), calls the Observers, runs the engine, classifies the
+// outcome into a Status, lets the Referees judge it (a Revise verdict
+// re-runs the engine on a freshly seeded board, at most policy.max_revise
+// times), passes a committed result through the commit view and the
+// Committers, records State["finalize_reason"] and calls the WithOnRunEnd
+// callback. Business outcomes come back as (result, nil); only
+// infrastructure failures return an error. Engines that cannot publish
+// their run-end event join a RunEndPublishError to their error.
+//
 // # Host and capabilities
 //
 // An engine reaches the world only through the Host it is given: publish

@@ -80,7 +80,7 @@ func (r *Router) start(a *attachment) error {
 		}
 		if err != nil {
 			a.closeSubsLocked()
-			return fault.Wrap(kindOr(err, fault.Internal), err, "attach", "%q", a.pattern)
+			return fault.Wrap(fault.KindOr(err, fault.Internal), err, "attach", "%q", a.pattern)
 		}
 		a.subs[bus] = sub
 	}

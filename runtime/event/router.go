@@ -81,7 +81,7 @@ func (r *Router) AddBus(bus Bus) error {
 			for _, s := range made {
 				_ = s.Close()
 			}
-			return fault.Wrap(kindOr(err, fault.Internal), err, "add bus", "subscribe %q", a.pattern)
+			return fault.Wrap(fault.KindOr(err, fault.Internal), err, "add bus", "subscribe %q", a.pattern)
 		}
 		made[a] = sub
 	}
@@ -148,12 +148,4 @@ func (r *Router) Close() error {
 	})
 	r.wg.Wait()
 	return nil
-}
-
-// kindOr returns err's kind, or k when it has none.
-func kindOr(err error, k *fault.Kind) *fault.Kind {
-	if kk := fault.KindOf(err); kk != nil {
-		return kk
-	}
-	return k
 }
