@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,7 +170,8 @@ func newExecution(ctx context.Context, a *Agent, host Host, req Request, opts []
 		return nil, err
 	}
 	x.req.RunID = runID
-	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, ParentRunID: cfg.parentRunID, StartedAt: x.startedAt()}
+	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, ParentRunID: cfg.parentRunID, StartedAt: x.startedAt(),
+		Capabilities: slices.Clone(a.Definition.Capabilities)}
 	x.host = x.usage.wrap(host)
 	x.referees = appendPresent(appendPresent(nil, a.Referees), cfg.referees)
 	return x, nil

@@ -66,6 +66,10 @@ type Run struct {
 	Attempt     int
 	ResumeFrom  *Checkpoint // set when the run resumes a parked checkpoint
 	StartedAt   time.Time
+	// Capabilities are the host capabilities the agent's document grants
+	// its scripts (Definition.Capabilities); nil means the default set of
+	// the host ABI, an empty list grants nothing.
+	Capabilities []string
 }
 
 // Engine runs an agent. Execute reads and writes the board and returns the

@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+)
+
+// Limits bound one node call. The zero value of a field means "the
+// default"; DefaultLimits has every field set. Runtime settings may set
+// limits; an agent may only tighten them (Tighten); a document never
+// loosens them.
+type Limits struct {
+	WallTime      time.Duration `json:"wall_time,omitempty"`       // one node call, wall clock
+	RunTime       time.Duration `json:"run_time,omitempty"`        // one whole run (enforced by the engine)
+	MemoryBytes   int64         `json:"memory_bytes,omitempty"`    // memory a call may hold
+	StackDepth    int           `json:"stack_depth,omitempty"`     // call-stack depth
+	MaxValueBytes int64         `json:"max_value_bytes,omitempty"` // any value crossing the ABI or written to the board
+	MaxEvents     int           `json:"max_events,omitempty"`      // events a call may publish or emit
+	MaxEventBytes int64         `json:"max_event_bytes,omitempty"` // bytes of those events
+	MaxLogBytes   int64         `json:"max_log_bytes,omitempty"`   // bytes a call may log
+}
+
+// Defaults: what a document that sets no limits still gets.
+const (
+	DefaultWallTime      = 5 * time.Second
+	DefaultRunTime       = 2 * time.Minute
+	DefaultMemoryBytes   = 64 << 20
+	DefaultStackDepth    = 256
+	DefaultMaxValueBytes = 1 << 20
+	DefaultMaxEvents     = 1000
+	DefaultMaxEventBytes = 4 << 20
+	DefaultMaxLogBytes   = 64 << 10
+)
+
+// DefaultLimits returns the defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		WallTime: DefaultWallTime, RunTime: DefaultRunTime, MemoryBytes: DefaultMemoryBytes,
+		StackDepth: DefaultStackDepth, MaxValueBytes: DefaultMaxValueBytes, MaxEvents: DefaultMaxEvents,
+		MaxEventBytes: DefaultMaxEventBytes, MaxLogBytes: DefaultMaxLogBytes,
+	}
+}
+
+// Validate refuses negative fields.
+func (l Limits) Validate() error {
+	for _, f := range l.fields() {
+		if f.v < 0 {
+			return fault.New(fault.Validation, "sandbox limits", "%s must be >= 0, got %d", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// WithDefaults fills every zero field from DefaultLimits.
+func (l Limits) WithDefaults() Limits { return DefaultLimits().Tighten(l) }
+
+// Tighten returns l with every field of o that is set (non-zero) and
+// smaller than l's applied: o can only make limits stricter. A zero field
+// of l counts as unlimited here, so Tighten on DefaultLimits fills defaults.
+func (l Limits) Tighten(o Limits) Limits {
+	minD := func(a, b time.Duration) time.Duration {
+		if b > 0 && (a == 0 || b < a) {
+			return b
+		}
+		return a
+	}
+	min64 := func(a, b int64) int64 {
+		if b > 0 && (a == 0 || b < a) {
+			return b
+		}
+		return a
+	}
+	minI := func(a, b int) int { return int(min64(int64(a), int64(b))) }
+	return Limits{
+		WallTime: minD(l.WallTime, o.WallTime), RunTime: minD(l.RunTime, o.RunTime),
+		MemoryBytes: min64(l.MemoryBytes, o.MemoryBytes), StackDepth: minI(l.StackDepth, o.StackDepth),
+		MaxValueBytes: min64(l.MaxValueBytes, o.MaxValueBytes), MaxEvents: minI(l.MaxEvents, o.MaxEvents),
+		MaxEventBytes: min64(l.MaxEventBytes, o.MaxEventBytes), MaxLogBytes: min64(l.MaxLogBytes, o.MaxLogBytes),
+	}
+}
+
+type limitField struct {
+	name string
+	v    int64
+}
+
+func (l Limits) fields() []limitField {
+	return []limitField{
+		{"wall_time", int64(l.WallTime)}, {"run_time", int64(l.RunTime)}, {"memory_bytes", l.MemoryBytes},
+		{"stack_depth", int64(l.StackDepth)}, {"max_value_bytes", l.MaxValueBytes}, {"max_events", int64(l.MaxEvents)},
+		{"max_event_bytes", l.MaxEventBytes}, {"max_log_bytes", l.MaxLogBytes},
+	}
+}
+
+// Limit names, as LimitError.Limit says them.
+const (
+	LimitWallTime   = "wall_time"
+	LimitRunTime    = "run_time"
+	LimitMemory     = "memory_bytes"
+	LimitStack      = "stack_depth"
+	LimitValueBytes = "max_value_bytes"
+	LimitEvents     = "max_events"
+	LimitEventBytes = "max_event_bytes"
+	LimitLogBytes   = "max_log_bytes"
+)
+
+// LimitError reports a limit a script hit. Its kind is Timeout for the
+// wall-time and run-time limits and BudgetExceeded for the others.
+type LimitError struct {
+	Limit string // one of the Limit* names
+	Node  string // the node whose call hit it
+	Max   int64  // the limit's value (nanoseconds for times)
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitWallTime, LimitRunTime:
+		return fmt.Sprintf("node %q: %s limit of %s exceeded", e.Node, e.Limit, time.Duration(e.Max))
+	}
+	return fmt.Sprintf("node %q: %s limit of %d exceeded", e.Node, e.Limit, e.Max)
+}
+
+// Unwrap gives the kind.
+func (e *LimitError) Unwrap() error {
+	if e.Limit == LimitWallTime || e.Limit == LimitRunTime {
+		return fault.Timeout
+	}
+	return fault.BudgetExceeded
+}

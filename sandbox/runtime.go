@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/corral-rt/corral/runtime/agent"
+)
+
+// Kind is the resource kind of script runtimes.
+const Kind = "sandbox.Runtime"
+
+// Runtime runs untrusted node scripts. Implementations (sandbox/js,
+// sandbox/wasm) must pass sandbox/sandboxtest. A Runtime is safe for
+// concurrent use; every Invoke is isolated from every other one.
+type Runtime interface {
+	// Name is the implementation's name: "js" or "wasm".
+	Name() string
+	// Invoke runs one script invocation to its end. A script that ends
+	// normally (or signals done) returns nil. Its error kinds: Interrupted
+	// (signal.interrupt, an *agent.InterruptedError), the class of
+	// signal.error, BudgetExceeded or Timeout for a limit (a *LimitError),
+	// Validation for a script that does not compile, Aborted when ctx is
+	// cancelled. Every error names inv.Node.
+	Invoke(ctx context.Context, inv Invocation) error
+	// Eval evaluates an expression over vars and returns a JSON-compatible
+	// value (graph conditions). A runtime that cannot evaluate expressions
+	// returns a NotAvailable error.
+	Eval(ctx context.Context, ev Evaluation) (any, error)
+}
+
+// Script is the code of one node: JavaScript source, or a WebAssembly
+// module and the export to call.
+type Script struct {
+	Name   string // shown in stack traces and errors, for example the node id
+	Source string // JavaScript source
+	Module []byte // WebAssembly module
+	Entry  string // exported function of Module
+}
+
+// Invocation is one call of a node script.
+type Invocation struct {
+	Node   string         // node id; every error names it
+	Type   string         // node type, for node.type()
+	Script Script         // what to run
+	Config map[string]any // the node's config, JSON-compatible, after ${board} resolution
+	Board  *agent.Board   // the run's board: the script reads and writes it
+	ABI    ABI            // the capability-checked host functions
+	Run    RunInfo        // what run.* answers
+	Limits Limits         // the limits of this call (already merged and tightened)
+	// Parallel cancels a sibling branch of the current parallel wave
+	// (parallel.cancelNode); nil outside a parallel wave.
+	Parallel func(nodeID, reason string) bool
+}
+
+// Evaluation is one expression evaluation (a graph condition).
+type Evaluation struct {
+	Node   string         // the node or edge the expression belongs to, named in errors
+	Expr   string         // a JavaScript expression
+	Vars   map[string]any // the variables the expression sees, JSON-compatible
+	Limits Limits
+}
+
+// RunInfo identifies the run a script belongs to.
+type RunInfo struct {
+	RunID       string `json:"run_id"`
+	TaskID      string `json:"task_id"`
+	AgentID     string `json:"agent_id"`
+	ContextID   string `json:"context_id"`
+	ParentRunID string `json:"parent_run_id"`
+}
+
+// ABI is the host side of the host ABI as a runner sees it: the names it
+// should bind, and a call that checks capabilities and limits, validates the
+// arguments and returns the JSON result. package hostabi implements it; a
+// runner never checks capabilities itself.
+type ABI interface {
+	// Functions lists the catalog's function names, sorted. Every name is
+	// bound, granted or not: a refused call fails with PolicyDenied.
+	Functions() []string
+	// Call runs the host function name with JSON arguments (an array, or
+	// empty for none). Errors carry a fault kind.
+	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
+}
