@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
@@ -342,4 +343,27 @@ runtime:
 		assert.ErrorIs(t, err, fault.Validation)
 		assert.Contains(t, err.Error(), `"ext" is an external dependency`)
 	}
+}
+
+// SEED-SPEC 1.12.1: the base host also offers the clock, a random source
+// seeded from the run id (the same run id gives the same sequence) and a log
+// sink, as capabilities.
+func TestBaseHostSources(t *testing.T) {
+	rt, _ := build(t, minimalDoc)
+	h1, h2 := newHost(t, rt), newHost(t, rt)
+	clock, ok := agent.CapabilityFromHost[agent.Clock](h1)
+	require.True(t, ok)
+	assert.Equal(t, time.UTC, clock.Now().Location())
+	r1, ok := agent.CapabilityFromHost[agent.RandomSource](h1)
+	require.True(t, ok)
+	r2, _ := agent.CapabilityFromHost[agent.RandomSource](h2)
+	for range 5 {
+		v := r1.Random()
+		assert.Equal(t, v, r2.Random(), "same run id, same sequence")
+		assert.GreaterOrEqual(t, v, 0.0)
+		assert.Less(t, v, 1.0)
+	}
+	logger, ok := agent.CapabilityFromHost[agent.LogSink](h1)
+	require.True(t, ok)
+	logger.Log(context.Background(), "warn", "from a script", map[string]any{"n": 1})
 }

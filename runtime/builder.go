@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -153,6 +154,12 @@ func (b *Builder) Build(ctx context.Context, doc *deploy.Document) (*Runtime, er
 	if err := rt.router.AddBus(gen.bus); err != nil {
 		return nil, errors.Join(fault.Wrap(fault.Internal, err, "build runtime", "attach bus"), gen.close(), rt.router.Close())
 	}
+	if rt.sessions, err = newSessionManager(gen); err != nil {
+		return nil, errors.Join(err, gen.close(), rt.router.Close())
+	}
+	if err := bindManager(gen, rt.sessions); err != nil {
+		return nil, errors.Join(err, rt.sessions.Close(), gen.close(), rt.router.Close())
+	}
 	rt.gen = gen
 	rt.nextGen = 2
 	return rt, nil
@@ -255,4 +262,43 @@ func parentPath(p string) string {
 		return ""
 	}
 	return p[:cut]
+}
+
+// newSessionManager builds the session manager for the first generation
+// with the tunables of its runtime: section.
+func newSessionManager(g *generation) (*session.Manager, error) {
+	s := g.cfg.Sessions
+	return session.NewManager(g.sessionDeps(),
+		session.WithIdleTimeout(s.IdleTimeout),
+		session.WithMaxSessions(s.MaxSessions),
+		session.WithSinkBufferSize(s.SinkBuffer),
+		session.WithDeliveryConcurrency(s.DeliveryConcurrency),
+		session.WithSpeculativeBufferLimits(s.SpeculativeBufferEvents, s.SpeculativeBufferBytes),
+	)
+}
+
+// bindManager hands the manager to the one resource that implements
+// session.ManagerBinder, if any (SEED-SPEC 1.3.8).
+func bindManager(g *generation, m *session.Manager) error {
+	var binder session.ManagerBinder
+	var name string
+	for _, n := range g.result.Order() {
+		v, _ := g.result.Value(n)
+		b, ok := v.(session.ManagerBinder)
+		if !ok {
+			continue
+		}
+		if binder != nil {
+			return fault.New(fault.Conflict, "build runtime",
+				"resources %q and %q both implement session.ManagerBinder; at most one may", name, n)
+		}
+		binder, name = b, n
+	}
+	if binder == nil {
+		return nil
+	}
+	if err := binder.BindSessionManager(m); err != nil {
+		return fmt.Errorf("build runtime: bind session manager to %q: %w", name, err)
+	}
+	return nil
 }

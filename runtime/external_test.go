@@ -45,7 +45,8 @@ func TestExternalDependencyIsConsumedAndBorrowed(t *testing.T) {
 	assert.False(t, p.closed, "1.7.6: Close does not close external values")
 }
 
-// SEED-SPEC 1.7.2: injected values are validated.
+// SEED-SPEC 1.3.4, 1.7.2: WithExternalResource adds one caller-owned value,
+// validated.
 func TestWithExternalResourceValidation(t *testing.T) {
 	var nilPool *pool
 	tests := []struct {

@@ -2,7 +2,13 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -120,16 +126,25 @@ func (rt *Runtime) hostFactoryFor(g *generation) (session.HostFactory, error) {
 	return f, nil
 }
 
-// baseHost is the host every turn starts from (SEED-SPEC 1.12.1).
+// baseHost is the host every turn starts from (SEED-SPEC 1.12.1). Besides
+// the Host methods it offers the event bus, the wall clock (UTC), a random
+// source seeded from the run id, and a log sink.
 type baseHost struct {
-	bus   event.Bus
-	store agent.CheckpointStore
-	req   session.HostRequest
+	bus    event.Bus
+	store  agent.CheckpointStore
+	req    session.HostRequest
+	logger *slog.Logger
+
+	mu  sync.Mutex
+	rnd *rand.Rand
 }
 
 var (
 	_ agent.Host             = (*baseHost)(nil)
 	_ agent.EventBusProvider = (*baseHost)(nil)
+	_ agent.Clock            = (*baseHost)(nil)
+	_ agent.RandomSource     = (*baseHost)(nil)
+	_ agent.LogSink          = (*baseHost)(nil)
 )
 
 func baseHostFactory(bus event.Bus, store agent.CheckpointStore) session.HostFactory {
@@ -137,8 +152,34 @@ func baseHostFactory(bus event.Bus, store agent.CheckpointStore) session.HostFac
 		if err := req.Validate(); err != nil {
 			return nil, err
 		}
-		return &baseHost{bus: bus, store: store, req: req}, nil
+		seed := sha256.Sum256([]byte(req.RunID))
+		src := rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16]))
+		return &baseHost{bus: bus, store: store, req: req, rnd: rand.New(src),
+			logger: slog.Default().With("run_id", req.RunID, "agent_id", req.Key.AgentID)}, nil
 	}
+}
+
+// Now reads the wall clock in UTC.
+func (h *baseHost) Now() time.Time { return time.Now().UTC() }
+
+// Random returns the next number of the run's seeded sequence.
+func (h *baseHost) Random() float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rnd.Float64()
+}
+
+// Log writes a script's log line to the process logger.
+func (h *baseHost) Log(ctx context.Context, level, msg string, attrs map[string]any) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	args := make([]any, 0, 2*len(attrs))
+	for _, k := range sortedKeys(attrs) {
+		args = append(args, k, attrs[k])
+	}
+	h.logger.Log(ctx, l, msg, args...)
 }
 
 func (h *baseHost) Publish(ctx context.Context, env event.Envelope) error {
@@ -161,3 +202,15 @@ func (h *baseHost) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
 func (h *baseHost) ReportUsage(context.Context, agent.Usage) error { return nil }
 
 func (h *baseHost) EventBus() event.Bus { return h.bus }
+
+// sessionDeps is the generation as a session epoch.
+func (g *generation) sessionDeps() session.Deps {
+	return session.Deps{
+		Resolver:    g.result,
+		HostFactory: g.hostFactory,
+		Bus:         g.bus,
+		Checkpoints: g.store,
+		Resume:      g.cfg.Sessions.Resume,
+		Epoch:       g.id,
+	}
+}

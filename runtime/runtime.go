@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/runtime/session"
 )
 
 // ErrClosed is returned by Runtime methods called after Close.
@@ -23,6 +24,7 @@ type Runtime struct {
 	resultDecorate ResultHostDecorator
 	external       map[string]ExternalResource
 	router         *event.Router
+	sessions       *session.Manager
 
 	// lifecycle serializes Close with the other whole-runtime operations.
 	lifecycle sync.Mutex
@@ -86,6 +88,30 @@ func (rt *Runtime) Attach(ctx context.Context, pattern string, sink event.Sink, 
 	return rt.router.Attach(ctx, pattern, sink, opts...)
 }
 
+// Sessions returns the session manager. After Close its Open returns
+// session.ErrManagerClosed (NotAvailable).
+func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
+
+// Drain quiesces the runtime before it is replaced (SEED-SPEC 1.9): new
+// leases and new turns are refused with session.ErrManagerDraining, and
+// Drain waits, bounded by ctx, until no session has an active turn. It never
+// interrupts a turn. The runtime stays draining even when ctx ends first; a
+// repeated Drain returns nil once idle. After Close it returns ErrClosed.
+func (rt *Runtime) Drain(ctx context.Context) error {
+	if ctx == nil {
+		return fault.New(fault.Validation, "drain", "ctx must not be nil")
+	}
+	rt.lifecycle.Lock()
+	defer rt.lifecycle.Unlock()
+	rt.mu.RLock()
+	closed := rt.closed
+	rt.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return rt.sessions.Drain(ctx)
+}
+
 // Close releases the runtime (SEED-SPEC 1.4): the sessions, then the
 // router's attachments, then the generation's resources in reverse build
 // order and its agents. Caller-owned external values are not closed. Close
@@ -98,7 +124,7 @@ func (rt *Runtime) Close() error {
 		rt.closed = true
 		gen := rt.gen
 		rt.mu.Unlock()
-		rt.closeErr = errors.Join(rt.router.Close(), gen.close())
+		rt.closeErr = errors.Join(rt.sessions.Close(), rt.router.Close(), gen.close())
 	})
 	return rt.closeErr
 }

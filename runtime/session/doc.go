@@ -1,9 +1,58 @@
-// Package session holds transport-neutral sessions: a session is keyed by
-// an agent id and a context id, and runs one turn at a time on the agent's
-// engine.
+// Package session holds transport-neutral sessions. A session is keyed by an
+// agent id and a context id (Key) and runs one turn at a time on the agent's
+// engine; the Manager owns every session of a runtime.
 //
-// This package defines the session key and the host factory contract that
-// the runtime uses to build each turn's host: the base host (publish to the
-// generation's bus, checkpoint to its store) decorated by the application's
-// WithHostFactory and WithResultHostFactory decorators.
+// # Lifecycle
+//
+// Manager.Open (or GetOrCreate) returns a Lease on the session of a key,
+// creating it when needed; every lease is independent and Lease.Close is
+// idempotent. A session with no lease that stays idle (no active turn, no
+// pending prompt, no attached sink) for the idle timeout is reclaimed; a
+// later Open creates a fresh one.
+//
+// Session.Start runs a request as a Turn: it interrupts the active turn with
+// cause user_input and waits for it, mints a run id ("run-" + 16 hex),
+// builds the turn's host from the epoch's HostFactory, wraps it (the factory
+// product innermost, then the ephemeral wrapper for ephemeral sessions, then
+// the steer-source wrapper), attaches the stream sinks and runs the engine
+// through agent.Execute on its own goroutine. Turn.Wait returns the result
+// once the turn has settled, after every sink has drained.
+//
+// A turn's steer queue (Turn.Steer, PendingSteer, DrainSteer) is the
+// agent.SteerSource capability of its host. AskUser on the host publishes a
+// PromptRequested event and waits for Turn.Reply, an interrupt, the turn's
+// end or its ctx; each resolution publishes PromptResolved.
+//
+// With resume on and a checkpoint store, each non-ephemeral session keeps
+// one record in the store (SessionRecordID): the last committed board, which
+// seeds the next turn as history, and the run that did not commit, which
+// Session.Resume replays under its run id. Manager.DeleteSession removes the
+// live session and the record.
+//
+// Manager.SwapDeps installs a new epoch of dependencies: running turns keep
+// the one they started on, and the old epoch's onRetired hook runs once its
+// last turn ends. Manager.Drain refuses new leases and turns for good and
+// waits until every session is idle; Manager.Close interrupts every turn
+// with cause host_shutdown and waits, bounded by the close timeout.
+//
+// # Concurrency
+//
+// Manager, Lease, Session and Turn are safe for concurrent use. Starts and
+// resumes of one session are serialized; every other call may run at any
+// time. Each turn runs on a goroutine that the turn owns and that ends when
+// the turn settles; Manager.Close waits for it (a turn whose engine ignores
+// both its interrupt and its ctx is reported, not waited for forever).
+// SessionObserver callbacks run on the goroutines of the operations that
+// cause them and must not call back into the manager synchronously.
+//
+// # Errors
+//
+// Errors carry a fault kind that errors.Is matches: an invalid key, request,
+// sink or option is Validation; an unknown agent is NotFound; a closed or
+// draining manager, a closing session or a key being deleted is
+// NotAvailable (ErrManagerClosed, ErrManagerDraining, ErrSessionClosing);
+// too many sessions is RateLimit. The steer and prompt errors are the
+// package's sentinels (ErrSteerTooLarge, ErrSteerClosed, ErrSteerQueueFull,
+// ErrPromptUnknown, ErrPromptDuplicate, ErrPromptClosed). A business outcome
+// of a turn (failed, interrupted, ...) is a Result, not an error.
 package session

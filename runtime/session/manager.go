@@ -1,0 +1,496 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+)
+
+// Manager owns the sessions of a runtime: it opens leases by key, reclaims
+// idle sessions, and runs every turn against the dependencies of the
+// current epoch. A Manager is safe for concurrent use.
+type Manager struct {
+	logger       *slog.Logger
+	observers    []SessionObserver
+	closeTimeout time.Duration
+	finalize     time.Duration
+
+	mu         sync.Mutex
+	entries    map[Key]*entry
+	tombstones map[string]bool
+	deleting   map[Key]*deleteMark
+	closed     bool
+	draining   bool
+	tun        Tunables
+	cur        *epoch
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// entry is a live session with its lease count and idle timer.
+type entry struct {
+	s        *Session
+	leases   int
+	timer    *time.Timer
+	timerGen uint64
+}
+
+// epoch is one generation of dependencies with a count of the turns that
+// use it.
+type epoch struct {
+	deps      Deps
+	refs      int
+	retired   bool
+	onRetired func()
+}
+
+const (
+	defaultCloseTimeout = 30 * time.Second
+	defaultFinalize     = 5 * time.Second
+	idlePoll            = 10 * time.Millisecond
+)
+
+// NewManager returns a manager whose first epoch is deps (SEED-SPEC
+// 2.8.10): a missing resolver, host factory or bus, a non-positive option
+// or resume without a deleting store is a Validation error.
+func NewManager(deps Deps, opts ...Option) (*Manager, error) {
+	cfg := managerConfig{tun: DefaultTunables(), closeTimeout: defaultCloseTimeout, finalize: defaultFinalize}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fault.New(fault.Validation, "new session manager", "option must not be nil")
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.store != nil {
+		deps.Checkpoints = *cfg.store
+	}
+	if cfg.resume != nil {
+		deps.Resume = *cfg.resume
+	}
+	if cfg.catalog != nil {
+		deps.CatalogProvider = cfg.catalog
+	}
+	if err := deps.validate("new session manager"); err != nil {
+		return nil, err
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	return &Manager{
+		logger:       cfg.logger,
+		observers:    cfg.observers,
+		closeTimeout: cfg.closeTimeout,
+		finalize:     cfg.finalize,
+		entries:      map[Key]*entry{},
+		tombstones:   map[string]bool{},
+		deleting:     map[Key]*deleteMark{},
+		tun:          cfg.tun,
+		cur:          &epoch{deps: deps},
+	}, nil
+}
+
+// Open returns a new lease on the session of key, creating the session when
+// there is none (SEED-SPEC 2.1.3). Each call returns an independent lease;
+// close it when done.
+func (m *Manager) Open(ctx context.Context, key Key) (*Lease, error) {
+	if ctx == nil {
+		return nil, fault.New(fault.Validation, "open session", "ctx must not be nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := key.Validate(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.closed:
+		return nil, ErrManagerClosed
+	case m.draining:
+		return nil, ErrManagerDraining
+	case m.deleting[key] != nil:
+		return nil, fault.New(fault.NotAvailable, "open session", "session %s is being deleted", key)
+	case m.tombstones[key.AgentID]:
+		return nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
+	}
+	if e := m.entries[key]; e != nil {
+		if e.s.isClosing() {
+			return nil, fault.New(fault.NotAvailable, "open session", "session %s is closing", key)
+		}
+		e.leases++
+		m.stopTimerLocked(e)
+		return &Lease{m: m, e: e}, nil
+	}
+	if len(m.entries) >= m.tun.MaxSessions {
+		return nil, fault.New(fault.RateLimit, "open session", "max sessions reached (%d)", m.tun.MaxSessions)
+	}
+	if _, ok := m.cur.deps.Resolver.Agent(key.AgentID); !ok {
+		return nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
+	}
+	e := &entry{s: newSession(m, key, m.tun), leases: 1}
+	m.entries[key] = e
+	return &Lease{m: m, e: e}, nil
+}
+
+// GetOrCreate is Open.
+func (m *Manager) GetOrCreate(ctx context.Context, key Key) (*Lease, error) { return m.Open(ctx, key) }
+
+// Lease is one holder's claim on a session. While any lease is open the
+// session is not reclaimed.
+type Lease struct {
+	m    *Manager
+	e    *entry
+	once sync.Once
+}
+
+// Session returns the shared session.
+func (l *Lease) Session() *Session { return l.e.s }
+
+// Close releases the lease (SEED-SPEC 2.1.5). It is idempotent and safe to
+// call concurrently.
+func (l *Lease) Close() error {
+	l.once.Do(func() {
+		l.m.mu.Lock()
+		defer l.m.mu.Unlock()
+		l.e.leases--
+		l.m.armTimerLocked(l.e)
+	})
+	return nil
+}
+
+func (m *Manager) stopTimerLocked(e *entry) {
+	e.timerGen++
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+}
+
+// armTimerLocked starts the idle timer of e when it has no lease and is
+// idle, unless its agent is tombstoned or its key is being deleted
+// (SEED-SPEC 2.1.5–2.1.7).
+func (m *Manager) armTimerLocked(e *entry) {
+	m.stopTimerLocked(e)
+	if m.closed || e.leases > 0 || !e.s.idle() || m.tombstones[e.s.key.AgentID] || m.deleting[e.s.key] != nil {
+		return
+	}
+	gen := e.timerGen
+	e.timer = time.AfterFunc(m.tun.IdleTimeout, func() { m.reclaim(e, gen) })
+}
+
+// reclaim closes an idle session whose timer fired, if nothing changed
+// since the timer was armed.
+func (m *Manager) reclaim(e *entry, gen uint64) {
+	m.mu.Lock()
+	if m.entries[e.s.key] != e || e.timerGen != gen || e.leases > 0 || !e.s.idle() {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.entries, e.s.key)
+	e.s.markClosing()
+	m.mu.Unlock()
+	m.notifyClosing(e.s)
+	m.notifyClosed(e.s, e.s.close(m.closeTimeout))
+}
+
+// sessionChanged re-evaluates the idle timer of s after its idleness may
+// have changed.
+func (m *Manager) sessionChanged(s *Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entries[s.key]; e != nil && e.s == s {
+		m.armTimerLocked(e)
+	}
+}
+
+// acquireEpoch pins the current epoch for a turn.
+func (m *Manager) acquireEpoch() (*epoch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrManagerClosed
+	}
+	if m.draining {
+		return nil, ErrManagerDraining
+	}
+	m.cur.refs++
+	return m.cur, nil
+}
+
+// releaseEpoch drops a turn's reference; the last reference of a retired
+// epoch runs its retire hook.
+func (m *Manager) releaseEpoch(e *epoch) {
+	m.mu.Lock()
+	e.refs--
+	run := e.retired && e.refs == 0 && e.onRetired != nil
+	var hook func()
+	if run {
+		hook, e.onRetired = e.onRetired, nil
+	}
+	m.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+// SwapDeps installs a new epoch; turns already running keep the old one,
+// whose onRetired runs exactly once when its last turn ends, or now when
+// none is running (SEED-SPEC 2.8.7).
+func (m *Manager) SwapDeps(deps Deps, onRetired func()) error {
+	if err := deps.validate("swap deps"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrManagerClosed
+	}
+	old := m.cur
+	m.cur = &epoch{deps: deps}
+	old.retired = true
+	old.onRetired = onRetired
+	var hook func()
+	if old.refs == 0 {
+		hook, old.onRetired = old.onRetired, nil
+	}
+	m.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return nil
+}
+
+// Deps returns the current epoch's dependencies.
+func (m *Manager) Deps() Deps {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur.deps
+}
+
+// UpdateTunables replaces the tunables atomically (SEED-SPEC 2.8.6).
+// IdleTimeout and MaxSessions apply at once (armed idle timers restart with
+// the new timeout); the others apply to sessions created afterwards.
+func (m *Manager) UpdateTunables(t Tunables) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrManagerClosed
+	}
+	m.tun = t
+	for _, e := range m.entries {
+		if e.timer != nil {
+			m.armTimerLocked(e)
+		}
+	}
+	return nil
+}
+
+// Tunables returns the current tunables.
+func (m *Manager) Tunables() Tunables {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tun
+}
+
+// Idle reports whether no live session has an active turn (SEED-SPEC
+// 2.8.1). A manager with no sessions is idle; a closing session whose turn
+// has stopped counts as idle.
+func (m *Manager) Idle() bool {
+	m.mu.Lock()
+	sessions := make([]*Session, 0, len(m.entries))
+	for _, e := range m.entries {
+		sessions = append(sessions, e.s)
+	}
+	m.mu.Unlock()
+	for _, s := range sessions {
+		if s.busy() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitIdle waits until Idle holds, polling every 10 ms, without changing
+// any state (SEED-SPEC 2.8.2).
+func (m *Manager) WaitIdle(ctx context.Context) error {
+	if ctx == nil {
+		return fault.New(fault.Validation, "wait idle", "ctx must not be nil")
+	}
+	return pollUntil(ctx, m.Idle)
+}
+
+// Drain makes the manager refuse new leases and turns for good and waits,
+// bounded by ctx, until it is idle (SEED-SPEC 2.8.3, 1.9). It never
+// interrupts a turn. A Drain whose ctx ends leaves the manager draining; a
+// repeated Drain returns nil once idle.
+func (m *Manager) Drain(ctx context.Context) error {
+	if ctx == nil {
+		return fault.New(fault.Validation, "drain", "ctx must not be nil")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrManagerClosed
+	}
+	m.draining = true
+	m.mu.Unlock()
+	return pollUntil(ctx, m.Idle)
+}
+
+// Draining reports whether Drain was called.
+func (m *Manager) Draining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
+}
+
+func pollUntil(ctx context.Context, cond func() bool) error {
+	t := time.NewTicker(idlePoll)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// RemoveAgent tombstones an agent (new opens: NotFound), waits bounded by
+// ctx until its sessions are idle, then closes and removes them
+// (SEED-SPEC 2.8.4). On ctx expiry the tombstone stays, the sessions are
+// untouched and the ctx error is returned. Repeated calls are idempotent.
+func (m *Manager) RemoveAgent(ctx context.Context, name string) error {
+	if ctx == nil {
+		return fault.New(fault.Validation, "remove agent", "ctx must not be nil")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrManagerClosed
+	}
+	m.tombstones[name] = true
+	var sessions []*Session
+	for k, e := range m.entries {
+		if k.AgentID == name {
+			m.stopTimerLocked(e)
+			sessions = append(sessions, e.s)
+		}
+	}
+	m.mu.Unlock()
+	if err := pollUntil(ctx, func() bool { return !anyBusy(sessions) }); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	var closing []*entry
+	for k, e := range m.entries {
+		if k.AgentID == name {
+			delete(m.entries, k)
+			e.s.markClosing()
+			closing = append(closing, e)
+		}
+	}
+	m.mu.Unlock()
+	m.closeEntries(closing)
+	return nil
+}
+
+func anyBusy(sessions []*Session) bool {
+	for _, s := range sessions {
+		if s.busy() {
+			return true
+		}
+	}
+	return false
+}
+
+// ReopenAgent clears the agent's tombstone (SEED-SPEC 2.8.5) and re-arms
+// the idle timers that the tombstone stopped.
+func (m *Manager) ReopenAgent(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.tombstones[name] {
+		return
+	}
+	delete(m.tombstones, name)
+	for k, e := range m.entries {
+		if k.AgentID == name {
+			m.armTimerLocked(e)
+		}
+	}
+}
+
+// Close stops every idle timer, refuses new leases, interrupts every active
+// turn with cause host_shutdown and waits at most the close timeout (30 s)
+// for each session, concurrently (SEED-SPEC 2.8.8). A turn that does not
+// stop in time is logged, not returned. Close is idempotent.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		closing := make([]*entry, 0, len(m.entries))
+		for k, e := range m.entries {
+			m.stopTimerLocked(e)
+			e.s.markClosing()
+			closing = append(closing, e)
+			delete(m.entries, k)
+		}
+		m.mu.Unlock()
+		m.closeErr = m.closeEntries(closing)
+	})
+	return m.closeErr
+}
+
+// closeEntries notifies and closes sessions concurrently and waits.
+func (m *Manager) closeEntries(entries []*entry) error {
+	for _, e := range entries {
+		m.notifyClosing(e.s)
+	}
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Go(func() {
+			err := e.s.close(m.closeTimeout)
+			if err != nil {
+				m.logger.Warn("session did not close in time", "session", e.s.key.String(), "error", err)
+			}
+			m.notifyClosed(e.s, err)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (m *Manager) notifyClosing(s *Session) {
+	if s.closingNotified.CompareAndSwap(false, true) {
+		for _, o := range m.observers {
+			o.OnSessionClosing(s)
+		}
+	}
+}
+
+func (m *Manager) notifyClosed(s *Session, err error) {
+	for _, o := range m.observers {
+		o.OnSessionClosed(s, err)
+	}
+}
+
+// Sessions returns the number of live session entries.
+func (m *Manager) Sessions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}
+
+var errNotStopped = errors.New("turn did not stop in time")

@@ -1,0 +1,367 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+)
+
+// Session is the conversation of one agent in one context. It runs one turn
+// at a time; a new Start interrupts the active turn first. Sessions are
+// shared by every lease of their key.
+type Session struct {
+	m   *Manager
+	key Key
+	tun Tunables // captured when the session was created
+
+	startMu sync.Mutex // serializes Start and Resume
+
+	mu           sync.Mutex
+	turn         *Turn // the latest turn
+	starting     bool  // a Start or Resume is between its checks and its turn
+	closing      bool
+	ephemeralSet bool
+	ephemeral    bool
+	catalogs     map[*epoch]any
+
+	closingNotified atomic.Bool
+}
+
+func newSession(m *Manager, key Key, tun Tunables) *Session {
+	return &Session{m: m, key: key, tun: tun, catalogs: map[*epoch]any{}}
+}
+
+// Key returns the session's key.
+func (s *Session) Key() Key { return s.key }
+
+// Ephemeral reports whether the session was fixed as ephemeral by its
+// first turn.
+func (s *Session) Ephemeral() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ephemeral
+}
+
+// Turn returns the latest turn, or nil before the first Start.
+func (s *Session) Turn() *Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turn
+}
+
+// busy reports whether a turn is being started or the latest turn has not
+// settled. A closing session whose turn has stopped is not busy.
+func (s *Session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busyLocked()
+}
+
+func (s *Session) busyLocked() bool {
+	return s.starting || (s.turn != nil && !s.turn.settled())
+}
+
+// idle is SEED-SPEC 2.1.6: not closing and no active turn (prompts and
+// sinks live inside a turn, which settles only once they are gone).
+func (s *Session) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closing && !s.busyLocked()
+}
+
+func (s *Session) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// closeIfIdle marks the session closing when it is idle, in one step, so
+// that no turn can start between the check and the mark.
+func (s *Session) closeIfIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busyLocked() {
+		return false
+	}
+	s.closing = true
+	return true
+}
+
+func (s *Session) markClosing() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+}
+
+// close interrupts the active turn with host_shutdown and waits up to
+// timeout. A turn still running then is cancelled and waited for once more,
+// up to timeout, so that an engine that honours its ctx has settled when
+// close returns; errNotStopped is returned either way.
+func (s *Session) close(timeout time.Duration) error {
+	s.markClosing()
+	t := s.Turn()
+	if t == nil {
+		return nil
+	}
+	_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseHostShutdown})
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-t.Done():
+		return nil
+	case <-timer.C:
+	}
+	t.Cancel()
+	timer.Reset(timeout)
+	select {
+	case <-t.Done():
+	case <-timer.C:
+	}
+	return fault.Wrap(fault.Timeout, errNotStopped, "close session", "%s: run %s", s.key, t.RunID())
+}
+
+// StartOption configures one Start.
+type StartOption func(*startConfig)
+
+type startConfig struct {
+	sinks     []SinkSpec
+	askUser   func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
+	ephemeral bool
+}
+
+// WithSinks attaches stream sinks to the turn.
+func WithSinks(sinks ...SinkSpec) StartOption {
+	return func(c *startConfig) { c.sinks = append(c.sinks, sinks...) }
+}
+
+// WithAskUserOverride answers the engine's AskUser with fn directly: no
+// prompt events are published and nothing waits for Reply.
+func WithAskUserOverride(fn func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)) StartOption {
+	return func(c *startConfig) { c.askUser = fn }
+}
+
+// WithEphemeral makes the session ephemeral: it never loads history, never
+// writes session state or run checkpoints, and its turns are never parked.
+// The first Start fixes the choice for the session's life.
+func WithEphemeral() StartOption {
+	return func(c *startConfig) { c.ephemeral = true }
+}
+
+// Start runs req as a new turn with the given sinks (SEED-SPEC 2.2).
+func (s *Session) Start(ctx context.Context, req agent.Request, sinks ...SinkSpec) (*Turn, error) {
+	return s.StartWithOptions(ctx, req, WithSinks(sinks...))
+}
+
+// StartWithOptions runs req as a new turn. Any active turn is interrupted
+// with cause user_input and waited for (bounded by ctx) first. A request
+// without a message (the zero message) is allowed, as agent.Execute allows
+// it; an invalid message, sink or option is refused before anything is
+// interrupted.
+func (s *Session) StartWithOptions(ctx context.Context, req agent.Request, opts ...StartOption) (*Turn, error) {
+	if ctx == nil {
+		return nil, fault.New(fault.Validation, "start turn", "ctx must not be nil")
+	}
+	cfg, err := startOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateRequest(req); err != nil {
+		return nil, err // refused before any active turn is interrupted
+	}
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	return s.start(ctx, req, cfg, nil)
+}
+
+func startOptions(opts []StartOption) (startConfig, error) {
+	var cfg startConfig
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fault.New(fault.Validation, "start turn", "option must not be nil")
+		}
+		o(&cfg)
+	}
+	return cfg, ValidateSinks(cfg.sinks)
+}
+
+// beginStart checks that the session takes a turn and that the turn keeps
+// the session's ephemeral choice (SEED-SPEC 2.2.3: the first turn fixes
+// it), and marks a start in flight so that the session counts as busy
+// until endStart.
+func (s *Session) beginStart(ephemeral bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrSessionClosing
+	}
+	if s.ephemeralSet && s.ephemeral != ephemeral {
+		return fault.New(fault.Validation, "start turn", "session %s is ephemeral=%t; a turn cannot change it", s.key, s.ephemeral)
+	}
+	s.starting = true
+	return nil
+}
+
+// endStart clears the in-flight mark and lets the manager re-evaluate the
+// idle timer.
+func (s *Session) endStart() {
+	s.mu.Lock()
+	s.starting = false
+	s.mu.Unlock()
+	s.m.sessionChanged(s)
+}
+
+// publishTurn makes t the session's turn unless the session started
+// closing meanwhile: a close that ran while the turn was being built saw no
+// active turn, so the turn must not run.
+func (s *Session) publishTurn(t *Turn, ephemeral bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrSessionClosing
+	}
+	s.turn, s.ephemeralSet, s.ephemeral = t, true, ephemeral
+	return nil
+}
+
+// resumeState carries a parked run into start.
+type resumeState struct {
+	runID string
+	cp    *agent.Checkpoint
+}
+
+// start runs the start sequence of SEED-SPEC 2.2.2–2.2.13 under startMu.
+func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig, rs *resumeState) (t *Turn, err error) {
+	if err := s.beginStart(cfg.ephemeral); err != nil {
+		return nil, err
+	}
+	defer s.endStart()
+	ep, err := s.m.acquireEpoch()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.m.releaseEpoch(ep)
+		}
+	}()
+	if err := s.stopActive(ctx); err != nil {
+		return nil, err
+	}
+	ag, ok := ep.deps.Resolver.Agent(s.key.AgentID)
+	if !ok {
+		return nil, fault.New(fault.NotFound, "start turn", "agent %q is not deployed", s.key.AgentID)
+	}
+	runID := newRunID()
+	if rs != nil {
+		runID = rs.runID
+	}
+	if req, err = s.turnRequest(req, runID); err != nil {
+		return nil, err
+	}
+	durable := durableOn(ep, cfg.ephemeral)
+	var history *agent.Board
+	if durable && rs == nil {
+		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.ensureCatalog(ctx, ep); err != nil {
+		return nil, err
+	}
+	t = newTurn(s, ep, runID, cfg, req)
+	if err := t.prepare(ctx, cfg.ephemeral); err != nil {
+		t.abortStart()
+		return nil, err
+	}
+	if err := s.publishTurn(t, cfg.ephemeral); err != nil {
+		t.abortStart()
+		return nil, err
+	}
+	t.setState(TurnRunning)
+	for _, o := range s.m.observers {
+		o.OnSessionStarted(s, t)
+	}
+	go t.run(ag, history, rs, durable)
+	return t, nil
+}
+
+// turnRequest returns a copy of req for run runID: the run id and the
+// session's context id overwrite the caller's (SEED-SPEC 2.2.7), and the
+// message, unless it is the zero message, must be valid.
+func (s *Session) turnRequest(req agent.Request, runID string) (agent.Request, error) {
+	req = req.Clone()
+	req.RunID, req.ContextID = runID, s.key.ContextID
+	return req, validateRequest(req)
+}
+
+// validateRequest checks the request's message, unless it is the zero
+// message.
+func validateRequest(req agent.Request) error {
+	if isZeroMessage(req.Message) {
+		return nil
+	}
+	if err := req.Message.Validate(); err != nil {
+		return fault.Wrap(fault.Validation, err, "start turn", "request message")
+	}
+	return nil
+}
+
+// isZeroMessage reports whether m is the zero message, which a request
+// may carry to mean "no message" (agent.Execute accepts it).
+func isZeroMessage(m message.Message) bool {
+	return m.Role == "" && len(m.Parts) == 0 && m.Name == "" && len(m.Metadata) == 0
+}
+
+// stopActive interrupts the active turn with user_input and waits for it,
+// bounded by ctx (SEED-SPEC 2.2.6).
+func (s *Session) stopActive(ctx context.Context) error {
+	prev := s.Turn()
+	if prev == nil || prev.settled() {
+		return nil
+	}
+	_ = prev.Interrupt(agent.Interrupt{Cause: agent.CauseUserInput})
+	select {
+	case <-prev.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ensureCatalog builds the per-session tool catalog the first time the
+// session starts a turn in an epoch (SEED-SPEC 2.2.9).
+func (s *Session) ensureCatalog(ctx context.Context, ep *epoch) error {
+	if ep.deps.CatalogProvider == nil {
+		return nil
+	}
+	s.mu.Lock()
+	_, ok := s.catalogs[ep]
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	c, err := ep.deps.CatalogProvider(ctx, s.key)
+	if err != nil {
+		return fault.Wrap(fault.KindOr(err, fault.Internal), err, "start turn", "tool catalog")
+	}
+	s.mu.Lock()
+	clear(s.catalogs) // only the current epoch's catalog is kept
+	s.catalogs[ep] = c
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Session) catalog(ep *epoch) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.catalogs[ep]
+}
+
+func durableOn(ep *epoch, ephemeral bool) bool {
+	return !ephemeral && ep.deps.Resume && ep.deps.Checkpoints != nil
+}
