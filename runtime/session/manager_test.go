@@ -72,6 +72,7 @@ func TestWaitIdle(t *testing.T) {
 // SEED-SPEC 1.9.1
 // SEED-SPEC 1.9.2
 // SEED-SPEC 1.9.3
+// SEED-SPEC 1.9.7 (the manager-level primitives behind Runtime.Drain)
 func TestDrain(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()

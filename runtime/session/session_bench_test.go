@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/session"
 )
@@ -25,6 +26,20 @@ func BenchmarkStartWait(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := tr.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecuteDirect is the baseline of BenchmarkStartWait: the same
+// no-op engine run by agent.Execute with no session around it.
+func BenchmarkExecuteDirect(b *testing.B) {
+	a := &agent.Agent{ID: "bot", Definition: agent.Definition{Card: agent.AgentCard{Name: "Bot"}}, Engine: agenttest.New()}
+	ctx := context.Background()
+	req := ask("hi")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := agent.Execute(ctx, a, agent.NoopHost{}, req); err != nil {
 			b.Fatal(err)
 		}
 	}
