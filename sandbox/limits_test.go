@@ -1,0 +1,44 @@
+package sandbox_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestLimitsTightenOnly(t *testing.T) {
+	base := sandbox.DefaultLimits()
+	loose := sandbox.Limits{WallTime: time.Hour, MemoryBytes: 1 << 40, MaxEvents: 1 << 20}
+	assert.Equal(t, base, base.Tighten(loose), "an override can never loosen a limit")
+
+	tight := sandbox.Limits{WallTime: time.Second, StackDepth: 10, MaxLogBytes: 1}
+	got := base.Tighten(tight)
+	assert.Equal(t, time.Second, got.WallTime)
+	assert.Equal(t, 10, got.StackDepth)
+	assert.Equal(t, int64(1), got.MaxLogBytes)
+	assert.Equal(t, base.MemoryBytes, got.MemoryBytes, "unset fields keep the base value")
+
+	assert.Equal(t, sandbox.DefaultLimits(), sandbox.Limits{}.WithDefaults())
+	assert.Equal(t, 2*time.Second, sandbox.Limits{WallTime: 2 * time.Second}.WithDefaults().WallTime,
+		"WithDefaults keeps a set value below the default")
+	assert.Equal(t, sandbox.DefaultWallTime, sandbox.Limits{WallTime: time.Hour}.WithDefaults().WallTime,
+		"and never raises above it")
+}
+
+func TestLimitsValidate(t *testing.T) {
+	assert.NoError(t, sandbox.DefaultLimits().Validate())
+	assert.ErrorIs(t, sandbox.Limits{MaxEvents: -1}.Validate(), fault.Validation)
+}
+
+func TestLimitErrorKinds(t *testing.T) {
+	wall := &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: "n1", Max: int64(time.Second)}
+	assert.ErrorIs(t, wall, fault.Timeout)
+	assert.EqualError(t, wall, `node "n1": wall_time limit of 1s exceeded`)
+	mem := &sandbox.LimitError{Limit: sandbox.LimitMemory, Node: "n2", Max: 1024}
+	assert.ErrorIs(t, mem, fault.BudgetExceeded)
+	assert.NotErrorIs(t, mem, fault.Timeout)
+	assert.EqualError(t, mem, `node "n2": memory_bytes limit of 1024 exceeded`)
+}
