@@ -106,32 +106,16 @@ func bindHook(ctx context.Context, b binding, a *agent.Agent, slot, path string,
 		return err
 	}
 	var ok bool
-	want := "agent."
+	var want string
 	switch slot {
 	case agent.SlotPrepare:
-		var p agent.Preparer
-		if p, ok = v.(agent.Preparer); ok {
-			a.Preparers = append(a.Preparers, p)
-		}
-		want += "Preparer"
+		ok, want = appendAs(v, &a.Preparers), "agent.Preparer"
 	case agent.SlotObserve:
-		var o agent.Observer
-		if o, ok = v.(agent.Observer); ok {
-			a.Observers = append(a.Observers, o)
-		}
-		want += "Observer"
+		ok, want = appendAs(v, &a.Observers), "agent.Observer"
 	case agent.SlotReferee:
-		var rf agent.Referee
-		if rf, ok = v.(agent.Referee); ok {
-			a.Referees = append(a.Referees, rf)
-		}
-		want += "Referee"
+		ok, want = appendAs(v, &a.Referees), "agent.Referee"
 	case agent.SlotCommit:
-		var c agent.Committer
-		if c, ok = v.(agent.Committer); ok {
-			a.Committers = append(a.Committers, c)
-		}
-		want += "Committer"
+		ok, want = appendAs(v, &a.Committers), "agent.Committer"
 	}
 	if !ok || agent.IsNil(v) {
 		return b.fail(b.path, "", "%T is not an %s", v, want)
@@ -170,4 +154,13 @@ func (b binding) build(ctx context.Context, a *agent.Agent, kind, impl string, d
 		a.Closers = append(a.Closers, c)
 	}
 	return v, nil
+}
+
+// appendAs appends v to *dst when it is a T and reports whether it was.
+func appendAs[T any](v any, dst *[]T) bool {
+	t, ok := v.(T)
+	if ok {
+		*dst = append(*dst, t)
+	}
+	return ok
 }
