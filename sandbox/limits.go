@@ -53,8 +53,28 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// WithDefaults fills every zero field from DefaultLimits.
-func (l Limits) WithDefaults() Limits { return DefaultLimits().Tighten(l) }
+// WithDefaults fills every zero field from DefaultLimits and keeps every
+// set field, even one above its default: the runtime's own settings may
+// raise a limit, documents can only tighten it (Tighten).
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	fill := func(v, def int64) int64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	return Limits{
+		WallTime:      time.Duration(fill(int64(l.WallTime), int64(d.WallTime))),
+		RunTime:       time.Duration(fill(int64(l.RunTime), int64(d.RunTime))),
+		MemoryBytes:   fill(l.MemoryBytes, d.MemoryBytes),
+		StackDepth:    int(fill(int64(l.StackDepth), int64(d.StackDepth))),
+		MaxValueBytes: fill(l.MaxValueBytes, d.MaxValueBytes),
+		MaxEvents:     int(fill(int64(l.MaxEvents), int64(d.MaxEvents))),
+		MaxEventBytes: fill(l.MaxEventBytes, d.MaxEventBytes),
+		MaxLogBytes:   fill(l.MaxLogBytes, d.MaxLogBytes),
+	}
+}
 
 // Tighten returns l with every field of o that is set (non-zero) and
 // smaller than l's applied: o can only make limits stricter. A zero field

@@ -24,8 +24,10 @@ func TestLimitsTightenOnly(t *testing.T) {
 	assert.Equal(t, sandbox.DefaultLimits(), sandbox.Limits{}.WithDefaults())
 	assert.Equal(t, 2*time.Second, sandbox.Limits{WallTime: 2 * time.Second}.WithDefaults().WallTime,
 		"WithDefaults keeps a set value below the default")
-	assert.Equal(t, sandbox.DefaultWallTime, sandbox.Limits{WallTime: time.Hour}.WithDefaults().WallTime,
-		"and never raises above it")
+	raised := sandbox.Limits{WallTime: time.Minute, MaxEvents: 5000}.WithDefaults()
+	assert.Equal(t, time.Minute, raised.WallTime, "a runtime setting may raise a limit above its default")
+	assert.Equal(t, 5000, raised.MaxEvents)
+	assert.Equal(t, sandbox.DefaultMemoryBytes, int(raised.MemoryBytes), "unset fields get the default")
 }
 
 func TestLimitsValidate(t *testing.T) {

@@ -1,0 +1,64 @@
+// Package graph is the graph engine: graph documents, their validation,
+// the execution loop, conditions, node types (the built-in "script" runs
+// sandboxed node scripts), checkpoints and resume, parallel waves, and the
+// agent.Engine/graph factory.
+//
+// # Documents
+//
+// A graph document names nodes (an id, a type, a config object and an
+// optional skip condition) and edges between them (from, to — a node or
+// End — and an optional condition). Parse reads one from JSON or YAML,
+// strictly; Validate checks its structure; Build checks it against the node
+// types and the script runtimes and returns an *Engine. Every document
+// error is a *DocumentError whose Path names the place (nodes[2].config,
+// edges[0].condition).
+//
+// # Execution
+//
+// Execute runs waves of nodes. The first frontier is the successors of a
+// resume checkpoint's steps, else the WithStartNode override, else the
+// entry. Before each wave the engine checks the ctx, polls the host's
+// interrupts and checks max_iterations; each node of the wave runs its skip
+// condition, has the ${board.path} references of its config resolved
+// (ResolveRefs), publishes step start, runs (retried up to max_node_retries
+// on a rolled-back board) and publishes step complete or step error. After
+// the wave the engine polls the interrupts again, counts the wave, writes a
+// checkpoint through the host and follows the edges whose condition is
+// empty or true. The run ends when the frontier is empty. Run start is
+// published after setup and run end from a deferred function, once per
+// Execute whatever the outcome.
+//
+// Conditions and skip conditions are JavaScript expressions evaluated by
+// the script runtime named by Options.ScriptRuntimeName over the board
+// vars plus __iterations; Build has the runtime compile each one without
+// running it.
+//
+// # Node types
+//
+// A NodeType builds a Handler for each node of its type at Build. The
+// script type runs its node's script in a sandbox.Runtime, a fresh
+// environment per call, with a hostabi.Dispatcher made for that call as
+// its host ABI: the agent's capability grants, the run's journal and the
+// run's interrupt latch. Options.NodeTypes adds types.
+//
+// # Parallel waves
+//
+// With Options.Parallel.Enabled a wave of two or more nodes runs as
+// branches, each on a private copy of the board; their deltas are
+// speculative until the join accepts or cancels each branch, and their
+// board changes merge by the merge strategy.
+//
+// # Concurrency
+//
+// An Engine is immutable and safe for concurrent use: every Execute has
+// its own state. Branches of a parallel wave run on goroutines that
+// Execute starts and waits for before it returns.
+//
+// # Errors
+//
+// Errors carry a fault kind. Documents and settings: Validation (Conflict
+// for a name bound twice). Runs: Interrupted (an *agent.InterruptedError),
+// Timeout, Aborted, BudgetExceeded, Validation, or the kind of a failed
+// node's error inside a *NodeError; a failed run-end publish is joined as
+// an *agent.RunEndPublishError.
+package graph

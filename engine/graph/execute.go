@@ -1,0 +1,286 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+const opExecute = "execute graph"
+
+// JournalProvider is a host capability (found with
+// agent.CapabilityFromHost) that hands the engine the journal of a run;
+// the host ABI calls of every node of the run are recorded there. Without
+// it each Execute records into a journal of its own.
+type JournalProvider interface {
+	Journal() *hostabi.Journal
+}
+
+// runState is one Execute.
+type runState struct {
+	e          *Engine
+	run        agent.Run
+	host       agent.Host
+	board      *agent.Board
+	latch      *hostabi.InterruptLatch
+	journal    *hostabi.Journal
+	info       sandbox.RunInfo
+	logger     *slog.Logger
+	iterations int
+}
+
+// Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
+// board. It publishes run start and, from a deferred function, run end
+// (SEED-SPEC 5.7); in between it runs waves of nodes from the frontier
+// (the resume checkpoint's successors, a WithStartNode override, or the
+// entry) until the frontier is empty, writing a checkpoint after every
+// wave. Interrupts are polled before and after each wave only.
+//
+// Errors carry a kind: Interrupted (an *agent.InterruptedError; the board
+// names the node in __interrupted_node), Timeout, Aborted (with
+// context.Canceled in the chain when ctx was cancelled), BudgetExceeded
+// (max_iterations, parallel.max_branches, a sandbox limit), Validation (a
+// condition, a reference, a resume checkpoint), or the kind of a failed
+// node's error, wrapped in a *NodeError. A failed run-end publish is
+// joined as an *agent.RunEndPublishError.
+func (e *Engine) Execute(ctx context.Context, run agent.Run, host agent.Host, board *agent.Board) (out *agent.Board, err error) {
+	switch {
+	case ctx == nil:
+		return board, fault.New(fault.Validation, opExecute, "ctx must not be nil")
+	case agent.IsNil(host):
+		return board, fault.New(fault.Validation, opExecute, "graph %q: host must not be nil", e.doc.Name)
+	}
+	r := e.newRun(run, host, board)
+	defer func() { err = r.end(ctx, err) }()
+	r.publishRunStart(ctx)
+	runCtx, cancel := r.context(ctx)
+	defer cancel()
+	err = r.loop(runCtx)
+	return r.board, err
+}
+
+func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *runState {
+	if board == nil {
+		board = agent.NewBoard()
+	}
+	if board.Vars == nil {
+		board.Vars = map[string]any{}
+	}
+	if board.Channels == nil {
+		board.Channels = map[string][]message.Message{}
+	}
+	r := &runState{e: e, run: run, host: host, board: board, latch: &hostabi.InterruptLatch{}, logger: e.opts.Logger,
+		info: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID}}
+	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
+		r.journal = p.Journal()
+	}
+	if r.journal == nil {
+		r.journal = hostabi.NewJournal()
+	}
+	return r
+}
+
+// context bounds the run by build.timeout and limits.run_time, whichever
+// is shorter; the cause says which one ran out.
+func (r *runState) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.e.opts.Timeout
+	var cause error = fault.New(fault.Timeout, opExecute, "graph %q: build.timeout of %s exceeded", r.e.doc.Name, d)
+	if lt := r.e.opts.Limits.RunTime; lt > 0 && (d == 0 || lt < d) {
+		d, cause = lt, &sandbox.LimitError{Limit: sandbox.LimitRunTime, Node: r.e.doc.Name, Max: int64(lt)}
+	}
+	if d == 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, d, cause)
+}
+
+// loop runs waves until the frontier is empty.
+func (r *runState) loop(ctx context.Context) error {
+	frontier, err := r.frontier(ctx)
+	if err != nil {
+		return err
+	}
+	for len(frontier) > 0 {
+		wave := dedup(frontier)
+		if err := r.beforeWave(ctx, wave); err != nil {
+			return err
+		}
+		routes, err := r.runWave(ctx, wave)
+		if err != nil {
+			return r.failed(ctx, err)
+		}
+		if frontier, err = r.afterWave(ctx, wave, routes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// beforeWave checks ctx, the interrupts and the iteration budget
+// (SEED-SPEC 5.2.2).
+func (r *runState) beforeWave(ctx context.Context, wave []string) error {
+	if ctx.Err() != nil {
+		return r.contextError(ctx)
+	}
+	if intr, ok := r.latch.Poll(r.host.Interrupts()); ok {
+		r.board.Vars[VarInterruptedNode] = wave[0]
+		return agent.Interrupted(intr)
+	}
+	if max := r.e.opts.MaxIterations; r.iterations+len(wave) > max {
+		return fault.New(fault.BudgetExceeded, opExecute, "graph %q: %d node runs plus a wave of %d exceed max_iterations %d",
+			r.e.doc.Name, r.iterations, len(wave), max)
+	}
+	return nil
+}
+
+// afterWave polls for an interrupt, counts the wave, writes the checkpoint
+// and computes the next frontier (SEED-SPEC 5.2.4).
+func (r *runState) afterWave(ctx context.Context, wave, routes []string) ([]string, error) {
+	intr, interrupted := r.latch.Poll(r.host.Interrupts())
+	if interrupted {
+		r.board.Vars[VarInterruptedNode] = wave[len(wave)-1]
+	}
+	r.iterations += len(wave)
+	r.checkpoint(ctx, routes)
+	if interrupted {
+		return nil, agent.Interrupted(intr)
+	}
+	return r.successors(ctx, routes)
+}
+
+// failed turns a wave's error into the run's: the ctx's own error when the
+// run's ctx ended, else the node's. A node that stopped at an interrupt is
+// recorded in __interrupted_node.
+func (r *runState) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, fault.Interrupted) {
+		return r.contextError(ctx)
+	}
+	var ne *NodeError
+	if errors.Is(err, fault.Interrupted) && errors.As(err, &ne) {
+		r.board.Vars[VarInterruptedNode] = ne.Node
+	}
+	return err
+}
+
+// contextError classifies the end of ctx by its cause: an interrupt stays
+// Interrupted, a deadline is Timeout, a cancel is Aborted (keeping
+// context.Canceled in the chain).
+func (r *runState) contextError(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, fault.Interrupted):
+		return cause
+	case fault.KindOf(cause) != nil:
+		return fault.Wrap(fault.KindOf(cause), cause, opExecute, "graph %q", r.e.doc.Name)
+	case errors.Is(cause, context.DeadlineExceeded):
+		return fault.Wrap(fault.Timeout, cause, opExecute, "graph %q", r.e.doc.Name)
+	}
+	return fault.Wrap(fault.Aborted, cause, opExecute, "graph %q", r.e.doc.Name)
+}
+
+// checkpoint writes the wave-boundary checkpoint through the host; a
+// failure is only logged.
+func (r *runState) checkpoint(ctx context.Context, steps []string) {
+	cp := agent.Checkpoint{
+		ExecID: r.run.ID, Steps: slices.Clone(steps), Iteration: r.iterations, Board: r.board.Clone(),
+		Attributes: map[string]string{"graph": r.e.doc.Name}, Timestamp: time.Now().UTC(),
+		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
+	}
+	// A wave that completed is worth saving even when the run is being
+	// cancelled: the save gets a ctx of its own.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.opts.RunEndPublishTimeout)
+	defer cancel()
+	if err := r.host.Checkpoint(cctx, cp); err != nil {
+		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
+			"iteration", r.iterations, "error", err)
+	}
+}
+
+// successors returns the deduplicated targets of the edges out of steps
+// whose condition is empty or true, in step order and then document
+// order. Conditions see the board vars plus __iterations.
+func (r *runState) successors(ctx context.Context, steps []string) ([]string, error) {
+	var vars map[string]any
+	var next []string
+	for _, s := range steps {
+		for _, be := range r.e.out[s] {
+			if be.cond != nil {
+				if vars == nil {
+					vars = conditionVars(r.board.Vars, r.iterations)
+				}
+				ok, err := be.cond.eval(ctx, vars, r.e.opts.Limits)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			if be.to != End && !slices.Contains(next, be.to) {
+				next = append(next, be.to)
+			}
+		}
+	}
+	return next, nil
+}
+
+// dedup removes repeated ids, keeping the first of each.
+func dedup(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// publishRunStart publishes run start; a failure is only logged
+// (SEED-SPEC 5.7.1).
+func (r *runState) publishRunStart(ctx context.Context) {
+	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), event.RunPayload{Graph: r.e.doc.Name}, ""); err != nil {
+		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
+	}
+}
+
+// end publishes run end with a ctx of its own, detached from the run's
+// cancellation and bounded by run_end_publish_timeout (SEED-SPEC 5.7.2);
+// a failure is joined into the run's error (SEED-SPEC 5.7.4).
+func (r *runState) end(parent context.Context, runErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.e.opts.RunEndPublishTimeout)
+	defer cancel()
+	p := event.RunPayload{Graph: r.e.doc.Name}
+	if runErr != nil {
+		p.Error = runErr.Error()
+	}
+	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
+		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})
+	}
+	return runErr
+}
+
+// publish publishes payload on subject with the run_id, agent_id and
+// graph_id headers, and node_id when node is set.
+func (r *runState) publish(ctx context.Context, subject string, payload any, node string) error {
+	env, err := event.NewEnvelope(ctx, subject, payload)
+	if err != nil {
+		return err
+	}
+	env.Headers = make(map[string]string, 4)
+	env.Headers[event.HeaderRunID] = r.run.ID
+	env.Headers[event.HeaderAgentID] = r.run.AgentID
+	env.Headers[event.HeaderGraphID] = r.e.doc.Name
+	if node != "" {
+		env.Headers[event.HeaderNodeID] = node
+	}
+	return r.host.Publish(ctx, env)
+}

@@ -1,0 +1,237 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// The factory's kind, impl and dependency role.
+const (
+	EngineKind        = "agent.Engine"
+	Impl              = "graph"
+	ScriptRuntimeDep  = "script_runtime"
+	NodeTypeDep       = "node_type"
+	settingsGraphPath = "settings.graph"
+)
+
+// NodeTypeKind is the resource kind of node types a document mounts
+// through the node_type deps: a resource whose value is a NodeType.
+const NodeTypeKind = "graph.NodeType"
+
+// Settings are the settings of an agent.Engine/graph (SEED-SPEC 5.1.6).
+type Settings struct {
+	// Graph is the graph document: an inline object, or {file}/{embed}
+	// naming a YAML or JSON file. Required.
+	Graph json.RawMessage `json:"graph"`
+	// ScriptRuntimeName is the default runtime of script nodes and the
+	// runtime of conditions; default "js".
+	ScriptRuntimeName string         `json:"script_runtime_name,omitempty"`
+	Build             BuildSettings  `json:"build,omitzero"`
+	Limits            LimitsSettings `json:"limits,omitzero"`
+}
+
+// BuildSettings are settings.build.
+type BuildSettings struct {
+	MaxIterations        *int             `json:"max_iterations,omitempty"`          // default 100; > 0
+	Timeout              Duration         `json:"timeout,omitempty"`                 // 0 = none
+	RunEndPublishTimeout *Duration        `json:"run_end_publish_timeout,omitempty"` // default 5s; > 0
+	MaxNodeRetries       int              `json:"max_node_retries,omitempty"`        // >= 0
+	Parallel             ParallelSettings `json:"parallel,omitzero"`
+}
+
+// ParallelSettings are settings.build.parallel.
+type ParallelSettings struct {
+	Enabled        bool          `json:"enabled,omitempty"`
+	BranchTimeout  Duration      `json:"branch_timeout,omitempty"`
+	MaxConcurrency int           `json:"max_concurrency,omitempty"`
+	MaxBranches    int           `json:"max_branches,omitempty"`
+	MergeStrategy  MergeStrategy `json:"merge_strategy,omitempty"`
+}
+
+// LimitsSettings are settings.limits: sandbox.Limits with durations
+// written as Go durations ("2s"). They only tighten the runtime's limits.
+type LimitsSettings struct {
+	WallTime      Duration `json:"wall_time,omitempty"`
+	RunTime       Duration `json:"run_time,omitempty"`
+	MemoryBytes   int64    `json:"memory_bytes,omitempty"`
+	StackDepth    int      `json:"stack_depth,omitempty"`
+	MaxValueBytes int64    `json:"max_value_bytes,omitempty"`
+	MaxEvents     int      `json:"max_events,omitempty"`
+	MaxEventBytes int64    `json:"max_event_bytes,omitempty"`
+	MaxLogBytes   int64    `json:"max_log_bytes,omitempty"`
+}
+
+// Limits converts l.
+func (l LimitsSettings) Limits() sandbox.Limits {
+	return sandbox.Limits{
+		WallTime: time.Duration(l.WallTime), RunTime: time.Duration(l.RunTime), MemoryBytes: l.MemoryBytes,
+		StackDepth: l.StackDepth, MaxValueBytes: l.MaxValueBytes, MaxEvents: l.MaxEvents,
+		MaxEventBytes: l.MaxEventBytes, MaxLogBytes: l.MaxLogBytes,
+	}
+}
+
+// Duration is a time.Duration written in settings as a Go duration string
+// ("500ms", "2m") or as a number of nanoseconds.
+type Duration time.Duration
+
+// UnmarshalJSON reads "1.5s" or 1500000000.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fault.New(fault.Validation, "decode duration", "%q is not a duration like \"5s\"", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fault.New(fault.Validation, "decode duration", "want a duration like \"5s\", got %s", bytes.TrimSpace(b))
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// MarshalJSON writes the Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Factory returns the factory of kind agent.Engine, impl "graph". Its
+// value is an *Engine.
+//
+// Dependencies: "script_runtime" (Many, type sandbox.Runtime, optional; a
+// graph with script nodes or conditions needs one). A binding under
+// "script_runtime.<name>" is the runtime called <name>; a binding under the
+// bare "script_runtime" is the runtime called script_runtime_name ("js" by
+// default). Binding both "script_runtime" and
+// "script_runtime.<script_runtime_name>" is a Conflict. A script node's
+// runtime key picks a runtime by that name; conditions use the one called
+// script_runtime_name. "node_type" and "node_type.<suffix>" (Many, type
+// graph.NodeType, optional) mount node types: each value is a NodeType,
+// known by its own Name; a name that clashes with another type is a
+// Conflict. Node types see every dep of the engine in NodeInput.Deps.
+func Factory() resource.Factory {
+	spec := resource.Spec{
+		Kind: EngineKind,
+		Impl: Impl,
+		Deps: []resource.DepSpec{
+			{Name: ScriptRuntimeDep, Type: sandbox.Kind, Many: true},
+			{Name: NodeTypeDep, Type: NodeTypeKind, Many: true},
+		},
+	}
+	return resource.FactoryFunc(spec, newEngine)
+}
+
+func newEngine(ctx context.Context, in resource.Input) (any, error) {
+	op := fmt.Sprintf("build graph engine %q", in.Name)
+	s, err := resource.DecodeTyped[Settings](in.Settings)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	opts, err := s.options()
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "")
+	}
+	if opts.Runtimes, err = runtimesFromDeps(in, opts.ScriptRuntimeName); err != nil {
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "")
+	}
+	if opts.NodeTypes, err = nodeTypesFromDeps(in); err != nil {
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "")
+	}
+	opts.ResolveText, opts.Deps = in.ResolveText, in.Deps
+	if isAbsent(s.Graph) {
+		return nil, fault.New(fault.Validation, op, "%s is required", settingsGraphPath)
+	}
+	raw, err := in.ResolveDocument(ctx, s.Graph)
+	if err != nil {
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "%s", settingsGraphPath)
+	}
+	doc, err := Parse(raw)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, WithPathPrefix(err, settingsGraphPath), op, "")
+	}
+	e, err := Build(ctx, doc, opts)
+	if err != nil {
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), WithPathPrefix(err, settingsGraphPath), op, "")
+	}
+	return e, nil
+}
+
+// options turns the settings into Options (without runtimes).
+func (s Settings) options() (Options, error) {
+	b := s.Build
+	o := Options{
+		ScriptRuntimeName: s.ScriptRuntimeName, Timeout: time.Duration(b.Timeout), MaxNodeRetries: b.MaxNodeRetries,
+		Parallel: ParallelOptions{
+			Enabled: b.Parallel.Enabled, BranchTimeout: time.Duration(b.Parallel.BranchTimeout),
+			MaxConcurrency: b.Parallel.MaxConcurrency, MaxBranches: b.Parallel.MaxBranches, MergeStrategy: b.Parallel.MergeStrategy,
+		},
+		Limits: s.Limits.Limits(),
+	}
+	if b.MaxIterations != nil {
+		if *b.MaxIterations <= 0 {
+			return o, fault.New(fault.Validation, "", "settings.build.max_iterations must be > 0, got %d", *b.MaxIterations)
+		}
+		o.MaxIterations = *b.MaxIterations
+	}
+	if b.RunEndPublishTimeout != nil {
+		if *b.RunEndPublishTimeout <= 0 {
+			return o, fault.New(fault.Validation, "", "settings.build.run_end_publish_timeout must be > 0, got %s",
+				time.Duration(*b.RunEndPublishTimeout))
+		}
+		o.RunEndPublishTimeout = time.Duration(*b.RunEndPublishTimeout)
+	}
+	if _, err := o.withDefaults(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// runtimesFromDeps maps the script_runtime deps to runtime names (see
+// Factory).
+func runtimesFromDeps(in resource.Input, defaultName string) (map[string]sandbox.Runtime, error) {
+	if defaultName == "" {
+		defaultName = DefaultScriptRuntimeName
+	}
+	out := map[string]sandbox.Runtime{}
+	keys := map[string]string{}
+	for _, d := range in.DepsMany(ScriptRuntimeDep) {
+		rt, err := resource.As[sandbox.Runtime](d.Key, d.Value)
+		if err != nil {
+			return nil, err
+		}
+		name := d.Suffix()
+		if d.Key == ScriptRuntimeDep {
+			name = defaultName
+		}
+		if strings.TrimSpace(name) == "" {
+			return nil, fault.New(fault.Validation, "", "deps.%s: the runtime name is empty", d.Key)
+		}
+		if other, dup := keys[name]; dup {
+			return nil, fault.New(fault.Conflict, "", "deps.%s and deps.%s both bind script runtime %q", other, d.Key, name)
+		}
+		keys[name], out[name] = d.Key, rt
+	}
+	return out, nil
+}
+
+// nodeTypesFromDeps returns the node types bound under node_type deps.
+func nodeTypesFromDeps(in resource.Input) ([]NodeType, error) {
+	var out []NodeType
+	for _, d := range in.DepsMany(NodeTypeDep) {
+		t, err := resource.As[NodeType](d.Key, d.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

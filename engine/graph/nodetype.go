@@ -1,0 +1,141 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sort"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// NodeType is a kind of node: what a document names in nodes[].type. The
+// engine knows "script" (ScriptType); Options.NodeTypes adds more. A node
+// type is a value, safe for concurrent use.
+type NodeType interface {
+	// Name is the type's name in documents.
+	Name() string
+	// Build checks one node of this type and returns its handler. It runs
+	// once per node, in Build. It decodes the config strictly (DecodeConfig)
+	// so that an unknown key fails the build, and resolves what it can
+	// ahead of time (script sources, runtimes). Errors should be
+	// Validation; Build names the node in front of them.
+	Build(ctx context.Context, in NodeInput) (Handler, error)
+}
+
+// NodeInput is what NodeType.Build receives.
+type NodeInput struct {
+	Node Node // as the document wrote it; Config is a JSON object ("{}" when absent)
+	// Runtimes are the bound script runtimes by name.
+	Runtimes map[string]sandbox.Runtime
+	// ScriptRuntimeName is the default runtime name (Options.ScriptRuntimeName).
+	ScriptRuntimeName string
+	// ResolveText turns a config value that is a string or a {file}/{embed}
+	// reference into text. It is never nil.
+	ResolveText func(ctx context.Context, raw json.RawMessage) (string, error)
+	// Deps are the engine's dependencies by document key (Options.Deps);
+	// node types that need a model provider or a tool assembly find it here.
+	Deps map[string]any
+}
+
+// Handler runs the nodes of one document node. Run is called once per
+// attempt (retries call it again on a rolled-back board), possibly from
+// several goroutines at once for nodes of different runs.
+type Handler interface {
+	Run(ctx context.Context, call *Call) error
+}
+
+// LiteralConfig is implemented by handlers whose config holds keys the
+// engine must not resolve ${board...} references in (a script's source,
+// for instance, is code). LiteralKeys lists those top-level keys.
+type LiteralConfig interface {
+	LiteralKeys() []string
+}
+
+// Call is one invocation of a node.
+type Call struct {
+	Node   string         // node id
+	Type   string         // node type
+	Config map[string]any // the node's config after ${board} resolution
+	Board  *agent.Board   // the board the node reads and writes
+	// Host is the run's host. Deltas a node publishes itself inside a
+	// parallel branch must be marked speculative by the node; host ABI
+	// calls through ABI are marked for it.
+	Host    agent.Host
+	Run     agent.Run
+	RunInfo sandbox.RunInfo
+	// Limits are the engine's limits for this call (zero fields: the
+	// runtime's own). A handler may tighten them before it calls ABI: the
+	// dispatcher enforces the limits the Call has then.
+	Limits   sandbox.Limits
+	Parallel func(nodeID, reason string) bool
+	// ForkID and BranchID are set inside a parallel branch.
+	ForkID, BranchID string
+
+	abi func() sandbox.ABI
+}
+
+// ABI returns a capability-checked host ABI for this call: a
+// hostabi.Dispatcher (made on its first use) with the run's grants,
+// journal and interrupt latch and the Call's Limits. Call it once per
+// invocation.
+func (c *Call) ABI() sandbox.ABI {
+	if c.abi == nil {
+		return nil
+	}
+	return c.abi()
+}
+
+// DecodeConfig decodes a node's config strictly into out: unknown keys and
+// trailing data are Validation errors. Empty config decodes as {}.
+func DecodeConfig(raw json.RawMessage, out any) error {
+	if isAbsent(raw) {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return fault.Wrap(fault.Validation, err, "decode config", "")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fault.New(fault.Validation, "decode config", "trailing data after the config")
+	}
+	return nil
+}
+
+// nodeTypes indexes the node types an engine knows.
+type nodeTypes map[string]NodeType
+
+// newNodeTypes returns the built-in types plus extra. A nil entry, an empty
+// name or a name given twice (or the name of a built-in) is an error.
+func newNodeTypes(extra []NodeType) (nodeTypes, error) {
+	out := nodeTypes{}
+	for _, t := range append([]NodeType{ScriptType()}, extra...) {
+		if agent.IsNil(t) {
+			return nil, fault.New(fault.Validation, opBuild, "node types: a node type is nil")
+		}
+		name := t.Name()
+		if name == "" {
+			return nil, fault.New(fault.Validation, opBuild, "node types: a node type has no name")
+		}
+		if _, dup := out[name]; dup {
+			return nil, fault.New(fault.Conflict, opBuild, "node types: %q is already a node type", name)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// names lists the type names, sorted.
+func (ts nodeTypes) names() []string {
+	out := make([]string, 0, len(ts))
+	for n := range ts {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,205 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// NodeError is the error of a node that failed: it names the graph and the
+// node, and carries the kind of the node's error (Internal when it has
+// none).
+type NodeError struct {
+	Graph string
+	Node  string
+	Err   error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("graph %q: node %q: %v", e.Graph, e.Node, e.Err)
+}
+
+// Unwrap exposes the kind and the node's error.
+func (e *NodeError) Unwrap() []error {
+	return []error{fault.KindOr(e.Err, fault.Internal), e.Err}
+}
+
+// stepInput is what one node run needs besides the run.
+type stepInput struct {
+	node  *builtNode
+	board *agent.Board
+	fork  *fork // nil outside a parallel wave
+}
+
+// runWave runs the nodes of a wave and returns the ones that route on:
+// every node, except the branches of a parallel wave that were cancelled.
+func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
+	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
+		return r.runParallel(ctx, wave)
+	}
+	for _, id := range wave {
+		if err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board}); err != nil {
+			return nil, err
+		}
+	}
+	return wave, nil
+}
+
+// step runs one node (SEED-SPEC 5.2.3): the skip condition, the ${board}
+// resolution of its config, step start, the handler with its retries, and
+// step complete or step error.
+func (r *runState) step(ctx context.Context, in stepInput) error {
+	n := in.node
+	if n.skip != nil {
+		skip, err := n.skip.eval(ctx, conditionVars(in.board.Vars, r.iterations), r.e.opts.Limits)
+		if err != nil {
+			return r.stepFailed(ctx, n, err)
+		}
+		if skip {
+			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			return nil
+		}
+	}
+	cfg, err := resolveConfig(n, in.board.Vars)
+	if err != nil {
+		return r.stepFailed(ctx, n, err)
+	}
+	r.publishStep(ctx, event.SubjectStepStart, n, event.StepPayload{})
+	if err := r.invoke(ctx, in, cfg); err != nil {
+		if in.fork != nil && in.fork.isCancelled(n.id) {
+			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			return nil
+		}
+		return r.stepFailed(ctx, n, err)
+	}
+	r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{})
+	return nil
+}
+
+// stepFailed publishes step error and returns the node's error.
+func (r *runState) stepFailed(ctx context.Context, n *builtNode, err error) error {
+	ne := &NodeError{Graph: r.e.doc.Name, Node: n.id, Err: err}
+	r.publishStep(ctx, event.SubjectStepError, n, event.StepPayload{Error: err.Error()})
+	return ne
+}
+
+// publishStep publishes a step event; a failure is only logged.
+func (r *runState) publishStep(ctx context.Context, subject func(run, actor string) string, n *builtNode, p event.StepPayload) {
+	p.NodeID, p.Graph = n.id, r.e.doc.Name
+	pctx := ctx
+	if ctx.Err() != nil {
+		pctx = context.WithoutCancel(ctx) // a step error of a cancelled run is still worth publishing
+	}
+	if err := r.publish(pctx, subject(r.run.ID, event.Actor(r.run.AgentID, n.id)), p, n.id); err != nil {
+		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
+			"node", n.id, "error", err)
+	}
+}
+
+// resolveConfig resolves the ${board} references of n's config, except in
+// its literal keys.
+func resolveConfig(n *builtNode, vars map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(n.config))
+	for k, v := range n.config {
+		if n.literal[k] {
+			out[k] = v
+			continue
+		}
+		rv, err := ResolveRefs(v, vars)
+		if err != nil {
+			return nil, fault.Wrap(fault.Validation, err, "", "config.%s", k)
+		}
+		out[k] = rv
+	}
+	return out, nil
+}
+
+// invoke runs the handler, retrying up to max_node_retries times with a
+// linear backoff and the board rolled back before each retry. Interrupted,
+// Aborted, BudgetExceeded and Validation errors are never retried.
+func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any) error {
+	retries := r.e.opts.MaxNodeRetries
+	var snapshot *agent.Board
+	if retries > 0 {
+		snapshot = in.board.Clone()
+	}
+	hctx := agent.ContextWithHost(ctx, r.host)
+	for attempt := 1; ; attempt++ {
+		err := in.node.handler.Run(hctx, r.call(in, cfg))
+		if err == nil || attempt > retries || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		r.logger.WarnContext(ctx, "graph node failed, retrying", "graph", r.e.doc.Name, "run_id", r.run.ID,
+			"node", in.node.id, "attempt", attempt, "error", err)
+		if !sleep(ctx, r.e.opts.RetryBackoff*time.Duration(attempt)) {
+			return err
+		}
+		restored := snapshot.Clone()
+		in.board.Vars, in.board.Channels = restored.Vars, restored.Channels
+	}
+}
+
+// retryable reports whether a node error may be retried.
+func retryable(err error) bool {
+	for _, k := range []*fault.Kind{fault.Interrupted, fault.Aborted, fault.BudgetExceeded, fault.Validation} {
+		if fault.Is(err, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// call builds the Call of one handler attempt.
+func (r *runState) call(in stepInput, cfg map[string]any) *Call {
+	c := &Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
+		RunInfo: r.info, Limits: r.e.opts.Limits}
+	if in.fork != nil {
+		c.Parallel, c.ForkID, c.BranchID = in.fork.cancelNode, in.fork.id, in.node.id
+	}
+	c.abi = func() sandbox.ABI {
+		return &lazyABI{cfg: hostabi.Config{
+			Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
+			Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
+		}}
+	}
+	return c
+}
+
+// lazyABI makes its hostabi.Dispatcher on the first call, so that a script
+// that never calls the host does not pay for one.
+type lazyABI struct {
+	cfg  hostabi.Config
+	once sync.Once
+	d    *hostabi.Dispatcher
+}
+
+var _ sandbox.ABI = (*lazyABI)(nil)
+
+// Functions lists the catalog's names.
+func (a *lazyABI) Functions() []string { return hostabi.Names() }
+
+// Call runs the host function through the call's dispatcher.
+func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	a.once.Do(func() { a.d = hostabi.NewDispatcher(a.cfg) })
+	return a.d.Call(ctx, name, args)
+}

@@ -1,0 +1,64 @@
+package js_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
+)
+
+// BenchmarkInvokeTrivial is one node call of a one-line script: a fresh
+// VM with its guards and globals, a dispatcher, the watchdog.
+func BenchmarkInvokeTrivial(b *testing.B) {
+	rt, err := js.New(js.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	host := sandboxtest.NewHost(1)
+	script := sandbox.Script{Source: `board.setVar("n", (board.getVar("n") || 0) + 1)`}
+	board := agent.NewBoard()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: agent.Run{ID: "r"}, Node: "n"})
+		if err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board, ABI: d}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFloor10Calls is the floor: ten calls of a script function in
+// one VM made once.
+func BenchmarkFloor10Calls(b *testing.B) {
+	f, err := js.NewFloor()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEvalCondition is one graph condition.
+func BenchmarkEvalCondition(b *testing.B) {
+	rt, err := js.New(js.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	ev := sandbox.Evaluation{Node: "edge", Expr: `tool_pending == true && __iterations < 10`,
+		Vars: map[string]any{"tool_pending": true, "__iterations": 3.0}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rt.Eval(context.Background(), ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

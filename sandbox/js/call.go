@@ -1,0 +1,312 @@
+package js
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+)
+
+// call is one VM running one Invoke or Eval. Everything but stop and the
+// watchdog runs on the goroutine that called Invoke or Eval.
+type call struct {
+	vm     *goja.Runtime
+	rt     *Runtime
+	ctx    context.Context // carries the wall-time deadline; ABI calls use it
+	cancel context.CancelFunc
+	node   string
+	op     string // "invoke node \"x\"": the prefix of the call's errors
+	limits sandbox.Limits
+	// prefixLen is how many columns the script wrapper adds to line 1.
+	prefixLen int
+	in        intrinsics
+
+	stopped atomic.Bool
+	mu      sync.Mutex
+	reason  error // why the call stopped; a doneSignal for signal.done
+	ended   bool  // the script returned; later stops are ignored
+
+	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
+	joining    []*goja.Object         // arrays being joined, outermost first
+}
+
+// doneSignal is the stop reason of signal.done: the call succeeded.
+type doneSignal struct{}
+
+func (doneSignal) Error() string { return "done" }
+
+// stopMark is the value the VM is interrupted with; the reason is in call.
+type stopMark struct{}
+
+// stop ends the call with reason (the first reason wins): the VM stops at
+// its next instruction and every guarded built-in refuses to continue. It
+// is safe to call from any goroutine.
+func (c *call) stop(reason error) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	if c.reason == nil {
+		c.reason = reason
+	}
+	c.mu.Unlock()
+	c.stopped.Store(true)
+	c.vm.Interrupt(stopMark{})
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// end marks the script as returned: a stop that comes later (a wall-time
+// timer racing the end) is ignored.
+func (c *call) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+}
+
+// stopReason returns why the call stopped, or nil.
+func (c *call) stopReason() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
+// abort stops the call with reason and unwinds the Go function the VM is
+// running. It must be called on the VM's goroutine, from a function the VM
+// called. The script cannot catch it: the VM is interrupted before any of
+// the script's catch or finally blocks run.
+func (c *call) abort(reason error) {
+	c.stop(reason)
+	panic(c.vm.NewTypeError("stopped"))
+}
+
+// checkStop aborts when the call has been stopped; guarded built-ins that
+// loop in Go call it so that a stop reaches them.
+func (c *call) checkStop() {
+	if c.stopped.Load() {
+		panic(c.vm.NewTypeError("stopped"))
+	}
+}
+
+// limitError returns the *sandbox.LimitError of limit for this call.
+func (c *call) limitError(limit string) *sandbox.LimitError {
+	e := &sandbox.LimitError{Limit: limit, Node: c.node}
+	switch limit {
+	case sandbox.LimitWallTime:
+		e.Max = int64(c.limits.WallTime)
+	case sandbox.LimitMemory:
+		e.Max = c.limits.MemoryBytes
+	case sandbox.LimitStack:
+		e.Max = int64(c.limits.StackDepth)
+	case sandbox.LimitValueBytes:
+		e.Max = c.limits.MaxValueBytes
+	case sandbox.LimitEvents:
+		e.Max = int64(c.limits.MaxEvents)
+	case sandbox.LimitEventBytes:
+		e.Max = c.limits.MaxEventBytes
+	case sandbox.LimitLogBytes:
+		e.Max = c.limits.MaxLogBytes
+	}
+	return e
+}
+
+// watch starts the call's watchdog: it stops the call when the wall time
+// passes (a LimitError), when parent is cancelled (Aborted or Timeout),
+// when closing is closed (Aborted), or when the process heap grows past
+// the memory budget. The returned function stops the watchdog and waits
+// for it.
+func (c *call) watch(parent context.Context, closing <-chan struct{}, mem *memoryGuard) (stopWatch func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		wall := time.NewTimer(c.limits.WallTime)
+		defer wall.Stop()
+		var tick <-chan time.Time
+		if mem != nil {
+			t := time.NewTicker(memorySampleInterval)
+			defer t.Stop()
+			tick = t.C
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case <-wall.C:
+				c.stop(c.limitError(sandbox.LimitWallTime))
+				return
+			case <-parent.Done():
+				c.stop(c.contextStop(parent.Err()))
+				return
+			case <-closing:
+				c.stop(c.runtimeClosed())
+				return
+			case <-tick:
+				if mem.exceeded() {
+					c.stop(c.limitError(sandbox.LimitMemory))
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
+var proxyType = reflect.TypeOf(goja.Proxy{})
+
+func (c *call) runtimeClosed() error {
+	return fault.New(fault.Aborted, c.op, "runtime closed")
+}
+
+// contextStop classifies the end of the caller's context: Aborted for a
+// cancel, Timeout for the caller's own deadline.
+func (c *call) contextStop(err error) error {
+	return fault.FromContext(err, c.op)
+}
+
+// result maps how the script ended to the call's error: nil for a normal
+// end or signal.done; the stop reason (a signal, a limit, a cancel); a
+// *sandbox.LimitError for a stack overflow; the host's error for an
+// uncaught host exception; a *sandbox.ScriptError for any other uncaught
+// exception.
+func (c *call) result(err error) error {
+	if reason := c.stopReason(); reason != nil {
+		if _, ok := reason.(doneSignal); ok {
+			return nil
+		}
+		return reason
+	}
+	if err == nil {
+		return nil
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return c.limitError(sandbox.LimitStack)
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		return c.exceptionError(ex)
+	}
+	return fault.Wrap(fault.Internal, err, c.op, "")
+}
+
+func (c *call) exceptionError(ex *goja.Exception) error {
+	val := ex.Value()
+	if obj, ok := val.(*goja.Object); ok {
+		if herr, ok := c.hostErrors[obj]; ok {
+			return fmt.Errorf("%s: %w", c.op, herr)
+		}
+	}
+	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(c.safeMessage(val), maxMessageLen)}
+	if frames := ex.Stack(); len(frames) > 0 {
+		se.Where = c.position(frames[0])
+	}
+	return se
+}
+
+// maxMessageLen bounds the message of a thrown value kept in an error.
+const maxMessageLen = 1024
+
+// clip cuts s to at most n bytes, at a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// position formats a stack frame, undoing the shift the script wrapper
+// puts on the first line.
+func (c *call) position(f goja.StackFrame) string {
+	p := f.Position()
+	if p.Line == 0 {
+		return ""
+	}
+	if p.Line == 1 && c.prefixLen > 0 {
+		p.Column = max(1, p.Column-c.prefixLen)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.Filename, p.Line, p.Column)
+}
+
+// safeMessage describes a thrown value without running script code: it
+// reads own data properties only (no getters, no toString, no proxies).
+func (c *call) safeMessage(val goja.Value) string {
+	obj, ok := val.(*goja.Object)
+	if !ok {
+		if val == nil {
+			return "undefined"
+		}
+		return val.String()
+	}
+	name := c.dataString(obj, "name")
+	msg := c.dataString(obj, "message")
+	switch {
+	case name == "" && msg == "":
+		return "a thrown " + obj.ClassName()
+	case name == "":
+		return msg
+	case msg == "":
+		return name
+	}
+	return name + ": " + msg
+}
+
+// dataString returns the string value of the data property key on obj or
+// its prototypes, without calling getters or proxy traps.
+func (c *call) dataString(obj *goja.Object, key string) string {
+	for depth := 0; obj != nil && depth < 32; depth++ {
+		if obj.ExportType() == proxyType {
+			return ""
+		}
+		desc, err := c.in.descriptor(goja.Undefined(), obj, c.vm.ToValue(key))
+		if err != nil {
+			return ""
+		}
+		if d, ok := desc.(*goja.Object); ok {
+			if v, ok := d.Get("value").(goja.String); ok {
+				return v.String()
+			}
+			return ""
+		}
+		obj = obj.Prototype()
+	}
+	return ""
+}
+
+// throw raises err in the script as a catchable Error whose code is the
+// error's kind ("policy_denied") and whose message is err's text. A
+// *sandbox.LimitError, or any error after the call was stopped, stops the
+// call instead. An uncaught thrown error ends the call with err itself.
+func (c *call) throw(err error) {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) {
+		c.abort(err)
+	}
+	c.checkStop()
+	obj, cerr := c.vm.New(c.in.errorCtor, c.vm.ToValue(err.Error()))
+	if cerr != nil {
+		panic(cerr)
+	}
+	_ = obj.Set("code", fault.KindOr(err, fault.Internal).String())
+	if c.hostErrors == nil {
+		c.hostErrors = make(map[*goja.Object]error)
+	}
+	c.hostErrors[obj] = err
+	panic(obj)
+}

@@ -1,0 +1,211 @@
+package js
+
+import (
+	"errors"
+	"reflect"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/file"
+	"github.com/dop251/goja/parser"
+	"github.com/dop251/goja/unistring"
+)
+
+// A script is the body of a function: it runs with the globals in scope
+// and may end early with return. The wrapper adds no line, so line numbers
+// are the script's own.
+const (
+	scriptPrefix = "(function() {"
+	scriptSuffix = "\n})"
+)
+
+// spreadGuard is the global the compiler routes object spread, object rest
+// and for-in sources through: a name no script can write, declare or
+// shadow (with statements are refused).
+const spreadGuard = "\x00spread"
+
+// compiled is a program and the identifiers it mentions (an expression's
+// free names are defined as undefined so that a missing var reads as
+// undefined rather than throwing).
+type compiled struct {
+	prog   *goja.Program
+	idents []string
+}
+
+// compileScript parses a node script as a function body, guards it and
+// compiles it. Errors are of kind Validation.
+func compileScript(name, source string) (*compiled, error) {
+	prg, err := parse(name, scriptPrefix+source+scriptSuffix)
+	if err != nil {
+		return nil, err
+	}
+	if !isWrappedFunction(prg) {
+		return nil, fault.New(fault.Validation, "compile "+name, "the script is not a function body (unbalanced braces?)")
+	}
+	return compileAST(name, prg)
+}
+
+// compileExpr parses a single expression, guards it and compiles it.
+func compileExpr(name, expr string) (*compiled, error) {
+	prg, err := parse(name, "("+expr+"\n)")
+	if err != nil {
+		return nil, err
+	}
+	if len(prg.Body) != 1 {
+		return nil, fault.New(fault.Validation, "compile "+name, "not a single expression")
+	}
+	if _, ok := prg.Body[0].(*ast.ExpressionStatement); !ok {
+		return nil, fault.New(fault.Validation, "compile "+name, "not a single expression")
+	}
+	return compileAST(name, prg)
+}
+
+// compileCode compiles code for eval and the Function constructor.
+func compileCode(name, src string) (*compiled, error) {
+	prg, err := parse(name, src)
+	if err != nil {
+		return nil, err
+	}
+	return compileAST(name, prg)
+}
+
+func parse(name, src string) (*ast.Program, error) {
+	// Source maps are off: the parser would otherwise read any file a
+	// sourceMappingURL comment names.
+	prg, err := parser.ParseFile(nil, name, src, 0, parser.WithDisableSourceMaps)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
+	}
+	return prg, nil
+}
+
+func isWrappedFunction(prg *ast.Program) bool {
+	if len(prg.Body) != 1 {
+		return false
+	}
+	st, ok := prg.Body[0].(*ast.ExpressionStatement)
+	if !ok {
+		return false
+	}
+	_, ok = st.Expression.(*ast.FunctionLiteral)
+	return ok
+}
+
+func compileAST(name string, prg *ast.Program) (*compiled, error) {
+	g := &astGuard{seen: map[any]bool{}, idents: map[string]bool{}, guarded: map[*ast.ObjectPattern]bool{}}
+	if err := g.walk(reflect.ValueOf(prg)); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
+	}
+	p, err := goja.CompileAST(prg, false)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
+	}
+	out := &compiled{prog: p}
+	for id := range g.idents {
+		if id != spreadGuard {
+			out.idents = append(out.idents, id)
+		}
+	}
+	return out, nil
+}
+
+// astGuard walks a parsed program: it refuses with statements, routes the
+// sources of object spread, object rest and for-in through spreadGuard
+// (they copy every character of a string into a property, in a loop the
+// VM cannot interrupt), refuses the object rest patterns whose source it
+// cannot route (parameters, nested patterns, loop heads) and collects
+// identifiers.
+type astGuard struct {
+	seen    map[any]bool
+	idents  map[string]bool
+	guarded map[*ast.ObjectPattern]bool // object rest patterns whose source is guarded
+}
+
+var (
+	fileType     = reflect.TypeOf((*file.File)(nil))
+	errWithStmts = errors.New("with statements are not supported")
+	// An object rest pattern copies every own property of its source in
+	// one step; the source of a parameter or a nested pattern cannot be
+	// checked first.
+	errObjectRest = errors.New("an object rest pattern ({...rest}) is supported only at the top of a declaration " +
+		"or an assignment; destructure a parameter in the function body")
+)
+
+func (g *astGuard) walk(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return g.walk(v.Elem())
+	case reflect.Pointer:
+		if v.IsNil() || v.Type() == fileType {
+			return nil
+		}
+		n := v.Interface()
+		if g.seen[n] {
+			return nil
+		}
+		g.seen[n] = true
+		if err := g.visit(n); err != nil {
+			return err
+		}
+		return g.walk(v.Elem())
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if err := g.walk(v.Field(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if err := g.walk(v.Index(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *astGuard) visit(n any) error {
+	switch t := n.(type) {
+	case *ast.WithStatement:
+		return errWithStmts
+	case *ast.Identifier:
+		g.idents[t.Name.String()] = true
+	case *ast.ObjectLiteral:
+		for _, p := range t.Value {
+			if s, ok := p.(*ast.SpreadElement); ok {
+				s.Expression = guardCall(s.Expression)
+			}
+		}
+	case *ast.ForInStatement:
+		t.Source = guardCall(t.Source)
+	case *ast.Binding:
+		if p, ok := t.Target.(*ast.ObjectPattern); ok && p.Rest != nil && t.Initializer != nil {
+			t.Initializer = guardCall(t.Initializer)
+			g.guarded[p] = true
+		}
+	case *ast.AssignExpression:
+		if p, ok := t.Left.(*ast.ObjectPattern); ok && p.Rest != nil {
+			t.Right = guardCall(t.Right)
+			g.guarded[p] = true
+		}
+	case *ast.ObjectPattern:
+		if t.Rest != nil && !g.guarded[t] {
+			return errObjectRest
+		}
+	}
+	return nil
+}
+
+func guardCall(e ast.Expression) ast.Expression {
+	at := e.Idx0()
+	return &ast.CallExpression{
+		Callee:           &ast.Identifier{Name: unistring.String(spreadGuard), Idx: at},
+		LeftParenthesis:  at,
+		ArgumentList:     []ast.Expression{e},
+		RightParenthesis: e.Idx1(),
+	}
+}

@@ -1,0 +1,33 @@
+package js_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/stretchr/testify/require"
+)
+
+func newRuntime(t *testing.T) sandbox.Runtime {
+	t.Helper()
+	// A long wall time: the memory cases must hit their memory limit
+	// first even under the race detector.
+	rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// The js runtime passes the sandbox conformance suite: the script
+// globals, signals and the board API, the canonical steer node (an idle
+// round appends nothing), capabilities through the host ABI, the limits.
+// SEED-SPEC 5.4
+// SEED-SPEC 9.3
+// SEED-SPEC 9.4
+// SEED-SPEC 9.8
+// SEED-SPEC 9.9
+func TestConformance(t *testing.T) {
+	sandboxtest.Run(t, newRuntime)
+}

@@ -1,0 +1,57 @@
+// Package js runs node scripts written in JavaScript, in goja (a
+// JavaScript interpreter in pure Go), behind the sandbox.Runtime contract.
+// It is the only package of the module that imports goja.
+//
+//	rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 2 * time.Second}})
+//	defer rt.Close()
+//	err = rt.Invoke(ctx, sandbox.Invocation{Node: "greet", Script: sandbox.Script{Source: src},
+//		Board: board, ABI: dispatcher})
+//
+// In a deployment document the runtime is a resource of kind
+// sandbox.Runtime, impl js (Factory); docs/sandbox.md describes the
+// settings, the script globals and what the sandbox holds.
+//
+// # Scripts
+//
+// A script is the body of a function: it runs top to bottom with the
+// globals (config, signal, board, host, run, node, parallel, console) in
+// scope and may end early with return or signal.done(). Its declarations
+// are its own. The globals are hand-written functions on frozen objects;
+// no Go value is ever handed to the VM, and values cross as JSON. Date and
+// Math.random read the host's clock and random source through the host
+// ABI, and dates are UTC.
+//
+// # Lifecycle
+//
+// New starts one goroutine that prepares VMs ahead of the calls that will
+// use them; Close stops it, stops running calls (Aborted), waits for them
+// and is idempotent. Every Invoke runs in a VM no other call has used and
+// that is dropped when it returns; compiled scripts are cached by the hash
+// of their name and source. Eval runs in pooled VMs whose built-ins are
+// frozen, with a new global object per expression.
+//
+// # Concurrency
+//
+// A Runtime is safe for concurrent use. At most Options.PoolSize calls run
+// at once; a call waits for a slot until its context ends (NotAvailable).
+// Each call runs on the caller's goroutine, watched by a watchdog
+// goroutine of its own that the call stops before it returns.
+//
+// # Errors
+//
+// Invoke returns nil when the script ends normally or signals done, an
+// *agent.InterruptedError for signal.interrupt, a *sandbox.ScriptError for
+// signal.error (its class) and for an uncaught exception (Internal), the
+// host's own error for an uncaught host-call error, a *sandbox.LimitError
+// for a limit (Timeout for wall time, BudgetExceeded otherwise), Validation
+// for a script that does not compile, Aborted or Timeout when the caller's
+// context ends. Every error names the node. A limit, a signal or a cancel
+// cannot be caught by the script: the VM stops at its next instruction and
+// no catch or finally block runs.
+//
+// # Limits
+//
+// Wall time, stack depth, memory, value size; the host ABI adds events
+// and log bytes. goja has no memory limit of its own: the memory guard is
+// documented, with what it does not hold, in docs/sandbox.md.
+package js

@@ -1,0 +1,51 @@
+package js_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Expressions share pooled VMs, yet nothing one expression does is seen
+// by the next: every way of changing a built-in or a global fails or stays
+// in the expression's own global object.
+func TestEvalPooledIsolation(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{PoolSize: 1})
+	eval := func(expr string) (any, error) {
+		return rt.Eval(context.Background(), sandbox.Evaluation{Node: "e", Expr: expr, Vars: map[string]any{"v": 1.0}})
+	}
+	for _, attempt := range []string{
+		`(Object.prototype.p = 1)`, `(globalThis.g = 1)`, `(this.t = 1)`, `(Array.prototype.push = null)`,
+		`(Math.abs = null)`, `eval("var ev = 1")`, `(function () { sloppy = 1 })()`, `(JSON.parse = null)`,
+		`(Date.prototype.x = 1)`, `(String.prototype.trim = null)`, `(RegExp.prototype.exec = null)`,
+		`(Function.prototype.call = null)`, `Object.defineProperty(Object.prototype, "d", {value: 1})`,
+		`Object.setPrototypeOf(Object.prototype, {q: 1})`, `(Object.getPrototypeOf(globalThis).y = 1)`,
+		`(v = 2)`, `delete Array.prototype.map`, `Object.assign(Math, {PI: 3})`,
+	} {
+		_, _ = eval(attempt)
+		got, err := eval(`[({}).p, typeof g, typeof t, typeof [].push, typeof Math.abs, typeof ev, typeof sloppy,
+			typeof JSON.parse, new Date(0).x, typeof "".trim, typeof /x/.exec, typeof Function.prototype.call,
+			({}).d, ({}).q, typeof y, v, typeof [].map, Math.PI === 3]`)
+		require.NoError(t, err, "after %s", attempt)
+		assert.Equal(t, []any{nil, "undefined", "undefined", "function", "function", "undefined", "undefined",
+			"function", nil, "function", "function", "function", nil, nil, "undefined", 1.0, "function", false}, got,
+			"after %s", attempt)
+	}
+}
+
+// In an expression the built-ins are frozen: assigning a property that a
+// frozen prototype holds does nothing (the same holds in strict code,
+// which throws). Defining it works.
+func TestEvalFrozenPrototypes(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	got, err := rt.Eval(context.Background(), sandbox.Evaluation{Node: "e",
+		Expr: `[(o => (o.toString = () => "x", String(o)))({}), String({toString: () => "y"})]`})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"[object Object]", "y"}, got)
+}

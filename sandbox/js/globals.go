@@ -1,0 +1,428 @@
+package js
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+)
+
+// method is one function of a global API object.
+type method struct {
+	name string
+	fn   func(goja.FunctionCall) goja.Value
+}
+
+// api returns an object of hand-written functions, the only kind of Go
+// code a script can reach; the caller freezes it.
+func (c *call) api(methods ...method) *goja.Object {
+	o := c.vm.NewObject()
+	for _, m := range methods {
+		_ = o.Set(m.name, m.fn)
+	}
+	return o
+}
+
+// freeze freezes o (Object.freeze as the VM started).
+func (c *call) freeze(o *goja.Object) *goja.Object {
+	_, err := c.in.freeze(goja.Undefined(), o)
+	rethrow(err)
+	return o
+}
+
+// deepFreeze freezes v and every object reachable through its own
+// properties (v is a fresh JSON value).
+func (c *call) deepFreeze(v goja.Value) goja.Value {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return v
+	}
+	for _, k := range o.Keys() {
+		c.deepFreeze(o.Get(k))
+	}
+	c.freeze(o)
+	return v
+}
+
+// defineGlobal sets a read-only, non-configurable global.
+func (c *call) defineGlobal(name string, v goja.Value) {
+	_ = c.vm.GlobalObject().DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// installGlobals defines the script globals of an invocation (config,
+// signal, board, host, run, node, parallel, console) and routes Date and
+// Math.random through the host.
+func (c *call) installGlobals(inv sandbox.Invocation) {
+	board := inv.Board
+	if board == nil {
+		board = agent.NewBoard()
+	}
+	cfg := goja.Value(c.vm.NewObject())
+	if inv.Config != nil {
+		cfg = c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory)
+	}
+	c.defineGlobal("config", c.deepFreeze(cfg))
+	c.defineGlobal("signal", c.freeze(c.signalAPI()))
+	c.defineGlobal("board", c.freeze(c.boardAPI(board)))
+	c.installHost(inv.ABI)
+	c.defineGlobal("run", c.freeze(c.runAPI(inv.Run)))
+	c.defineGlobal("node", c.freeze(c.api(
+		method{"id", c.constant(inv.Node)},
+		method{"type", c.constant(inv.Type)},
+	)))
+	c.defineGlobal("parallel", c.freeze(c.api(method{"cancelNode", func(fc goja.FunctionCall) goja.Value {
+		if inv.Parallel == nil {
+			return c.vm.ToValue(false)
+		}
+		return c.vm.ToValue(inv.Parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
+	}})))
+}
+
+func (c *call) constant(s string) func(goja.FunctionCall) goja.Value {
+	return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(s) }
+}
+
+func (c *call) runAPI(r sandbox.RunInfo) *goja.Object {
+	return c.api(
+		method{"get_run_id", c.constant(r.RunID)},
+		method{"get_task_id", c.constant(r.TaskID)},
+		method{"get_agent_id", c.constant(r.AgentID)},
+		method{"get_context_id", c.constant(r.ContextID)},
+		method{"get_parent_run_id", c.constant(r.ParentRunID)},
+	)
+}
+
+// signalAPI is signal.{interrupt, error, done}; each ends the script.
+func (c *call) signalAPI() *goja.Object {
+	return c.api(
+		method{"done", func(goja.FunctionCall) goja.Value {
+			c.abort(doneSignal{})
+			return nil
+		}},
+		method{"interrupt", func(fc goja.FunctionCall) goja.Value {
+			kind, msg, detail := c.signalArg(fc.Argument(0))
+			intr := agent.Interrupt{Cause: interruptCause(kind), Detail: clip(msg, maxMessageLen)}
+			if intr.Detail == "" && detail != nil {
+				intr.Detail = string(detail)
+			}
+			c.abort(fmt.Errorf("%s: %w", c.op, agent.Interrupted(intr)))
+			return nil
+		}},
+		method{"error", func(fc goja.FunctionCall) goja.Value {
+			kind, msg, detail := c.signalArg(fc.Argument(0))
+			c.abort(&sandbox.ScriptError{Node: c.node, Kind: sandbox.SignalKind(kind), Message: clip(msg, maxMessageLen), Detail: detail})
+			return nil
+		}},
+	)
+}
+
+// signalArg reads a signal's argument: a message, or {kind, message,
+// detail}.
+func (c *call) signalArg(v goja.Value) (kind, msg string, detail json.RawMessage) {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		if isNullish(v) {
+			return "", "", nil
+		}
+		return "", c.toStr(v).String(), nil
+	}
+	if k := o.Get("kind"); !isNullish(k) {
+		kind = c.toStr(k).String()
+	}
+	if m := o.Get("message"); !isNullish(m) {
+		msg = c.toStr(m).String()
+	}
+	if d := o.Get("detail"); d != nil && !goja.IsUndefined(d) {
+		detail = c.toJSON(d, c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+	}
+	return kind, msg, detail
+}
+
+func interruptCause(kind string) agent.InterruptCause {
+	switch c := agent.InterruptCause(kind); c {
+	case agent.CauseUserCancel, agent.CauseUserInput, agent.CauseHostShutdown, agent.CauseCustom:
+		return c
+	}
+	return agent.CauseCustom
+}
+
+// consoleAPI routes console.log and its siblings to host.log. A refused
+// or failing log is dropped; a limit still stops the call.
+func (c *call) consoleAPI(abi sandbox.ABI) *goja.Object {
+	logAt := func(level string) func(goja.FunctionCall) goja.Value {
+		return func(fc goja.FunctionCall) goja.Value {
+			parts := make([]string, len(fc.Arguments))
+			for i, a := range fc.Arguments {
+				if s, ok := a.(goja.String); ok {
+					parts[i] = s.String()
+				} else {
+					parts[i] = string(c.toJSON(a, c.limits.MaxValueBytes, sandbox.LimitValueBytes))
+				}
+			}
+			args, _ := json.Marshal([]string{level, strings.Join(parts, " ")})
+			if _, err := abi.Call(c.ctx, "log", args); err != nil && isLimit(err) {
+				c.abort(err)
+			}
+			c.checkStop()
+			return goja.Undefined()
+		}
+	}
+	return c.api(method{"log", logAt("info")}, method{"info", logAt("info")}, method{"debug", logAt("debug")},
+		method{"warn", logAt("warn")}, method{"error", logAt("error")})
+}
+
+func isLimit(err error) bool {
+	var le *sandbox.LimitError
+	return errors.As(err, &le)
+}
+
+// boardAPI is the board global. Values cross as JSON: a read returns a
+// fresh copy (at most the memory budget), a write stores the JSON form of
+// the value (at most max_value_bytes). Names starting with "__" are the
+// kernel's: a script may read them but not write them, except the main
+// channel.
+func (c *call) boardAPI(b *agent.Board) *goja.Object {
+	o := c.api(append(c.boardVarMethods(b), c.boardChannelMethods(b)...)...)
+	_ = o.Set("MAIN_CHANNEL", agent.MainChannel)
+	return o
+}
+
+func (c *call) boardVarMethods(b *agent.Board) []method {
+	return []method{
+		{"getVar", func(fc goja.FunctionCall) goja.Value {
+			v, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
+			if !ok {
+				return goja.Undefined()
+			}
+			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
+		}},
+		{"setVar", func(fc goja.FunctionCall) goja.Value {
+			name := c.varName(fc.Argument(0), "setVar")
+			v := c.toGo(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+			if b.Vars == nil {
+				b.Vars = map[string]any{}
+			}
+			b.Vars[name] = v
+			return goja.Undefined()
+		}},
+		{"deleteVar", func(fc goja.FunctionCall) goja.Value {
+			delete(b.Vars, c.varName(fc.Argument(0), "deleteVar"))
+			return goja.Undefined()
+		}},
+		{"hasVar", func(fc goja.FunctionCall) goja.Value {
+			_, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
+			return c.vm.ToValue(ok)
+		}},
+		{"getVars", func(goja.FunctionCall) goja.Value {
+			return c.fromGo(maps.Clone(b.Vars), c.budget(), sandbox.LimitMemory)
+		}},
+		{"resolve", func(fc goja.FunctionCall) goja.Value {
+			v, err := sandbox.Resolve(b.Vars, c.toStr(fc.Argument(0)).String())
+			if err != nil {
+				c.throw(err)
+			}
+			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
+		}},
+		{"resolveString", func(fc goja.FunctionCall) goja.Value {
+			s, err := sandbox.ResolveString(b.Vars, c.toStr(fc.Argument(0)).String())
+			if err != nil {
+				c.throw(err)
+			}
+			return c.vm.ToValue(s)
+		}},
+	}
+}
+
+func (c *call) boardChannelMethods(b *agent.Board) []method {
+	return []method{
+		{"channel", func(fc goja.FunctionCall) goja.Value {
+			msgs := b.Channel(c.toStr(fc.Argument(0)).String())
+			if msgs == nil {
+				msgs = []message.Message{}
+			}
+			return c.fromGo(msgs, c.budget(), sandbox.LimitMemory)
+		}},
+		{"setChannel", func(fc goja.FunctionCall) goja.Value {
+			name := c.channelName(fc.Argument(0), "setChannel")
+			msgs := c.messages(fc.Argument(1), "setChannel", true)
+			if b.Channels == nil {
+				b.Channels = map[string][]message.Message{}
+			}
+			b.Channels[name] = msgs
+			return goja.Undefined()
+		}},
+		{"appendChannel", func(fc goja.FunctionCall) goja.Value {
+			name := c.channelName(fc.Argument(0), "appendChannel")
+			if msgs := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
+				b.Append(name, msgs...)
+			}
+			return goja.Undefined()
+		}},
+	}
+}
+
+func (c *call) varName(v goja.Value, fn string) string {
+	name := c.toStr(v).String()
+	switch {
+	case name == "":
+		c.throw(fault.New(fault.Validation, "board."+fn, "a var name must not be empty"))
+	case strings.HasPrefix(name, "__"):
+		c.throw(fault.New(fault.Validation, "board."+fn, "var %q is reserved for the kernel", name))
+	}
+	return name
+}
+
+func (c *call) channelName(v goja.Value, fn string) string {
+	name := c.toStr(v).String()
+	switch {
+	case name == "":
+		c.throw(fault.New(fault.Validation, "board."+fn, "a channel name must not be empty"))
+	case strings.HasPrefix(name, "__") && name != agent.MainChannel:
+		c.throw(fault.New(fault.Validation, "board."+fn, "channel %q is reserved for the kernel", name))
+	}
+	return name
+}
+
+// messages decodes a message, or an array of them, strictly: unknown
+// fields, bad roles and malformed parts throw a Validation error and
+// nothing is written. listOnly requires an array.
+func (c *call) messages(v goja.Value, fn string, listOnly bool) []message.Message {
+	if isNullish(v) {
+		c.throw(fault.New(fault.Validation, "board."+fn, "want a message or an array of messages, got %s", v))
+	}
+	data := c.toJSON(v, c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+	var raw []json.RawMessage
+	if c.isArray(v) {
+		if err := json.Unmarshal(data, &raw); err != nil {
+			c.throw(fault.Wrap(fault.Validation, err, "board."+fn, "messages"))
+		}
+	} else if listOnly {
+		c.throw(fault.New(fault.Validation, "board."+fn, "want an array of messages"))
+	} else {
+		raw = []json.RawMessage{data}
+	}
+	out := make([]message.Message, 0, len(raw))
+	for i, r := range raw {
+		m, err := message.Decode(r)
+		if err != nil {
+			c.throw(fault.Wrap(fault.Validation, err, "board."+fn, "message %d", i))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// noABI is the ABI of a call that has none: no functions.
+type noABI struct{}
+
+func (noABI) Functions() []string { return nil }
+
+func (noABI) Call(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fault.New(fault.NotAvailable, "host "+name, "this call has no host functions")
+}
+
+// installHost defines host (one function per ABI name, granted or not),
+// console (routed to host.log) and backs Date and Math.random with
+// host.now and host.random.
+func (c *call) installHost(abi sandbox.ABI) {
+	if abi == nil {
+		abi = noABI{}
+	}
+	names := abi.Functions()
+	methods := make([]method, 0, len(names))
+	for _, n := range names {
+		methods = append(methods, method{n, c.hostFunc(abi, n)})
+	}
+	c.defineGlobal("host", c.freeze(c.api(methods...)))
+	c.defineGlobal("console", c.freeze(c.consoleAPI(abi)))
+	c.vm.SetTimeSource(func() time.Time { return c.hostNow(abi) })
+	c.vm.SetRandSource(func() float64 { return c.hostRandom(abi) })
+}
+
+// hostFunc calls the host function name with the script's arguments as a
+// JSON array and returns the JSON result as a fresh value. A host error is
+// thrown as an Error with code and message; a limit stops the call.
+func (c *call) hostFunc(abi sandbox.ABI, name string) func(goja.FunctionCall) goja.Value {
+	return func(fc goja.FunctionCall) goja.Value {
+		res := c.callHost(abi, name, fc.Arguments)
+		if len(res) == 0 {
+			return goja.Undefined()
+		}
+		return c.fromJSON(res)
+	}
+}
+
+func (c *call) callHost(abi sandbox.ABI, name string, argv []goja.Value) json.RawMessage {
+	c.checkStop()
+	args := json.RawMessage("[]")
+	if len(argv) > 0 {
+		args = c.toJSON(c.vm.NewArray(toAny(argv)...), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+	}
+	res, err := abi.Call(c.ctx, name, args)
+	if err != nil {
+		c.throw(err)
+	}
+	c.checkStop()
+	if int64(len(res)) > c.limits.MaxValueBytes {
+		c.abort(c.limitError(sandbox.LimitValueBytes))
+	}
+	return res
+}
+
+// hostNow is the VM's clock: host.now, decoded. It accepts an RFC 3339
+// string, a number of Unix milliseconds, or an object holding either.
+func (c *call) hostNow(abi sandbox.ABI) time.Time {
+	res := c.callHost(abi, "now", nil)
+	if t, ok := decodeNow(res); ok {
+		return t
+	}
+	c.throw(fault.New(fault.Internal, "host now", "node %q: unexpected clock value %.64s", c.node, res))
+	return time.Time{}
+}
+
+func decodeNow(res json.RawMessage) (time.Time, bool) {
+	var v any
+	if json.Unmarshal(res, &v) != nil {
+		return time.Time{}, false
+	}
+	switch t := v.(type) {
+	case string:
+		tm, err := time.Parse(time.RFC3339Nano, t)
+		return tm.UTC(), err == nil
+	case float64:
+		return time.UnixMilli(int64(t)).UTC(), true
+	case map[string]any:
+		for _, k := range []string{"unix_ms", "unix_milli", "ms"} {
+			if f, ok := t[k].(float64); ok {
+				return time.UnixMilli(int64(f)).UTC(), true
+			}
+		}
+		for _, k := range []string{"rfc3339", "time", "iso"} {
+			if s, ok := t[k].(string); ok {
+				tm, err := time.Parse(time.RFC3339Nano, s)
+				return tm.UTC(), err == nil
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// hostRandom is the VM's Math.random: host.random, a number in [0, 1).
+func (c *call) hostRandom(abi sandbox.ABI) float64 {
+	res := c.callHost(abi, "random", nil)
+	var f float64
+	if json.Unmarshal(res, &f) != nil || f < 0 || f >= 1 || math.IsNaN(f) {
+		c.throw(fault.New(fault.Internal, "host random", "node %q: unexpected random value %.64s", c.node, res))
+	}
+	return f
+}

@@ -1,0 +1,418 @@
+package js
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// Cost model of the memory guard's checks, in bytes.
+const (
+	bytesPerChar    = 2  // a string's UTF-16 code unit, at worst
+	bytesPerElement = 16 // an array slot (an interface value)
+	bytesPerPart    = 48 // one string a split or a key listing makes
+	// bytesPerStringProp is what copying one character of a string into
+	// an object property costs (object spread, for-in, Object.keys of a
+	// string): measured at about 220 bytes.
+	bytesPerStringProp = 256
+	// bytesPerJSONByte is what one byte of JSON text parses into, about.
+	bytesPerJSONByte = 16
+	// sortsPerElement makes a sort without a comparator (which compares
+	// strings, in one step the VM cannot interrupt) count each element
+	// this many times against the element budget.
+	sortsPerElement = 16
+)
+
+// guardFunc is the body of a guarded built-in: it gets the original.
+type guardFunc func(orig goja.Callable, fc goja.FunctionCall) goja.Value
+
+// installGuards replaces the built-ins that can allocate without bound, or
+// loop in Go without bound, with versions that check the call's memory
+// budget first; see docs/sandbox.md for the list and what it holds.
+func (c *call) installGuards() {
+	c.guardStrings()
+	c.guardArrays()
+	c.guardObjects()
+	c.guardBuffers()
+	c.guardRegexp()
+	c.guardJSON()
+	c.guardCode()
+}
+
+// wrap replaces the method name of obj with g (the property keeps its
+// attributes). A missing method is left alone.
+func (c *call) wrap(obj *goja.Object, name string, g guardFunc) {
+	orig, ok := goja.AssertFunction(obj.Get(name))
+	if !ok {
+		return
+	}
+	_ = obj.Set(name, func(fc goja.FunctionCall) goja.Value { return g(orig, fc) })
+}
+
+// wrapConstructor replaces the global constructor name with a proxy whose
+// construct and call traps run check on the arguments first.
+func (c *call) wrapConstructor(name string, check func(args []goja.Value)) {
+	c.proxyConstructor(name,
+		func(target *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+			c.checkStop()
+			check(args)
+			return c.construct(target, args, newTarget)
+		},
+		func(target *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			c.checkStop()
+			check(args)
+			f, _ := goja.AssertFunction(target)
+			return callOrig(f, this, args...)
+		})
+}
+
+// construct is Reflect.construct(target, args, newTarget).
+func (c *call) construct(target *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+	v, err := c.in.construct(goja.Undefined(), target, c.vm.NewArray(toAny(args)...), newTarget)
+	rethrow(err)
+	return v.(*goja.Object)
+}
+
+// proxyConstructor replaces the global constructor name with a proxy with
+// the given construct and call traps. The proxy keeps the original's
+// prototype, statics, instanceof and subclassing; the prototype's
+// constructor property points at the proxy.
+func (c *call) proxyConstructor(name string,
+	construct func(target *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object,
+	apply func(target *goja.Object, this goja.Value, args []goja.Value) goja.Value,
+) {
+	orig, ok := c.vm.Get(name).(*goja.Object)
+	if !ok {
+		return
+	}
+	p := c.vm.NewProxy(orig, &goja.ProxyTrapConfig{Construct: construct, Apply: apply})
+	pv := c.vm.ToValue(p)
+	_ = c.vm.GlobalObject().DefineDataProperty(name, pv, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	if proto, ok := orig.Get("prototype").(*goja.Object); ok {
+		_ = proto.DefineDataProperty("constructor", pv, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+}
+
+func toAny(vs []goja.Value) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+// call calls orig with this and args and rethrows what it throws.
+func callOrig(orig goja.Callable, this goja.Value, args ...goja.Value) goja.Value {
+	v, err := orig(this, args...)
+	rethrow(err)
+	return v
+}
+
+// budget is the call's memory budget in bytes.
+func (c *call) budget() int64 { return c.limits.MemoryBytes }
+
+// maxElements is how many array slots fit in the budget.
+func (c *call) maxElements() int64 { return max(1024, c.budget()/bytesPerElement) }
+
+// need stops the call when an allocation of bytes would not fit in the
+// budget (NaN, from a NaN size, counts as nothing).
+func (c *call) need(bytes float64) {
+	if bytes > float64(c.budget()) {
+		c.abort(c.limitError(sandbox.LimitMemory))
+	}
+}
+
+// needElements stops the call when a native loop over n elements would
+// not fit in the budget.
+func (c *call) needElements(n int64) {
+	if n > c.maxElements() {
+		c.abort(c.limitError(sandbox.LimitMemory))
+	}
+}
+
+// arrayLength reads ToLength(o.length).
+func (c *call) arrayLength(o *goja.Object) int64 {
+	v := o.Get("length")
+	if v == nil {
+		return 0
+	}
+	f := v.ToFloat()
+	switch {
+	case math.IsNaN(f) || f <= 0:
+		return 0
+	case f > math.MaxInt64/2:
+		return math.MaxInt64 / 2
+	}
+	return int64(f)
+}
+
+// object returns the object at path from the global object ("Array",
+// "prototype"), or nil.
+func (c *call) object(path ...string) *goja.Object {
+	var v goja.Value = c.vm.GlobalObject()
+	for _, p := range path {
+		o, ok := v.(*goja.Object)
+		if !ok {
+			return nil
+		}
+		v = o.Get(p)
+	}
+	o, _ := v.(*goja.Object)
+	return o
+}
+
+// iteratorProto returns the prototype of the iterator v[Symbol.iterator]()
+// returns (%ArrayIteratorPrototype% for an array), or nil.
+func (c *call) iteratorProto(v goja.Value) *goja.Object {
+	fn, ok := goja.AssertFunction(v.ToObject(c.vm).GetSymbol(goja.SymIterator))
+	if !ok {
+		return nil
+	}
+	it, err := fn(v)
+	if err != nil {
+		return nil
+	}
+	o, ok := it.(*goja.Object)
+	if !ok {
+		return nil
+	}
+	return o.Prototype()
+}
+
+// toStr converts v to a string once, as String(v) does (a string
+// primitive as it is; a symbol throws a TypeError as in a template).
+func (c *call) toStr(v goja.Value) goja.String {
+	if s, ok := v.(goja.String); ok {
+		return s
+	}
+	if v == nil {
+		v = goja.Undefined()
+	}
+	if _, ok := v.(*goja.Symbol); ok {
+		panic(c.vm.NewTypeError("Cannot convert a Symbol value to a string"))
+	}
+	r, err := c.in.toString(goja.Undefined(), v)
+	rethrow(err)
+	s, _ := r.(goja.String)
+	return s
+}
+
+// stringSource stops the call when v is a string (or String object) long
+// enough that copying its characters into properties would not fit the
+// budget (Object.keys("..."), {..."..."}, for (k in "...")).
+func (c *call) stringSource(v goja.Value) {
+	var n int64
+	switch t := v.(type) {
+	case goja.String:
+		n = int64(t.Length())
+	case *goja.Object:
+		if t.ClassName() == "String" {
+			n = c.arrayLength(t)
+		}
+	}
+	c.need(float64(n) * bytesPerStringProp)
+}
+
+// guardObjects bounds the Object and Reflect functions that list or copy
+// every own property of their argument.
+func (c *call) guardObjects() {
+	sources := func(from int) guardFunc {
+		return func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			for i := from; i < len(fc.Arguments); i++ {
+				c.stringSource(fc.Arguments[i])
+			}
+			return callOrig(orig, fc.This, fc.Arguments...)
+		}
+	}
+	object := c.object("Object")
+	for _, name := range []string{"keys", "values", "entries", "getOwnPropertyNames", "getOwnPropertyDescriptors"} {
+		c.wrap(object, name, sources(0))
+	}
+	c.wrap(object, "assign", sources(1))
+	c.wrap(object, "defineProperties", sources(1))
+	c.wrap(object, "create", sources(1))
+	c.wrap(c.object("Reflect"), "ownKeys", sources(0))
+	guard := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		c.stringSource(fc.Argument(0))
+		return fc.Argument(0)
+	})
+	_ = c.vm.GlobalObject().DefineDataProperty(spreadGuard, guard, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// typedArrays are the constructors whose first argument sets a size in
+// elements that is allocated at once.
+var typedArrays = [...]string{
+	"Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array",
+	"Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array",
+}
+
+// guardBuffers bounds ArrayBuffer and the typed array constructors, and
+// typed-array joins.
+func (c *call) guardBuffers() {
+	for _, name := range typedArrays {
+		ctor := c.object(name)
+		if ctor == nil {
+			continue
+		}
+		bpe := float64(ctor.Get("BYTES_PER_ELEMENT").ToInteger())
+		c.wrapConstructor(name, c.bufferCheck(bpe))
+	}
+	c.wrapConstructor("ArrayBuffer", c.bufferCheck(1))
+	if p := c.object("Uint8Array", "prototype"); p != nil {
+		if tp := p.Prototype(); tp != nil {
+			for _, name := range []string{"join", "toLocaleString"} {
+				c.wrap(tp, name, c.typedJoin)
+			}
+		}
+	}
+}
+
+func (c *call) bufferCheck(bytesPer float64) func([]goja.Value) {
+	return func(args []goja.Value) {
+		if len(args) == 0 || isNullish(args[0]) {
+			return
+		}
+		if o, ok := args[0].(*goja.Object); ok {
+			if o.ClassName() != "ArrayBuffer" {
+				c.need(float64(c.arrayLength(o)) * bytesPer)
+			}
+			return
+		}
+		if f := args[0].ToFloat(); !math.IsNaN(f) {
+			c.need(f * bytesPer)
+		}
+	}
+}
+
+func (c *call) typedJoin(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	n := c.thisLength(fc.This)
+	sep := 1.0
+	if a := fc.Argument(0); !goja.IsUndefined(a) {
+		sep = float64(c.toStr(a).Length())
+	}
+	// A number prints in at most 24 characters.
+	c.need(float64(n) * (24 + sep) * bytesPerChar)
+	return callOrig(orig, fc.This, fc.Arguments...)
+}
+
+// guardRegexp routes every regular-expression operation through a guarded
+// exec or test (replacing exec turns off the engine's shortcuts, which do
+// not call it). A match of a backtracking pattern that ran past
+// RegexpMatchTimeout reports no match inside the regexp engine; the guard
+// turns that into a stop.
+func (c *call) guardRegexp() {
+	proto := c.object("RegExp", "prototype")
+	for _, name := range []string{"exec", "test"} {
+		c.wrap(proto, name, c.timedMatch)
+	}
+}
+
+// timedMatch runs exec or test and stops the call when the match failed
+// because it ran past RegexpMatchTimeout.
+func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	c.checkStop()
+	start := time.Now()
+	v := callOrig(orig, fc.This, fc.Arguments...)
+	if (goja.IsNull(v) || v == goja.Value(c.vm.ToValue(false))) && time.Since(start) >= RegexpMatchTimeout {
+		c.abort(fault.New(fault.BudgetExceeded, c.op,
+			"a regular expression match ran past its budget of %s (catastrophic backtracking)", RegexpMatchTimeout))
+	}
+	return v
+}
+
+// guardJSON bounds JSON.parse (nesting) and JSON.stringify (output size,
+// nesting).
+func (c *call) guardJSON() {
+	json := c.object("JSON")
+	c.wrap(json, "parse", c.parseJSON)
+	c.wrap(json, "stringify", func(_ goja.Callable, fc goja.FunctionCall) goja.Value {
+		return c.stringify(fc.Argument(0), fc.Argument(1), fc.Argument(2), c.budget(), sandbox.LimitMemory)
+	})
+}
+
+// guardCode routes code a script makes at run time (eval, the Function
+// constructor) through the same compiler as node scripts: source maps off,
+// with statements refused, spreads guarded. eval is indirect eval (it runs
+// in the global scope). The async and generator function constructors
+// refuse.
+func (c *call) guardCode() {
+	c.vm.SetParserOptions(parser.WithDisableSourceMaps)
+	eval := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		src, ok := fc.Argument(0).(goja.String)
+		if !ok {
+			return fc.Argument(0)
+		}
+		return c.runCode("eval", src.String())
+	})
+	_ = c.vm.GlobalObject().DefineDataProperty("eval", eval, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	c.proxyConstructor("Function",
+		func(_ *goja.Object, args []goja.Value, _ *goja.Object) *goja.Object {
+			return c.makeFunction(args).(*goja.Object)
+		},
+		func(_ *goja.Object, _ goja.Value, args []goja.Value) goja.Value { return c.makeFunction(args) })
+	c.refuseDynamicKinds()
+}
+
+// refuseDynamicKinds replaces the constructor of async, generator and
+// async generator functions (reachable only as the constructor property
+// of their prototypes) with a function that throws.
+func (c *call) refuseDynamicKinds() {
+	refuse := c.vm.ToValue(func(goja.FunctionCall) goja.Value {
+		panic(c.vm.NewTypeError("creating async or generator functions from strings is not supported"))
+	})
+	for _, p := range c.rt.kinds {
+		v, err := c.vm.RunProgram(p)
+		if err != nil {
+			continue
+		}
+		if f, ok := v.(*goja.Object); ok && f.Prototype() != nil {
+			_ = f.Prototype().DefineDataProperty("constructor", refuse, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+	}
+}
+
+// runCode compiles src (guarded, cached) and runs it in the global scope.
+// A syntax error is thrown to the script as a SyntaxError.
+func (c *call) runCode(name, src string) goja.Value {
+	c.checkStop()
+	comp, err := c.rt.programs.get(cacheKey(name, src), func() (*compiled, error) { return compileCode(name, src) })
+	if err != nil {
+		panic(c.syntaxError(err.Error()))
+	}
+	v, err := c.vm.RunProgram(comp.prog)
+	rethrow(err)
+	return v
+}
+
+// makeFunction is new Function(p1, ..., body).
+func (c *call) makeFunction(args []goja.Value) goja.Value {
+	params := make([]string, 0, len(args))
+	body := ""
+	for i, a := range args {
+		s := c.toStr(a).String()
+		if i == len(args)-1 {
+			body = s
+		} else {
+			params = append(params, s)
+		}
+	}
+	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
+	return c.runCode("anonymous", src)
+}
+
+func (c *call) syntaxError(msg string) *goja.Object {
+	ctor, _ := c.vm.Get("SyntaxError").(*goja.Object)
+	if ctor == nil {
+		return c.vm.NewTypeError(msg)
+	}
+	o, err := c.vm.New(ctor, c.vm.ToValue(msg))
+	if err != nil {
+		return c.vm.NewTypeError(msg)
+	}
+	return o
+}

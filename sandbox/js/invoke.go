@@ -1,0 +1,196 @@
+package js
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+)
+
+// Invoke runs one node script in a fresh VM; see sandbox.Runtime for the
+// errors. The script is the body of a function run with the globals in
+// scope (docs/sandbox.md).
+func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+	op := opFor("invoke", inv.Node)
+	if err := ctx.Err(); err != nil {
+		return fault.FromContext(err, op)
+	}
+	if inv.Script.Source == "" && len(inv.Script.Module) > 0 {
+		return fault.New(fault.Validation, op, "the js runtime runs JavaScript source, not a WebAssembly module")
+	}
+	limits, err := r.callLimits(inv.Limits, op, inv.Node)
+	if err != nil {
+		return err
+	}
+	name := scriptName(inv)
+	comp, err := r.programs.get(cacheKey(name, inv.Script.Source), func() (*compiled, error) {
+		return compileScript(name, inv.Script.Source)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	release, err := r.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c, err := r.fresh()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	c.bind(ctx, op, inv.Node, limits)
+	c.prefixLen = len(scriptPrefix)
+	return c.run(ctx, r.closing, func() {
+		c.installGlobals(inv)
+	}, func() error {
+		fn, err := c.vm.RunProgram(comp.prog)
+		if err != nil {
+			return err
+		}
+		f, ok := goja.AssertFunction(fn)
+		if !ok {
+			return fault.New(fault.Validation, op, "the script is not a function body")
+		}
+		_, err = f(goja.Undefined())
+		return err
+	})
+}
+
+func scriptName(inv sandbox.Invocation) string {
+	switch {
+	case inv.Script.Name != "":
+		return inv.Script.Name
+	case inv.Node != "":
+		return inv.Node
+	}
+	return "script"
+}
+
+// run runs setup and then body under the call's watchdog and maps how they
+// ended to the call's error. Setup and body run on the calling goroutine;
+// a stop (a limit, a signal, a cancel) unwinds them.
+func (c *call) run(parent context.Context, closing <-chan struct{}, setup func(), body func() error) (err error) {
+	var mem *memoryGuard
+	if c.limits.MemoryBytes > 0 {
+		mem = newMemoryGuard(c.limits.MemoryBytes)
+	}
+	stopWatch := c.watch(parent, closing, mem)
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.panicked(p)
+		}
+		c.end()
+		stopWatch()
+		c.cancel()
+	}()
+	if ex := c.vm.Try(setup); ex != nil {
+		return c.result(ex)
+	}
+	if reason := c.stopReason(); reason != nil {
+		return c.result(nil)
+	}
+	err = body()
+	c.end()
+	return c.result(err)
+}
+
+// panicked maps a panic that reached run: a stop unwinding Go code that
+// the VM did not call, a host error thrown outside the VM, or a fault in
+// the script engine (Internal).
+func (c *call) panicked(p any) error {
+	if reason := c.stopReason(); reason != nil {
+		return c.result(nil)
+	}
+	if obj, ok := p.(*goja.Object); ok {
+		if herr, ok := c.hostErrors[obj]; ok {
+			return fmt.Errorf("%s: %w", c.op, herr)
+		}
+	}
+	if err, ok := p.(error); ok {
+		return c.result(err)
+	}
+	return fault.New(fault.Internal, c.op, "script engine failure: %v", p)
+}
+
+// Eval evaluates a JavaScript expression over ev.Vars, in a pooled VM
+// whose built-ins are frozen and whose global object is new for each
+// expression: its globals are ev.Vars and the standard built-ins (no host,
+// no board), and nothing one expression does is seen by the next. An identifier
+// that names neither a var nor a built-in reads as undefined, so a
+// condition over a var that is not set yet is simply false. The result
+// crosses as JSON: map[string]any, []any, float64, string, bool or nil
+// (undefined is nil). Errors: Validation for an expression that does not
+// compile, Internal (a *sandbox.ScriptError) for one that throws, and the
+// wall-time, stack and memory limits as for Invoke.
+func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
+	op := opFor("eval", ev.Node)
+	if err := ctx.Err(); err != nil {
+		return nil, fault.FromContext(err, op)
+	}
+	limits, err := r.callLimits(ev.Limits, op, ev.Node)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := r.exprs.get(cacheKey("expression", ev.Expr), func() (*compiled, error) {
+		return compileExpr("expression", ev.Expr)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	release, err := r.acquire(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	e, err := r.exprVM()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	c := e.c
+	c.bind(ctx, op, ev.Node, limits)
+	var out any
+	err = c.run(ctx, r.closing, func() {
+		global := c.vm.CreateObject(e.template)
+		c.vm.SetGlobalObject(global)
+		c.defineVars(global, ev.Vars, comp.idents)
+	}, func() error {
+		v, err := c.vm.RunProgram(comp.prog)
+		if err != nil {
+			return err
+		}
+		if ex := c.vm.Try(func() { out = c.toGo(v, c.limits.MaxValueBytes, sandbox.LimitValueBytes) }); ex != nil {
+			return ex
+		}
+		return nil
+	})
+	// A VM is reused after a normal end or a script exception; a stop
+	// (limit, cancel) or an engine failure drops it.
+	var se *sandbox.ScriptError
+	r.release(e, (err == nil || errors.As(err, &se)) && !c.stopped.Load())
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// defineVars makes each var a global, and each other identifier the
+// expression mentions that is not a global an undefined one.
+func (c *call) defineVars(g *goja.Object, vars map[string]any, idents []string) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		_ = g.DefineDataProperty(k, c.fromGo(vars[k], c.budget(), sandbox.LimitMemory),
+			goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+	}
+	for _, id := range idents {
+		if _, ok := vars[id]; ok {
+			continue
+		}
+		if g.Get(id) == nil {
+			_ = g.DefineDataProperty(id, goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package js
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+)
+
+// Name is what Runtime.Name returns and the resource impl of Factory.
+const Name = "js"
+
+// DefaultProgramCacheSize is how many compiled scripts and expressions a
+// Runtime keeps when Options.ProgramCacheSize is zero.
+const DefaultProgramCacheSize = 256
+
+// RegexpMatchTimeout bounds one match of a regular expression that needs
+// backtracking (backreferences, lookaround). See docs/sandbox.md.
+const RegexpMatchTimeout = 250 * time.Millisecond
+
+// Options configure a Runtime. The zero value is usable.
+type Options struct {
+	// Limits are the runtime's limits; zero fields take the defaults
+	// (sandbox.DefaultLimits). An Invocation or Evaluation may only
+	// tighten them.
+	Limits sandbox.Limits
+	// PoolSize is how many calls (Invoke and Eval) run at once; more wait
+	// for a free slot. Zero means GOMAXPROCS.
+	PoolSize int
+	// ProgramCacheSize is how many compiled scripts, and separately how
+	// many compiled expressions, are kept. Zero means
+	// DefaultProgramCacheSize.
+	ProgramCacheSize int
+}
+
+// Runtime runs JavaScript node scripts in goja, a fresh VM per call. It
+// implements sandbox.Runtime and io.Closer and is safe for concurrent use.
+type Runtime struct {
+	limits   sandbox.Limits
+	slots    chan struct{}
+	programs *programCache
+	exprs    *programCache
+	kinds    []*goja.Program // each makes one async, generator or async generator function
+
+	spares  chan *call    // VMs prepared ahead, each for one call
+	filled  chan struct{} // closed when the goroutine filling spares ends
+	exprVMs chan *exprVM  // pooled expression VMs
+
+	mu       sync.Mutex
+	closed   bool
+	closing  chan struct{} // closed by Close: running calls stop
+	calls    sync.WaitGroup
+	closeErr error
+}
+
+var (
+	_ sandbox.Runtime = (*Runtime)(nil)
+	_ io.Closer       = (*Runtime)(nil)
+)
+
+// regexpTimeoutOnce guards the one-time setting of the backtracking
+// regexp engine's match timeout (a process-wide setting of that engine).
+var regexpTimeoutOnce sync.Once
+
+// New returns a Runtime. Options are validated: negative limits, pool size
+// or cache size are Validation errors.
+func New(o Options) (*Runtime, error) {
+	const op = "new js runtime"
+	if err := o.Limits.Validate(); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "limits")
+	}
+	if o.PoolSize < 0 || o.ProgramCacheSize < 0 {
+		return nil, fault.New(fault.Validation, op, "pool_size and program_cache_size must be >= 0, got %d and %d",
+			o.PoolSize, o.ProgramCacheSize)
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = runtime.GOMAXPROCS(0)
+	}
+	if o.ProgramCacheSize == 0 {
+		o.ProgramCacheSize = DefaultProgramCacheSize
+	}
+	regexpTimeoutOnce.Do(func() {
+		if regexp2.DefaultMatchTimeout > RegexpMatchTimeout {
+			regexp2.DefaultMatchTimeout = RegexpMatchTimeout
+		}
+	})
+	var kinds []*goja.Program
+	for _, src := range []string{"(async function(){})", "(function*(){})", "(async function*(){})"} {
+		// A kind the engine does not support yet fails to compile: there is
+		// then no constructor of that kind to refuse.
+		if p, err := goja.Compile("kind", src, false); err == nil {
+			kinds = append(kinds, p)
+		}
+	}
+	r := &Runtime{
+		kinds:    kinds,
+		limits:   o.Limits.WithDefaults(),
+		slots:    make(chan struct{}, o.PoolSize),
+		programs: newProgramCache(o.ProgramCacheSize),
+		exprs:    newProgramCache(o.ProgramCacheSize),
+		spares:   make(chan *call, min(o.PoolSize, maxSpares)),
+		filled:   make(chan struct{}),
+		exprVMs:  make(chan *exprVM, o.PoolSize),
+		closing:  make(chan struct{}),
+	}
+	go r.fill()
+	return r, nil
+}
+
+// Name returns "js".
+func (r *Runtime) Name() string { return Name }
+
+// Limits returns the runtime's limits, defaults filled in. Every call runs
+// under these, tightened by the call's own.
+func (r *Runtime) Limits() sandbox.Limits { return r.limits }
+
+// PoolSize returns how many calls run at once.
+func (r *Runtime) PoolSize() int { return cap(r.slots) }
+
+// Close stops the runtime: new calls fail with NotAvailable, running calls
+// are stopped (Aborted) and Close waits for them to return, and for the
+// goroutine that prepares VMs. Close is idempotent and returns nil.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.closing)
+	}
+	r.mu.Unlock()
+	r.calls.Wait()
+	<-r.filled
+	return r.closeErr
+}
+
+// acquire takes a slot for one call; release must be called when it ends.
+func (r *Runtime) acquire(ctx context.Context, op string) (release func(), err error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+	r.calls.Add(1)
+	r.mu.Unlock()
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots; r.calls.Done() }, nil
+	case <-ctx.Done():
+		r.calls.Done()
+		return nil, fault.Wrap(fault.NotAvailable, fault.FromContext(ctx.Err(), op), op,
+			"no free slot in a pool of %d", cap(r.slots))
+	case <-r.closing:
+		r.calls.Done()
+		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+}
+
+// callLimits is the runtime's limits tightened by a call's own.
+func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits, error) {
+	if err := l.Validate(); err != nil {
+		return sandbox.Limits{}, fault.Wrap(fault.Validation, err, op, "node %q: limits", node)
+	}
+	return r.limits.Tighten(l), nil
+}
+
+func opFor(verb, node string) string { return fmt.Sprintf("%s node %q", verb, node) }
