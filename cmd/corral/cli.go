@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/checkpoint"
@@ -18,6 +19,7 @@ import (
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/workspace"
+	"github.com/corral-rt/corral/sandbox/js"
 )
 
 //go:embed default.yaml
@@ -55,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // registry returns a registry with every factory Corral ships.
 func registry() *resource.Registry {
 	reg := resource.NewRegistry()
-	reg.MustRegister(event.NewFactory(), workspace.Factory(), checkpoint.Factory())
+	reg.MustRegister(event.NewFactory(), workspace.Factory(), checkpoint.Factory(), js.Factory(), graph.Factory())
 	return reg
 }
 

@@ -7,7 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestValidateEmbeddedDefault(t *testing.T) {
@@ -17,6 +22,8 @@ func TestValidateEmbeddedDefault(t *testing.T) {
 	assert.Contains(t, out.String(), "default.yaml: ok (generation 1)")
 	assert.Contains(t, out.String(), "checkpoints      checkpoint.Store/workspace")
 	assert.Contains(t, out.String(), "resume=true")
+	assert.Contains(t, out.String(), "greeter          Greeter (agent.Engine/graph)")
+	assert.Contains(t, out.String(), "js               sandbox.Runtime/js")
 }
 
 func TestValidateExitCodes(t *testing.T) {
@@ -43,4 +50,26 @@ func TestValidateExitCodes(t *testing.T) {
 			assert.Contains(t, errOut.String(), tt.want)
 		})
 	}
+}
+
+// The embedded default deployment's agent runs end to end: a turn through
+// the session layer, its script nodes in the goja sandbox.
+func TestDefaultGreeterRuns(t *testing.T) {
+	doc, cleanup, err := loadDocument("")
+	require.NoError(t, err)
+	defer cleanup()
+	app, err := runtime.NewBuilder(registry()).Build(context.Background(), doc)
+	require.NoError(t, err)
+	defer app.Close()
+	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "greeter", ContextID: "t"})
+	require.NoError(t, err)
+	defer lease.Close()
+	turn, err := lease.Session().Start(context.Background(),
+		agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")})
+	require.NoError(t, err)
+	res, err := turn.Wait(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, agent.StatusCompleted, res.Status, "%v", res.Err)
+	require.Len(t, res.Output, 1)
+	assert.Equal(t, "I have 1 messages on the board.", res.Output[0].Text())
 }
