@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -10,11 +11,5 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func asConfigErr(err error, target **ConfigError) bool { return errors.As(err, target) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
