@@ -28,6 +28,10 @@ type call struct {
 	// prefixLen is how many columns the script wrapper adds to line 1.
 	prefixLen int
 	in        intrinsics
+	// ranCode is set once eval or the Function constructor has run code in
+	// the global scope: a let, const or class it declared stays in the VM,
+	// beyond the global object, so the VM must not run another expression.
+	ranCode bool
 
 	stopped atomic.Bool
 	mu      sync.Mutex

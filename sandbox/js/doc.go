@@ -27,7 +27,8 @@
 // use them; Close stops it, stops running calls (Aborted), waits for them
 // and is idempotent. Every Invoke runs in a VM no other call has used and
 // that is dropped when it returns; compiled scripts are cached by the hash
-// of their name and source. Eval runs in pooled VMs whose built-ins are
+// of their kind (script, eval or Function code, expression), name and
+// source. Eval runs in pooled VMs whose built-ins are
 // frozen, with a new global object per expression.
 //
 // # Concurrency

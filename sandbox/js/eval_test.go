@@ -49,3 +49,49 @@ func TestEvalFrozenPrototypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{"[object Object]", "y"}, got)
 }
+
+// A let, const or class that eval or the Function constructor declares in
+// the global scope is kept by the VM, beyond the global object: the next
+// expression on the same pooled VM must not see it, nor fail to declare
+// it again.
+func TestEvalLexicalDeclarationsDoNotLeak(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, declare, name2 string
+	}{
+		{"let through eval", `eval("let leak = 1")`, "leak"},
+		{"const through eval", `eval("const leak = 1")`, "leak"},
+		{"class through eval", `eval("class leak {}")`, "leak"},
+		{"let through Function parameters", `Function("a) {}); let leak = 1; (function (b", "")`, "leak"},
+		{"let through nested eval", `eval("eval('let leak = 1')")`, "leak"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rt := mustNew(t, js.Options{PoolSize: 1})
+			eval := func(expr string) (any, error) {
+				return rt.Eval(context.Background(), sandbox.Evaluation{Node: "e", Expr: expr})
+			}
+			_, _ = eval(tc.declare)
+			got, err := eval(`typeof ` + tc.name2)
+			require.NoError(t, err)
+			assert.Equal(t, "undefined", got)
+			_, err = eval(tc.declare)
+			require.NoError(t, err, "declaring again")
+		})
+	}
+}
+
+// In an expression globalThis and a top-level this are the expression's
+// own global object.
+func TestEvalGlobalThisIsOwnGlobal(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{PoolSize: 1})
+	got, err := rt.Eval(context.Background(), sandbox.Evaluation{Node: "e",
+		Expr: `[globalThis === this, globalThis.v, Function("return this")() === globalThis, (globalThis.w = 2, w)]`,
+		Vars: map[string]any{"v": 1.0}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{true, 1.0, true, 2.0}, got)
+	got, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "e", Expr: `typeof w`})
+	require.NoError(t, err)
+	assert.Equal(t, "undefined", got)
+}

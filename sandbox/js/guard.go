@@ -376,14 +376,16 @@ func (c *call) refuseDynamicKinds() {
 	}
 }
 
-// runCode compiles src (guarded, cached) and runs it in the global scope.
-// A syntax error is thrown to the script as a SyntaxError.
+// runCode compiles src (guarded, cached apart from node scripts) and runs
+// it in the global scope. A syntax error is thrown to the script as a
+// SyntaxError.
 func (c *call) runCode(name, src string) goja.Value {
 	c.checkStop()
-	comp, err := c.rt.programs.get(cacheKey(name, src), func() (*compiled, error) { return compileCode(name, src) })
+	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) { return compileCode(name, src) })
 	if err != nil {
 		panic(c.syntaxError(err.Error()))
 	}
+	c.ranCode = true
 	v, err := c.vm.RunProgram(comp.prog)
 	rethrow(err)
 	return v

@@ -28,7 +28,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return err
 	}
 	name := scriptName(inv)
-	comp, err := r.programs.get(cacheKey(name, inv.Script.Source), func() (*compiled, error) {
+	comp, err := r.programs.get(cacheKey(keyScript, name, inv.Script.Source), func() (*compiled, error) {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	comp, err := r.exprs.get(cacheKey("expression", ev.Expr), func() (*compiled, error) {
+	comp, err := r.exprs.get(cacheKey(keyExpr, "expression", ev.Expr), func() (*compiled, error) {
 		return compileExpr("expression", ev.Expr)
 	})
 	if err != nil {
@@ -156,6 +156,8 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	var out any
 	err = c.run(ctx, r.closing, func() {
 		global := c.vm.CreateObject(e.template)
+		// globalThis is the expression's own global, not the frozen one.
+		_ = global.DefineDataProperty("globalThis", global, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		c.vm.SetGlobalObject(global)
 		c.defineVars(global, ev.Vars, comp.idents)
 	}, func() error {
@@ -169,9 +171,10 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 		return nil
 	})
 	// A VM is reused after a normal end or a script exception; a stop
-	// (limit, cancel) or an engine failure drops it.
+	// (limit, cancel), an engine failure or code run by eval or Function
+	// (which may have declared a global let, const or class) drops it.
 	var se *sandbox.ScriptError
-	r.release(e, (err == nil || errors.As(err, &se)) && !c.stopped.Load())
+	r.release(e, (err == nil || errors.As(err, &se)) && !c.stopped.Load() && !c.ranCode)
 	if err != nil {
 		return nil, err
 	}

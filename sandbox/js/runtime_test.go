@@ -295,3 +295,45 @@ func TestEvalValues(t *testing.T) {
 	_, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "e", Expr: `"x".repeat(2 ** 30)`})
 	sandboxtest.RequireLimit(t, err, sandbox.LimitMemory, "e")
 }
+
+// Code made by eval and the Function constructor is cached apart from
+// node scripts: a script named "eval" or "anonymous" with the same source
+// as such code gets its own program, whichever runs first.
+func TestDynamicCodeCachedApartFromScripts(t *testing.T) {
+	t.Parallel()
+	const body = `board.setVar("x", 1)`
+	fnSrc := "(function anonymous(\n) {\n" + body + "\n})"
+	type step struct{ name, src string }
+	evalCode := step{"n", `eval(` + jsString(body) + `)`}
+	evalScript := step{"eval", body}
+	fnCode := step{"n", `Function(` + jsString(body) + `)()`}
+	fnScript := step{"anonymous", fnSrc + "()"}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"eval then a script named eval", []step{evalCode, evalScript}},
+		{"a script named eval then eval", []step{evalScript, evalCode}},
+		{"Function then a script named anonymous", []step{fnCode, fnScript}},
+		{"a script named anonymous then Function", []step{{"anonymous", fnSrc}, fnCode}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rt := mustNew(t, js.Options{})
+			for _, s := range tc.steps {
+				b := agent.NewBoard()
+				err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n",
+					Script: sandbox.Script{Name: s.name, Source: s.src}, Board: b})
+				require.NoError(t, err, "%s: %s", s.name, s.src)
+				if s.src != fnSrc {
+					assert.Equal(t, 1.0, b.Vars["x"], "%s: %s", s.name, s.src)
+				}
+			}
+		})
+	}
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

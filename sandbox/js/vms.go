@@ -79,9 +79,10 @@ func (r *Runtime) fill() {
 // exprVM is a pooled VM for expressions. Its intrinsics (every object
 // reachable from its global object) are frozen, so an expression cannot
 // change what the next one sees; each expression gets a new, empty global
-// object whose prototype is the frozen one, and the expression's vars as
-// its own properties. A VM is dropped after an expression that failed or
-// was stopped, and after exprVMUses expressions.
+// object whose prototype is the frozen one, its own globalThis, and the
+// expression's vars as its own properties. A VM is dropped after an
+// expression that failed, was stopped or ran code through eval or
+// Function, and after exprVMUses expressions.
 type exprVM struct {
 	c        *call
 	template *goja.Object
@@ -165,8 +166,8 @@ func (c *call) deepFreezeAll(root *goja.Object) {
 	}
 }
 
-// programCache keeps compiled programs by the hash of their name and
-// source, least recently used first out. A goja.Program is immutable and
+// programCache keeps compiled programs by the hash of their kind, name
+// and source, least recently used first out. A goja.Program is immutable and
 // may run in many VMs at once.
 type programCache struct {
 	mu    sync.Mutex
@@ -184,8 +185,18 @@ func newProgramCache(max int) *programCache {
 	return &programCache{max: max, order: list.New(), byKey: make(map[[32]byte]*list.Element)}
 }
 
-func cacheKey(name, source string) [32]byte {
+// The kinds of program a cache key names: the same name and source
+// compile differently as a node script, as code for eval or Function, and
+// as an expression, so each kind has its own keys.
+const (
+	keyScript byte = iota + 1
+	keyCode
+	keyExpr
+)
+
+func cacheKey(kind byte, name, source string) [32]byte {
 	h := sha256.New()
+	h.Write([]byte{kind})
 	h.Write([]byte(name))
 	h.Write([]byte{0})
 	h.Write([]byte(source))
