@@ -177,6 +177,7 @@ type builtNode struct {
 	config  map[string]any  // the decoded config, references unresolved
 	literal map[string]bool // top-level keys not resolved
 	skip    *condition
+	roles   *NodeRoles // static read/write roles; nil: unrestricted
 }
 
 // builtEdge is an edge with its compiled condition (nil: always).
@@ -257,6 +258,10 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 		for _, k := range l.LiteralKeys() {
 			bn.literal[k] = true
 		}
+	}
+	if rh, ok := h.(RoleHandler); ok {
+		roles := rh.Roles()
+		bn.roles = &roles
 	}
 	if strings.TrimSpace(n.SkipCondition) != "" {
 		bn.skip, err = e.newCondition(ctx, n.SkipCondition, nodeField(i, "skip_condition"), fmt.Sprintf("node %q", n.ID), n.ID)

@@ -39,7 +39,12 @@
 // script type runs its node's script in a sandbox.Runtime, a fresh
 // environment per call, with a hostabi.Dispatcher made for that call as
 // its host ABI: the agent's capability grants, the run's journal and the
-// run's interrupt latch. Options.NodeTypes adds types.
+// run's interrupt latch. Options.NodeTypes adds types; NodeTypeFactory
+// builds graph.NodeType resources (ScriptNodeType) that documents mount
+// under the engine's node_type deps. A handler that is a RoleHandler has
+// static read and write roles: its required reads are checked before the
+// node runs, and after it ran its required writes must be on the board and
+// it may have changed nothing its writes do not name.
 //
 // # Parallel waves
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -223,14 +224,28 @@ func runtimesFromDeps(in resource.Input, defaultName string) (map[string]sandbox
 	return out, nil
 }
 
-// nodeTypesFromDeps returns the node types bound under node_type deps.
+// nodeTypesFromDeps returns the node types bound under node_type deps. A
+// type named like a built-in type or like another bound type is a
+// Conflict naming both (SEED-SPEC 5.3.4).
 func nodeTypesFromDeps(in resource.Input) ([]NodeType, error) {
 	var out []NodeType
+	keys := map[string]string{}
 	for _, d := range in.DepsMany(NodeTypeDep) {
 		t, err := resource.As[NodeType](d.Key, d.Value)
 		if err != nil {
 			return nil, err
 		}
+		if agent.IsNil(t) {
+			return nil, fault.New(fault.Validation, "", "deps.%s: the node type is nil", d.Key)
+		}
+		name := t.Name()
+		if name == ScriptTypeName {
+			return nil, fault.New(fault.Conflict, "", "deps.%s: node type %q clashes with the built-in node type %q", d.Key, name, ScriptTypeName)
+		}
+		if other, dup := keys[name]; dup {
+			return nil, fault.New(fault.Conflict, "", "deps.%s and deps.%s both mount node type %q", other, d.Key, name)
+		}
+		keys[name] = d.Key
 		out = append(out, t)
 	}
 	return out, nil

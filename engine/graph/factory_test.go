@@ -228,7 +228,7 @@ func TestFactoryNodeTypes(t *testing.T) {
 
 	_, err = newFromSettings(t, g, map[string]any{"node_type.echo": echoType{"script"}}, nil)
 	assert.ErrorIs(t, err, fault.Conflict)
-	assert.ErrorContains(t, err, `"script" is already a node type`)
+	assert.ErrorContains(t, err, `deps.node_type.echo: node type "script" clashes with the built-in node type "script"`)
 
 	bad := `{"graph": {"name": "g", "entry": "a", "nodes": [{"id": "a", "type": "echo", "config": {"txt": "x"}}]}}`
 	_, err = newFromSettings(t, bad, map[string]any{"node_type.echo": echoType{"echo"}}, nil)

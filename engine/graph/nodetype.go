@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 
@@ -114,7 +115,8 @@ type nodeTypes map[string]NodeType
 // name or a name given twice (or the name of a built-in) is an error.
 func newNodeTypes(extra []NodeType) (nodeTypes, error) {
 	out := nodeTypes{}
-	for _, t := range append([]NodeType{ScriptType()}, extra...) {
+	where := map[string]string{ScriptTypeName: "the built-in node type"}
+	for i, t := range append([]NodeType{ScriptType()}, extra...) {
 		if agent.IsNil(t) {
 			return nil, fault.New(fault.Validation, opBuild, "node types: a node type is nil")
 		}
@@ -122,8 +124,12 @@ func newNodeTypes(extra []NodeType) (nodeTypes, error) {
 		if name == "" {
 			return nil, fault.New(fault.Validation, opBuild, "node types: a node type has no name")
 		}
-		if _, dup := out[name]; dup {
-			return nil, fault.New(fault.Conflict, opBuild, "node types: %q is already a node type", name)
+		if i > 0 {
+			at := fmt.Sprintf("node_types[%d]", i-1)
+			if other, dup := where[name]; dup {
+				return nil, fault.New(fault.Conflict, opBuild, "node types: %s %q clashes with %s %q", at, name, other, name)
+			}
+			where[name] = at
 		}
 		out[name] = t
 	}

@@ -54,8 +54,8 @@ func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error)
 }
 
 // step runs one node (SEED-SPEC 5.2.3): the skip condition, the ${board}
-// resolution of its config, step start, the handler with its retries, and
-// step complete or step error.
+// resolution of its config, the read roles, step start, the handler with
+// its retries, the write roles, and step complete or step error.
 func (r *runState) step(ctx context.Context, in stepInput) error {
 	n := in.node
 	if n.skip != nil {
@@ -72,6 +72,13 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 	if err != nil {
 		return r.stepFailed(ctx, n, err)
 	}
+	var before *agent.Board
+	if n.roles != nil {
+		if err := checkReads(n.id, *n.roles, in.board); err != nil {
+			return r.stepFailed(ctx, n, err)
+		}
+		before = in.board.Clone()
+	}
 	r.publishStep(ctx, event.SubjectStepStart, n, event.StepPayload{})
 	if err := r.invoke(ctx, in, cfg); err != nil {
 		if in.fork != nil && in.fork.isCancelled(n.id) {
@@ -79,6 +86,11 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return nil
 		}
 		return r.stepFailed(ctx, n, err)
+	}
+	if n.roles != nil {
+		if err := checkWrites(n.id, *n.roles, before, in.board); err != nil {
+			return r.stepFailed(ctx, n, err)
+		}
 	}
 	r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{})
 	return nil
