@@ -185,11 +185,18 @@ func (s *Session) ResumeWithOptions(ctx context.Context, opts ...StartOption) (*
 	if cfg.ephemeral {
 		return nil, fault.New(fault.Validation, "resume", "an ephemeral session has nothing to resume")
 	}
-	if s.m.Draining() {
-		return nil, ErrManagerDraining
-	}
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
+	if err := s.resumeRefused(); err != nil {
+		return nil, err // refused before the active turn is touched (SEED-SPEC 2.6.4)
+	}
+	// The start is marked in flight before the record is read, so that a
+	// DeleteSession waits for it or refuses it, and a Resume never rewrites
+	// a record that a delete removed (SEED-SPEC 2.7.7).
+	if err := s.beginStart(false); err != nil {
+		return nil, err
+	}
+	defer s.endStart()
 	// The active turn is stopped first: it may park itself as it ends,
 	// and that is the run to resume.
 	if err := s.stopActive(ctx); err != nil {
@@ -199,7 +206,21 @@ func (s *Session) ResumeWithOptions(ctx context.Context, opts ...StartOption) (*
 	if err != nil {
 		return nil, err
 	}
-	return s.start(ctx, req, cfg, rs)
+	return s.launch(ctx, req, cfg, rs)
+}
+
+// resumeRefused checks what Resume can refuse without reading the parked
+// run: a draining manager (SEED-SPEC 2.6.7) and a session that keeps no
+// durable state (SEED-SPEC 2.6.4). It runs under startMu.
+func (s *Session) resumeRefused() error {
+	if s.m.Draining() {
+		return ErrManagerDraining
+	}
+	deps := s.m.Deps()
+	if s.Ephemeral() || !deps.Resume || deps.Checkpoints == nil {
+		return fault.New(fault.NotFound, "resume", "session %s keeps no durable state", s.key)
+	}
+	return nil
 }
 
 // resumeState checks the parked run and loads its checkpoint.

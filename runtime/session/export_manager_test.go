@@ -40,3 +40,19 @@ func FireIdleTimer(m *Manager, k Key, gen uint64) bool {
 	m.reclaim(e, gen)
 	return true
 }
+
+// SetReclaimHook makes fn run inside every idle-timer reclaim of m, under
+// the manager's lock, once the entry, generation and lease checks passed
+// and before idleness is checked. Set it before m is used.
+func SetReclaimHook(m *Manager, fn func(s *Session)) { m.hooks.reclaimChecked = fn }
+
+// SetRemovePollHook makes fn run before each attempt of RemoveAgent to
+// close the agent's sessions. Set it before m is used.
+func SetRemovePollHook(m *Manager, fn func()) { m.hooks.removePoll = fn }
+
+// BeginStart marks a start in flight on s, as Start does between its checks
+// and its turn; EndStart clears the mark.
+func BeginStart(s *Session) error { return s.beginStart(false) }
+
+// EndStart clears the mark set by BeginStart.
+func EndStart(s *Session) { s.endStart() }

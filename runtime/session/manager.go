@@ -30,6 +30,19 @@ type Manager struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	hooks testHooks
+}
+
+// testHooks are called at points that the public API passes only
+// transiently; tests set them before using the manager, nothing else does.
+type testHooks struct {
+	// reclaimChecked runs in reclaim, under mu, once the entry, generation
+	// and lease checks passed and before idleness is checked and marked.
+	reclaimChecked func(s *Session)
+	// removePoll runs before each attempt of RemoveAgent to close the
+	// agent's sessions, without mu.
+	removePoll func()
 }
 
 // entry is a live session with its lease count and idle timer.
@@ -190,12 +203,20 @@ func (m *Manager) armTimerLocked(e *entry) {
 // since the timer was armed.
 func (m *Manager) reclaim(e *entry, gen uint64) {
 	m.mu.Lock()
-	if m.entries[e.s.key] != e || e.timerGen != gen || e.leases > 0 || !e.s.idle() {
+	if m.entries[e.s.key] != e || e.timerGen != gen || e.leases > 0 || e.s.isClosing() {
+		m.mu.Unlock()
+		return
+	}
+	if h := m.hooks.reclaimChecked; h != nil {
+		h(e.s)
+	}
+	// Idleness is checked and the session marked closing in one step, so
+	// that no turn starts in between (SEED-SPEC 2.1.7).
+	if !e.s.closeIfIdle() {
 		m.mu.Unlock()
 		return
 	}
 	delete(m.entries, e.s.key)
-	e.s.markClosing()
 	m.mu.Unlock()
 	m.notifyClosing(e.s)
 	m.notifyClosed(e.s, e.s.close(m.closeTimeout))
@@ -368,84 +389,21 @@ func pollUntil(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-// RemoveAgent tombstones an agent (new opens: NotFound), waits bounded by
-// ctx until its sessions are idle, then closes and removes them
-// (SEED-SPEC 2.8.4). On ctx expiry the tombstone stays, the sessions are
-// untouched and the ctx error is returned. Repeated calls are idempotent.
-func (m *Manager) RemoveAgent(ctx context.Context, name string) error {
-	if ctx == nil {
-		return fault.New(fault.Validation, "remove agent", "ctx must not be nil")
-	}
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return ErrManagerClosed
-	}
-	m.tombstones[name] = true
-	var sessions []*Session
-	for k, e := range m.entries {
-		if k.AgentID == name {
-			m.stopTimerLocked(e)
-			sessions = append(sessions, e.s)
-		}
-	}
-	m.mu.Unlock()
-	if err := pollUntil(ctx, func() bool { return !anyBusy(sessions) }); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	var closing []*entry
-	for k, e := range m.entries {
-		if k.AgentID == name {
-			delete(m.entries, k)
-			e.s.markClosing()
-			closing = append(closing, e)
-		}
-	}
-	m.mu.Unlock()
-	m.closeEntries(closing)
-	return nil
-}
-
-func anyBusy(sessions []*Session) bool {
-	for _, s := range sessions {
-		if s.busy() {
-			return true
-		}
-	}
-	return false
-}
-
-// ReopenAgent clears the agent's tombstone (SEED-SPEC 2.8.5) and re-arms
-// the idle timers that the tombstone stopped.
-func (m *Manager) ReopenAgent(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.tombstones[name] {
-		return
-	}
-	delete(m.tombstones, name)
-	for k, e := range m.entries {
-		if k.AgentID == name {
-			m.armTimerLocked(e)
-		}
-	}
-}
-
 // Close stops every idle timer, refuses new leases, interrupts every active
 // turn with cause host_shutdown and waits at most the close timeout (30 s)
-// for each session, concurrently (SEED-SPEC 2.8.8). A turn that does not
-// stop in time is logged, not returned. Close is idempotent.
+// for each session, concurrently (SEED-SPEC 2.8.8). Each session keeps its
+// entry, closing, until its close returns, so Idle stays false while a
+// turn is stopping (SEED-SPEC 2.8.1). A turn that does not stop in time is
+// logged, not returned. Close is idempotent.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closed = true
 		closing := make([]*entry, 0, len(m.entries))
-		for k, e := range m.entries {
+		for _, e := range m.entries {
 			m.stopTimerLocked(e)
 			e.s.markClosing()
 			closing = append(closing, e)
-			delete(m.entries, k)
 		}
 		m.mu.Unlock()
 		m.closeErr = m.closeEntries(closing)
@@ -453,7 +411,8 @@ func (m *Manager) Close() error {
 	return m.closeErr
 }
 
-// closeEntries notifies and closes sessions concurrently and waits.
+// closeEntries notifies and closes sessions concurrently and waits; each
+// entry still in the map is removed once its session's close returned.
 func (m *Manager) closeEntries(entries []*entry) error {
 	for _, e := range entries {
 		m.notifyClosing(e.s)
@@ -465,6 +424,11 @@ func (m *Manager) closeEntries(entries []*entry) error {
 			if err != nil {
 				m.logger.Warn("session did not close in time", "session", e.s.key.String(), "error", err)
 			}
+			m.mu.Lock()
+			if m.entries[e.s.key] == e {
+				delete(m.entries, e.s.key)
+			}
+			m.mu.Unlock()
 			m.notifyClosed(e.s, err)
 		})
 	}

@@ -223,10 +223,12 @@ func WithFinalizeBudget(d time.Duration) Option {
 // SessionObserver sees session lifecycle events. Callbacks must not block
 // for long and must not call back into the manager, the session or the
 // turn synchronously (OnTurnFinished runs before the turn's Wait returns;
-// a Wait inside it would never return). For one session the order is
-// OnSessionStarted, OnTurnFinished (per turn), OnSessionClosing (once),
-// OnSessionClosed; several observers are called in the order they were
-// added.
+// a Wait inside it would never return). For one session, OnSessionStarted
+// comes before its turn's OnTurnFinished, OnSessionClosing comes once, and
+// OnSessionClosed comes last. When Close stops a running turn,
+// OnSessionClosing comes first, then that turn's OnTurnFinished, then
+// OnSessionClosed (SEED-SPEC 2.8.8). Several observers are called in the
+// order they were added.
 type SessionObserver interface {
 	OnSessionStarted(s *Session, t *Turn)
 	OnSessionClosing(s *Session)

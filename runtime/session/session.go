@@ -175,7 +175,7 @@ func (s *Session) StartWithOptions(ctx context.Context, req agent.Request, opts 
 	}
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
-	return s.start(ctx, req, cfg, nil)
+	return s.start(ctx, req, cfg)
 }
 
 func startOptions(opts []StartOption) (startConfig, error) {
@@ -235,11 +235,17 @@ type resumeState struct {
 }
 
 // start runs the start sequence of SEED-SPEC 2.2.2–2.2.13 under startMu.
-func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig, rs *resumeState) (t *Turn, err error) {
+func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig) (*Turn, error) {
 	if err := s.beginStart(cfg.ephemeral); err != nil {
 		return nil, err
 	}
 	defer s.endStart()
+	return s.launch(ctx, req, cfg, nil)
+}
+
+// launch is the start sequence after beginStart, under startMu; rs carries
+// the parked run of a Resume.
+func (s *Session) launch(ctx context.Context, req agent.Request, cfg startConfig, rs *resumeState) (t *Turn, err error) {
 	ep, err := s.m.acquireEpoch()
 	if err != nil {
 		return nil, err

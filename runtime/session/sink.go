@@ -74,7 +74,9 @@ const (
 type SinkSpec struct {
 	// ID names the sink; required and unique within a turn.
 	ID string
-	// Sink receives the deltas; it must not be nil.
+	// Sink receives the deltas; it must not be nil or a typed nil. A panic
+	// in its OnDelta is recovered and detaches the sink with an Internal
+	// error.
 	Sink agent.StreamSink
 	// QueueSize is the sink's own queue; 0 uses the manager's sink buffer
 	// (sessions.sink_buffer). A full queue detaches the sink with
@@ -146,7 +148,7 @@ func (s SinkSpec) validate(op, name string) error {
 	switch {
 	case s.ID == "":
 		return bad("id is required")
-	case s.Sink == nil:
+	case s.Sink == nil || agent.IsNil(s.Sink):
 		return bad("sink is required")
 	case s.QueueSize < 0:
 		return bad("queue size %d is negative", s.QueueSize)

@@ -125,7 +125,8 @@ func (q *sinkQueue) deliver(it sinkItem) bool {
 	return true
 }
 
-// call runs OnDelta under the delivery timeout (SEED-SPEC 2.4.4). A call
+// call runs OnDelta under the delivery timeout (SEED-SPEC 2.4.4); a panic
+// in OnDelta detaches the sink with an Internal error. A call
 // whose ctx ended, because the sink left the turn before or during it,
 // does not count as delivered.
 func (q *sinkQueue) call(it sinkItem) error {
@@ -134,16 +135,35 @@ func (q *sinkQueue) call(it sinkItem) error {
 	var err error
 	if ctx.Err() == nil {
 		stop := context.AfterFunc(ctx, func() { q.cutShort(ctx) })
-		err = q.spec.Sink.OnDelta(ctx, it.env, it.delta)
+		err = q.onDelta(ctx, it)
 		stop()
 	}
+	var panicked *sinkPanic
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return q.timeoutError()
+	case errors.As(err, &panicked):
+		return fault.New(fault.Internal, "deliver", "sink %q: OnDelta panicked: %v", q.spec.ID, panicked.v)
 	case err != nil:
 		return fmt.Errorf("deliver to sink %q: %w", q.spec.ID, err)
 	}
 	return ctx.Err()
+}
+
+// sinkPanic carries a value recovered from OnDelta.
+type sinkPanic struct{ v any }
+
+func (p *sinkPanic) Error() string { return fmt.Sprintf("panic: %v", p.v) }
+
+// onDelta calls the sink, turning a panic into a *sinkPanic error so that
+// the delivery goroutine and the call's cleanup carry on (SEED-SPEC 2.4.4).
+func (q *sinkQueue) onDelta(ctx context.Context, it sinkItem) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &sinkPanic{v: r}
+		}
+	}()
+	return q.spec.Sink.OnDelta(ctx, it.env, it.delta)
 }
 
 // cutShort runs when a call's ctx ends before the call returned: at the
