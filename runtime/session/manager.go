@@ -444,7 +444,12 @@ func (m *Manager) notifyClosing(s *Session) {
 	}
 }
 
+// notifyClosed tells the observers once per session, however many of
+// Close, DeleteSession, RemoveAgent and the idle reclaim race to close it.
 func (m *Manager) notifyClosed(s *Session, err error) {
+	if !s.closedNotified.CompareAndSwap(false, true) {
+		return
+	}
 	for _, o := range m.observers {
 		o.OnSessionClosed(s, err)
 	}

@@ -30,6 +30,7 @@ type Session struct {
 	catalogs     map[*epoch]any
 
 	closingNotified atomic.Bool
+	closedNotified  atomic.Bool
 }
 
 func newSession(m *Manager, key Key, tun Tunables) *Session {
