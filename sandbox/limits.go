@@ -20,6 +20,7 @@ type Limits struct {
 	MaxEvents     int           `json:"max_events,omitempty"`      // events a call may publish or emit
 	MaxEventBytes int64         `json:"max_event_bytes,omitempty"` // bytes of those events
 	MaxLogBytes   int64         `json:"max_log_bytes,omitempty"`   // bytes a call may log
+	MaxBoardBytes int64         `json:"max_board_bytes,omitempty"` // the board's size as JSON, checked on writes and after each wave
 }
 
 // Defaults: what a document that sets no limits still gets.
@@ -32,6 +33,7 @@ const (
 	DefaultMaxEvents     = 1000
 	DefaultMaxEventBytes = 4 << 20
 	DefaultMaxLogBytes   = 64 << 10
+	DefaultMaxBoardBytes = 16 << 20
 )
 
 // DefaultLimits returns the defaults.
@@ -39,7 +41,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		WallTime: DefaultWallTime, RunTime: DefaultRunTime, MemoryBytes: DefaultMemoryBytes,
 		StackDepth: DefaultStackDepth, MaxValueBytes: DefaultMaxValueBytes, MaxEvents: DefaultMaxEvents,
-		MaxEventBytes: DefaultMaxEventBytes, MaxLogBytes: DefaultMaxLogBytes,
+		MaxEventBytes: DefaultMaxEventBytes, MaxLogBytes: DefaultMaxLogBytes, MaxBoardBytes: DefaultMaxBoardBytes,
 	}
 }
 
@@ -73,6 +75,7 @@ func (l Limits) WithDefaults() Limits {
 		MaxEvents:     int(fill(int64(l.MaxEvents), int64(d.MaxEvents))),
 		MaxEventBytes: fill(l.MaxEventBytes, d.MaxEventBytes),
 		MaxLogBytes:   fill(l.MaxLogBytes, d.MaxLogBytes),
+		MaxBoardBytes: fill(l.MaxBoardBytes, d.MaxBoardBytes),
 	}
 }
 
@@ -98,6 +101,7 @@ func (l Limits) Tighten(o Limits) Limits {
 		MemoryBytes: min64(l.MemoryBytes, o.MemoryBytes), StackDepth: minI(l.StackDepth, o.StackDepth),
 		MaxValueBytes: min64(l.MaxValueBytes, o.MaxValueBytes), MaxEvents: minI(l.MaxEvents, o.MaxEvents),
 		MaxEventBytes: min64(l.MaxEventBytes, o.MaxEventBytes), MaxLogBytes: min64(l.MaxLogBytes, o.MaxLogBytes),
+		MaxBoardBytes: min64(l.MaxBoardBytes, o.MaxBoardBytes),
 	}
 }
 
@@ -110,7 +114,7 @@ func (l Limits) fields() []limitField {
 	return []limitField{
 		{"wall_time", int64(l.WallTime)}, {"run_time", int64(l.RunTime)}, {"memory_bytes", l.MemoryBytes},
 		{"stack_depth", int64(l.StackDepth)}, {"max_value_bytes", l.MaxValueBytes}, {"max_events", int64(l.MaxEvents)},
-		{"max_event_bytes", l.MaxEventBytes}, {"max_log_bytes", l.MaxLogBytes},
+		{"max_event_bytes", l.MaxEventBytes}, {"max_log_bytes", l.MaxLogBytes}, {"max_board_bytes", l.MaxBoardBytes},
 	}
 }
 
@@ -124,6 +128,7 @@ const (
 	LimitEvents     = "max_events"
 	LimitEventBytes = "max_event_bytes"
 	LimitLogBytes   = "max_log_bytes"
+	LimitBoardBytes = "max_board_bytes"
 )
 
 // LimitError reports a limit a script hit. Its kind is Timeout for the

@@ -44,3 +44,18 @@ func TestLimitErrorKinds(t *testing.T) {
 	assert.NotErrorIs(t, mem, fault.Timeout)
 	assert.EqualError(t, mem, `node "n2": memory_bytes limit of 1024 exceeded`)
 }
+
+// max_board_bytes has a default, tightens like every limit, and is
+// refused when negative.
+func TestLimitsBoardBytes(t *testing.T) {
+	assert.Equal(t, int64(sandbox.DefaultMaxBoardBytes), sandbox.DefaultLimits().MaxBoardBytes)
+	assert.Equal(t, int64(16<<20), sandbox.Limits{}.WithDefaults().MaxBoardBytes)
+	assert.Equal(t, int64(1024), sandbox.DefaultLimits().Tighten(sandbox.Limits{MaxBoardBytes: 1024}).MaxBoardBytes)
+	assert.Equal(t, int64(sandbox.DefaultMaxBoardBytes), sandbox.DefaultLimits().Tighten(sandbox.Limits{MaxBoardBytes: 1 << 40}).MaxBoardBytes)
+	err := sandbox.Limits{MaxBoardBytes: -1}.Validate()
+	assert.ErrorIs(t, err, fault.Validation)
+	assert.ErrorContains(t, err, "max_board_bytes")
+	board := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: "n3", Max: 10}
+	assert.ErrorIs(t, board, fault.BudgetExceeded)
+	assert.EqualError(t, board, `node "n3": max_board_bytes limit of 10 exceeded`)
+}

@@ -26,6 +26,8 @@ const (
 	DefaultRunEndPublishTimeout = 5 * time.Second
 	DefaultRetryBackoff         = 500 * time.Millisecond
 	DefaultMaxBranches          = 16
+	// MaxNodeRetriesCap is the most max_node_retries may be.
+	MaxNodeRetriesCap = 10
 )
 
 // MergeStrategy says which branch's write of a board var survives a
@@ -67,7 +69,8 @@ type Options struct {
 	// RunEndPublishTimeout bounds the run-end publish; 0 means
 	// DefaultRunEndPublishTimeout.
 	RunEndPublishTimeout time.Duration
-	// MaxNodeRetries is how often a failed node is retried; 0 means never.
+	// MaxNodeRetries is how often a failed node is retried; 0 means never,
+	// at most MaxNodeRetriesCap.
 	MaxNodeRetries int
 	// RetryBackoff is the base of the linear backoff: retry n waits n times
 	// it; 0 means DefaultRetryBackoff.
@@ -101,8 +104,8 @@ func (o Options) withDefaults() (Options, error) {
 		return bad("timeout must be >= 0, got %s", o.Timeout)
 	case o.RunEndPublishTimeout < 0:
 		return bad("run_end_publish_timeout must be > 0, got %s", o.RunEndPublishTimeout)
-	case o.MaxNodeRetries < 0:
-		return bad("max_node_retries must be >= 0, got %d", o.MaxNodeRetries)
+	case o.MaxNodeRetries < 0 || o.MaxNodeRetries > MaxNodeRetriesCap:
+		return bad("max_node_retries must be between 0 and %d, got %d", MaxNodeRetriesCap, o.MaxNodeRetries)
 	case o.RetryBackoff < 0:
 		return bad("retry backoff must be >= 0, got %s", o.RetryBackoff)
 	case o.Parallel.BranchTimeout < 0 || o.Parallel.MaxConcurrency < 0 || o.Parallel.MaxBranches < 0:

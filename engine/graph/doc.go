@@ -21,8 +21,10 @@
 // interrupts and checks max_iterations; each node of the wave runs its skip
 // condition, has the ${board.path} references of its config resolved
 // (ResolveRefs), publishes step start, runs (retried up to max_node_retries
-// on a rolled-back board) and publishes step complete or step error. After
-// the wave the engine polls the interrupts again, counts the wave, writes a
+// on a rolled-back board, sharing one host ABI; a sandbox limit is never
+// retried and each retry counts against max_iterations) and publishes step
+// complete or step error. After the wave the engine checks the board
+// against max_board_bytes, polls the interrupts again, counts the wave, writes a
 // checkpoint through the host and follows the edges whose condition is
 // empty or true. The run ends when the frontier is empty. Run start is
 // published after setup and run end from a deferred function, once per

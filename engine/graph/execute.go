@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -36,6 +37,12 @@ type runState struct {
 	info       sandbox.RunInfo
 	logger     *slog.Logger
 	iterations int
+	// waveLen is the size of the running wave; retries counts the retries
+	// of its nodes (node runs too, SEED-SPEC 5.2.3), folded into
+	// iterations after the wave.
+	waveLen int
+	retries atomic.Int64
+	running runningNodes
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -89,17 +96,17 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 	return r
 }
 
-// context bounds the run by build.timeout and limits.run_time, whichever
-// is shorter; the cause says which one ran out.
+// context bounds the run by build.timeout and the run's run_time,
+// whichever is shorter; the cause says which one ran out.
 func (r *runState) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := r.e.opts.Timeout
-	var cause error = fault.New(fault.Timeout, opExecute, "graph %q: build.timeout of %s exceeded", r.e.doc.Name, d)
-	if lt := r.e.opts.Limits.RunTime; lt > 0 && (d == 0 || lt < d) {
-		d, cause = lt, &sandbox.LimitError{Limit: sandbox.LimitRunTime, Node: r.e.doc.Name, Max: int64(lt)}
+	if lt := r.runTime(); lt > 0 && (d == 0 || lt < d) {
+		return r.runTimeContext(ctx, lt)
 	}
 	if d == 0 {
 		return context.WithCancel(ctx)
 	}
+	cause := fault.New(fault.Timeout, opExecute, "graph %q: build.timeout of %s exceeded", r.e.doc.Name, d)
 	return context.WithTimeoutCause(ctx, d, cause)
 }
 
@@ -139,17 +146,21 @@ func (r *runState) beforeWave(ctx context.Context, wave []string) error {
 		return fault.New(fault.BudgetExceeded, opExecute, "graph %q: %d node runs plus a wave of %d exceed max_iterations %d",
 			r.e.doc.Name, r.iterations, len(wave), max)
 	}
+	r.waveLen = len(wave)
 	return nil
 }
 
 // afterWave polls for an interrupt, counts the wave, writes the checkpoint
 // and computes the next frontier (SEED-SPEC 5.2.4).
 func (r *runState) afterWave(ctx context.Context, wave, routes []string) ([]string, error) {
+	if err := r.checkBoard(wave); err != nil {
+		return nil, err
+	}
 	intr, interrupted := r.latch.Poll(r.host.Interrupts())
 	if interrupted {
 		r.board.Vars[VarInterruptedNode] = wave[len(wave)-1]
 	}
-	r.iterations += len(wave)
+	r.iterations += len(wave) + int(r.retries.Swap(0))
 	r.checkpoint(ctx, routes)
 	if interrupted {
 		return nil, agent.Interrupted(intr)
@@ -178,6 +189,8 @@ func (r *runState) contextError(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, fault.Interrupted):
+		return cause
+	case isRunTime(cause):
 		return cause
 	case fault.KindOf(cause) != nil:
 		return fault.Wrap(fault.KindOf(cause), cause, opExecute, "graph %q", r.e.doc.Name)

@@ -68,6 +68,7 @@ type LimitsSettings struct {
 	MaxEvents     int      `json:"max_events,omitempty"`
 	MaxEventBytes int64    `json:"max_event_bytes,omitempty"`
 	MaxLogBytes   int64    `json:"max_log_bytes,omitempty"`
+	MaxBoardBytes int64    `json:"max_board_bytes,omitempty"`
 }
 
 // Limits converts l.
@@ -75,7 +76,7 @@ func (l LimitsSettings) Limits() sandbox.Limits {
 	return sandbox.Limits{
 		WallTime: time.Duration(l.WallTime), RunTime: time.Duration(l.RunTime), MemoryBytes: l.MemoryBytes,
 		StackDepth: l.StackDepth, MaxValueBytes: l.MaxValueBytes, MaxEvents: l.MaxEvents,
-		MaxEventBytes: l.MaxEventBytes, MaxLogBytes: l.MaxLogBytes,
+		MaxEventBytes: l.MaxEventBytes, MaxLogBytes: l.MaxLogBytes, MaxBoardBytes: l.MaxBoardBytes,
 	}
 }
 

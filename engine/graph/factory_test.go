@@ -87,7 +87,7 @@ func TestFactorySettings(t *testing.T) {
 	  "script_runtime_name": "wasm",
 	  "build": {"max_iterations": 7, "timeout": "1m", "run_end_publish_timeout": "2s", "max_node_retries": 2,
 	            "parallel": {"enabled": true, "branch_timeout": "3s", "max_concurrency": 2, "max_branches": 4, "merge_strategy": "first_write_wins"}},
-	  "limits": {"wall_time": "250ms", "max_events": 10}}`, map[string]any{"script_runtime.wasm": newFake()}, loader)
+	  "limits": {"wall_time": "250ms", "max_events": 10, "max_board_bytes": 2048}}`, map[string]any{"script_runtime.wasm": newFake()}, loader)
 	require.NoError(t, err)
 	o = e.Options()
 	assert.Equal(t, "wasm", o.ScriptRuntimeName)
@@ -97,7 +97,7 @@ func TestFactorySettings(t *testing.T) {
 	assert.Equal(t, 2, o.MaxNodeRetries)
 	assert.Equal(t, graph.ParallelOptions{Enabled: true, BranchTimeout: 3 * time.Second, MaxConcurrency: 2, MaxBranches: 4,
 		MergeStrategy: graph.FirstWriteWins}, o.Parallel)
-	assert.Equal(t, sandbox.Limits{WallTime: 250 * time.Millisecond, MaxEvents: 10}, o.Limits)
+	assert.Equal(t, sandbox.Limits{WallTime: 250 * time.Millisecond, MaxEvents: 10, MaxBoardBytes: 2048}, o.Limits)
 	board, err := e.Execute(context.Background(), testRun(), newHost(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, true, board.Vars["from_file"], "the script file resolved through the loader")
@@ -116,7 +116,7 @@ func TestFactorySettingsErrors(t *testing.T) {
 		{"unknown build key", `{"graph": ` + inlineGraph + `, "build": {"retries": 1}}`, `unknown field "retries"`},
 		{"max iterations", `{"graph": ` + inlineGraph + `, "build": {"max_iterations": 0}}`, "max_iterations must be > 0"},
 		{"end timeout", `{"graph": ` + inlineGraph + `, "build": {"run_end_publish_timeout": "0s"}}`, "run_end_publish_timeout must be > 0"},
-		{"retries", `{"graph": ` + inlineGraph + `, "build": {"max_node_retries": -1}}`, "max_node_retries must be >= 0"},
+		{"retries", `{"graph": ` + inlineGraph + `, "build": {"max_node_retries": -1}}`, "max_node_retries must be between 0 and 10"},
 		{"duration", `{"graph": ` + inlineGraph + `, "build": {"timeout": "soon"}}`, `"soon" is not a duration`},
 		{"merge", `{"graph": ` + inlineGraph + `, "build": {"parallel": {"merge_strategy": "random"}}}`, `merge_strategy "random"`},
 		{"limits", `{"graph": ` + inlineGraph + `, "limits": {"max_events": -1}}`, "max_events must be >= 0"},

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -58,6 +59,8 @@ func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error)
 // its retries, the write roles, and step complete or step error.
 func (r *runState) step(ctx context.Context, in stepInput) error {
 	n := in.node
+	r.running.enter(n.id)
+	defer r.running.leave(n.id)
 	if n.skip != nil {
 		skip, err := n.skip.eval(ctx, conditionVars(in.board.Vars, r.iterations), r.e.opts.Limits)
 		if err != nil {
@@ -135,8 +138,11 @@ func resolveConfig(n *builtNode, vars map[string]any) (map[string]any, error) {
 }
 
 // invoke runs the handler, retrying up to max_node_retries times with a
-// linear backoff and the board rolled back before each retry. Interrupted,
-// Aborted, BudgetExceeded and Validation errors are never retried.
+// linear backoff and the board rolled back before each retry. Every
+// attempt shares the step's host ABI, so the call budgets (events, logs)
+// are per node step, not per attempt, and every retry counts as a node run
+// against max_iterations. Interrupted, Aborted, BudgetExceeded and
+// Validation errors and every *sandbox.LimitError are never retried.
 func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any) error {
 	retries := r.e.opts.MaxNodeRetries
 	var snapshot *agent.Board
@@ -144,10 +150,14 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		snapshot = in.board.Clone()
 	}
 	hctx := agent.ContextWithHost(ctx, r.host)
+	shared := &stepABI{}
 	for attempt := 1; ; attempt++ {
-		err := in.node.handler.Run(hctx, r.call(in, cfg))
+		err := in.node.handler.Run(hctx, r.call(in, cfg, shared))
 		if err == nil || attempt > retries || !retryable(err) || ctx.Err() != nil {
 			return err
+		}
+		if berr := r.countRetry(in.node.id, attempt); berr != nil {
+			return errors.Join(berr, err)
 		}
 		r.logger.WarnContext(ctx, "graph node failed, retrying", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"node", in.node.id, "attempt", attempt, "error", err)
@@ -159,8 +169,25 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 	}
 }
 
-// retryable reports whether a node error may be retried.
+// countRetry counts one retry of node as a node run; it is BudgetExceeded
+// when the run's node runs would then pass max_iterations (SEED-SPEC 5.2.3).
+func (r *runState) countRetry(node string, attempt int) error {
+	n := int(r.retries.Add(1))
+	if max := r.e.opts.MaxIterations; r.iterations+r.waveLen+n > max {
+		return fault.New(fault.BudgetExceeded, opExecute,
+			"graph %q: node %q: retry %d would exceed max_iterations %d (%d node runs, a wave of %d, %d retries)",
+			r.e.doc.Name, node, attempt, max, r.iterations, r.waveLen, n)
+	}
+	return nil
+}
+
+// retryable reports whether a node error may be retried: never a sandbox
+// limit (a wall-time LimitError is a Timeout, and still not retried).
 func retryable(err error) bool {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) {
+		return false
+	}
 	for _, k := range []*fault.Kind{fault.Interrupted, fault.Aborted, fault.BudgetExceeded, fault.Validation} {
 		if fault.Is(err, k) {
 			return false
@@ -181,20 +208,38 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// call builds the Call of one handler attempt.
-func (r *runState) call(in stepInput, cfg map[string]any) *Call {
+// call builds the Call of one handler attempt; its ABI is the step's
+// shared one.
+func (r *runState) call(in stepInput, cfg map[string]any, shared *stepABI) *Call {
 	c := &Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
 		RunInfo: r.info, Limits: r.e.opts.Limits}
 	if in.fork != nil {
 		c.Parallel, c.ForkID, c.BranchID = in.fork.cancelNode, in.fork.id, in.node.id
 	}
 	c.abi = func() sandbox.ABI {
-		return &lazyABI{cfg: hostabi.Config{
+		return shared.get(hostabi.Config{
 			Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
 			Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
-		}}
+		})
 	}
 	return c
+}
+
+// stepABI is the host ABI of one node step, shared by its attempts: the
+// first attempt that asks for it fixes its config.
+type stepABI struct {
+	mu  sync.Mutex
+	abi *lazyABI
+}
+
+// get returns the step's ABI, making it with cfg on the first call.
+func (s *stepABI) get(cfg hostabi.Config) *lazyABI {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abi == nil {
+		s.abi = &lazyABI{cfg: cfg}
+	}
+	return s.abi
 }
 
 // lazyABI makes its hostabi.Dispatcher on the first call, so that a script

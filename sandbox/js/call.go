@@ -40,6 +40,11 @@ type call struct {
 
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
 	joining    []*goja.Object         // arrays being joined, outermost first
+
+	// boardBytes estimates the board's size as JSON: measured at the
+	// call's first board write, then kept up to date by each write.
+	boardBytes int64
+	boardSized bool
 }
 
 // doneSignal is the stop reason of signal.done: the call succeeded.
@@ -120,6 +125,8 @@ func (c *call) limitError(limit string) *sandbox.LimitError {
 		e.Max = c.limits.MaxEventBytes
 	case sandbox.LimitLogBytes:
 		e.Max = c.limits.MaxLogBytes
+	case sandbox.LimitBoardBytes:
+		e.Max = c.limits.MaxBoardBytes
 	}
 	return e
 }

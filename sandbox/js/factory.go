@@ -31,6 +31,7 @@ type LimitSettings struct {
 	MaxEvents     int    `json:"max_events"`
 	MaxEventBytes int64  `json:"max_event_bytes"`
 	MaxLogBytes   int64  `json:"max_log_bytes"`
+	MaxBoardBytes int64  `json:"max_board_bytes"`
 }
 
 // Limits converts the settings; a malformed or negative duration is a
@@ -57,6 +58,7 @@ func (s LimitSettings) Limits() (sandbox.Limits, error) {
 	l := sandbox.Limits{
 		WallTime: wall, RunTime: run, MemoryBytes: s.MemoryBytes, StackDepth: s.StackDepth,
 		MaxValueBytes: s.MaxValueBytes, MaxEvents: s.MaxEvents, MaxEventBytes: s.MaxEventBytes, MaxLogBytes: s.MaxLogBytes,
+		MaxBoardBytes: s.MaxBoardBytes,
 	}
 	return l, l.Validate()
 }

@@ -208,7 +208,10 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 		}},
 		{"setVar", func(fc goja.FunctionCall) goja.Value {
 			name := c.varName(fc.Argument(0), "setVar")
-			v := c.toGo(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+			data := c.toJSON(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+			v := c.decodeValue(data)
+			old, had := b.Vars[name]
+			c.growBoard(b, entryBytes(name, int64(len(data))), replaced(name, had, old))
 			if b.Vars == nil {
 				b.Vars = map[string]any{}
 			}
@@ -216,7 +219,11 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 			return goja.Undefined()
 		}},
 		{"deleteVar", func(fc goja.FunctionCall) goja.Value {
-			delete(b.Vars, c.varName(fc.Argument(0), "deleteVar"))
+			name := c.varName(fc.Argument(0), "deleteVar")
+			if old, had := b.Vars[name]; had && c.boardSized {
+				c.boardBytes -= replaced(name, had, old)
+			}
+			delete(b.Vars, name)
 			return goja.Undefined()
 		}},
 		{"hasVar", func(fc goja.FunctionCall) goja.Value {
@@ -254,7 +261,9 @@ func (c *call) boardChannelMethods(b *agent.Board) []method {
 		}},
 		{"setChannel", func(fc goja.FunctionCall) goja.Value {
 			name := c.channelName(fc.Argument(0), "setChannel")
-			msgs := c.messages(fc.Argument(1), "setChannel", true)
+			msgs, n := c.messages(fc.Argument(1), "setChannel", true)
+			old, had := b.Channels[name]
+			c.growBoard(b, entryBytes(name, n), replaced(name, had, old))
 			if b.Channels == nil {
 				b.Channels = map[string][]message.Message{}
 			}
@@ -263,7 +272,11 @@ func (c *call) boardChannelMethods(b *agent.Board) []method {
 		}},
 		{"appendChannel", func(fc goja.FunctionCall) goja.Value {
 			name := c.channelName(fc.Argument(0), "appendChannel")
-			if msgs := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
+			if msgs, n := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
+				if _, had := b.Channels[name]; !had {
+					n += entryBytes(name, 0)
+				}
+				c.growBoard(b, n, 0)
 				b.Append(name, msgs...)
 			}
 			return goja.Undefined()
@@ -295,8 +308,9 @@ func (c *call) channelName(v goja.Value, fn string) string {
 
 // messages decodes a message, or an array of them, strictly: unknown
 // fields, bad roles and malformed parts throw a Validation error and
-// nothing is written. listOnly requires an array.
-func (c *call) messages(v goja.Value, fn string, listOnly bool) []message.Message {
+// nothing is written. listOnly requires an array. It also returns the
+// messages' JSON size.
+func (c *call) messages(v goja.Value, fn string, listOnly bool) ([]message.Message, int64) {
 	if isNullish(v) {
 		c.throw(fault.New(fault.Validation, "board."+fn, "want a message or an array of messages, got %s", v))
 	}
@@ -319,7 +333,7 @@ func (c *call) messages(v goja.Value, fn string, listOnly bool) []message.Messag
 		}
 		out = append(out, m)
 	}
-	return out
+	return out, int64(len(data))
 }
 
 // noABI is the ABI of a call that has none: no functions.

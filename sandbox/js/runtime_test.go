@@ -51,10 +51,11 @@ func TestFactory(t *testing.T) {
 			assert.Positive(t, rt.PoolSize())
 		}},
 		{"limits and sizes", `{"limits": {"wall_time": "250ms", "run_time": "1m", "memory_bytes": 1048576, "stack_depth": 64,
-			"max_value_bytes": 100, "max_events": 3, "max_event_bytes": 1000, "max_log_bytes": 10},
+			"max_value_bytes": 100, "max_events": 3, "max_event_bytes": 1000, "max_log_bytes": 10, "max_board_bytes": 4096},
 			"pool_size": 3, "program_cache_size": 5}`, false, func(t *testing.T, rt *js.Runtime) {
 			assert.Equal(t, sandbox.Limits{WallTime: 250 * time.Millisecond, RunTime: time.Minute, MemoryBytes: 1 << 20,
-				StackDepth: 64, MaxValueBytes: 100, MaxEvents: 3, MaxEventBytes: 1000, MaxLogBytes: 10}, rt.Limits())
+				StackDepth: 64, MaxValueBytes: 100, MaxEvents: 3, MaxEventBytes: 1000, MaxLogBytes: 10, MaxBoardBytes: 4096},
+				rt.Limits())
 			assert.Equal(t, 3, rt.PoolSize())
 		}},
 		{"limits above the defaults", `{"limits": {"wall_time": "1m", "max_events": 5000}}`, false, func(t *testing.T, rt *js.Runtime) {

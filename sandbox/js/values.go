@@ -85,8 +85,13 @@ func (c *call) toJSON(v goja.Value, max int64, limit string) []byte {
 // toGo turns a script value into a Go value through JSON (map[string]any,
 // []any, float64, string, bool, nil), at most max bytes of it.
 func (c *call) toGo(v goja.Value, max int64, limit string) any {
+	return c.decodeValue(c.toJSON(v, max, limit))
+}
+
+// decodeValue decodes the JSON form of a script value.
+func (c *call) decodeValue(data []byte) any {
 	var out any
-	if err := json.Unmarshal(c.toJSON(v, max, limit), &out); err != nil {
+	if err := json.Unmarshal(data, &out); err != nil {
 		c.throw(fault.Wrap(fault.Internal, err, "value", "node %q: decode script value", c.node))
 	}
 	return out

@@ -40,6 +40,7 @@ func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limi
 	c.vm.SetMaxCallStackSize(limits.StackDepth)
 	c.ctx, c.cancel = context.WithTimeout(parent, limits.WallTime)
 	c.op, c.node, c.limits = op, node, limits
+	c.boardBytes, c.boardSized = 0, false
 }
 
 // fresh returns a prepared VM that no call has used: a spare when one is

@@ -1,0 +1,121 @@
+package graph_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/engine/graph"
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/agent/agenttest"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The run_time of a bound runtime bounds the whole run even when the
+// engine's limits leave it out; the LimitError names the node that was
+// running.
+func TestRuntimeRunTimeBoundsRun(t *testing.T) {
+	t.Parallel()
+	// SEED-SPEC 5.2.2 (limits.run_time, the smallest of the engine's and the runtimes', bounds a run → Timeout)
+	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
+	rt.limits.RunTime = 20 * time.Millisecond
+	rt.on("slow", func(ctx context.Context, _ sandbox.Invocation) error {
+		<-ctx.Done()
+		return fault.FromContext(ctx.Err(), "slow")
+	})
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: slow}}]")
+	e := buildWith(t, doc, rt, graph.Options{Timeout: 5 * time.Second, Limits: sandbox.Limits{RunTime: time.Hour}})
+	_, _, err := execute(t, e, nil)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitRunTime, le.Limit)
+	assert.Equal(t, "a", le.Node)
+	assert.Equal(t, int64(20*time.Millisecond), le.Max)
+	assert.ErrorIs(t, err, fault.Timeout)
+	assert.NotContains(t, err.Error(), "between waves")
+}
+
+// slowCheckpointHost holds every checkpoint save for a while, so that a
+// short run_time runs out between waves.
+type slowCheckpointHost struct {
+	*agenttest.Host
+	hold time.Duration
+}
+
+func (h slowCheckpointHost) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
+	time.Sleep(h.hold)
+	return h.Host.Checkpoint(ctx, cp)
+}
+
+// When run_time runs out between waves the LimitError names the graph and
+// the message says so.
+func TestRunTimeBetweenWaves(t *testing.T) {
+	t.Parallel()
+	// SEED-SPEC 5.2.2 (run_time between waves names the graph)
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: \"set x 1\"}}, {id: b, type: script, config: {source: \"set y 1\"}}]\nedges: [{from: a, to: b}]")
+	e := buildWith(t, doc, newFake(), graph.Options{Limits: sandbox.Limits{RunTime: 10 * time.Millisecond}})
+	host := slowCheckpointHost{Host: newHost(), hold: 200 * time.Millisecond}
+	out, err := e.Execute(context.Background(), testRun(), host, nil)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitRunTime, le.Limit)
+	assert.Equal(t, "g", le.Node)
+	assert.ErrorContains(t, err, "between waves")
+	assert.NotContains(t, out.Vars, "y", "b never ran")
+}
+
+// The js runtime's default run_time (its settings) ends a looping graph.
+func TestJSRunTimeEnforced(t *testing.T) {
+	t.Parallel()
+	// SEED-SPEC 5.2.2 (the runtime's run_time is enforced by the engine)
+	rt, err := js.New(js.Options{Limits: sandbox.Limits{RunTime: 100 * time.Millisecond, WallTime: 5 * time.Second}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	doc := parseDoc(t, `
+name: spin
+entry: spin
+nodes:
+  - id: spin
+    type: script
+    config:
+      source: |
+        let x = 0; for (let i = 0; i < 1e9; i++) x += i;
+edges:
+  - {from: spin, to: spin}
+`)
+	_, _, err = execute(t, buildWith(t, doc, rt, graph.Options{MaxIterations: 1000}), nil)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitRunTime, le.Limit)
+	assert.Equal(t, "spin", le.Node)
+	assert.ErrorIs(t, err, fault.Timeout)
+}
+
+// At each wave boundary the board may not pass max_board_bytes (the
+// smallest of the engine's and the runtimes'); the oversized board is not
+// checkpointed.
+func TestBoardBytesAtWaveBoundary(t *testing.T) {
+	t.Parallel()
+	// SEED-SPEC 5.2.4 (the board is bounded by max_board_bytes before the checkpoint)
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set small 1'}}, {id: b, type: script, config: {source: grow}}]\nedges: [{from: a, to: b}]")
+	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
+	rt.limits.MaxBoardBytes = 1500
+	rt.on("grow", func(_ context.Context, inv sandbox.Invocation) error {
+		inv.Board.Vars["big"] = strings.Repeat("x", 2000)
+		return nil
+	})
+	e := buildWith(t, doc, rt, graph.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20}})
+	host, _, err := execute(t, e, nil)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+	assert.Equal(t, "b", le.Node)
+	assert.Equal(t, int64(1500), le.Max)
+	assert.ErrorIs(t, err, fault.BudgetExceeded)
+	assert.Len(t, host.Checkpoints(), 1, "only the wave of a was checkpointed")
+}

@@ -1,0 +1,57 @@
+package js
+
+import (
+	"encoding/json"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// growBoard accounts for a board write that adds add bytes and removes
+// remove bytes of the board's JSON, and stops the call with a
+// max_board_bytes LimitError when the board would pass the limit; the
+// write must not happen then. The first write of a call measures the
+// board as the call found it.
+func (c *call) growBoard(b *agent.Board, add, remove int64) {
+	if c.limits.MaxBoardBytes <= 0 {
+		return
+	}
+	if !c.boardSized {
+		c.boardBytes, c.boardSized = boardJSONBytes(b), true
+	}
+	n := c.boardBytes + add - remove
+	if n > c.limits.MaxBoardBytes {
+		c.abort(c.limitError(sandbox.LimitBoardBytes))
+	}
+	c.boardBytes = n
+}
+
+// replaced is the JSON size of the entry name:old a write replaces; 0 when
+// there was none.
+func replaced(name string, had bool, old any) int64 {
+	if !had {
+		return 0
+	}
+	return entryBytes(name, jsonBytes(old))
+}
+
+// entryBytes estimates the JSON size of the map entry "name":value whose
+// value is n bytes: the quoted name, the colon and the comma.
+func entryBytes(name string, n int64) int64 { return int64(len(name)) + 4 + n }
+
+// jsonBytes is the size of v as JSON; 0 when it has none.
+func jsonBytes(v any) int64 {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return int64(len(data))
+}
+
+// boardJSONBytes is the size of the board's vars and channels as JSON.
+func boardJSONBytes(b *agent.Board) int64 {
+	return jsonBytes(struct {
+		Vars     map[string]any `json:"vars"`
+		Channels any            `json:"channels"`
+	}{b.Vars, b.Channels})
+}

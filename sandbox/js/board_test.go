@@ -1,0 +1,65 @@
+package js_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The board writes of a call may not grow the board past max_board_bytes;
+// overwriting or deleting a var frees its bytes, and the write that would
+// pass the limit does not happen.
+func TestBoardBytesLimit(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20}})
+	tests := []struct {
+		name   string
+		src    string
+		hit    bool
+		absent string // a var the refused write would have set
+	}{
+		{"setVar grows", `const s = "x".repeat(600000); board.setVar("a", s); board.setVar("b", s)`, true, "b"},
+		{"overwrite", `for (let i = 0; i < 30; i++) board.setVar("a", "x".repeat(100000) + i)`, false, ""},
+		{"delete frees", `for (let i = 0; i < 30; i++) { board.setVar("a" + i, "x".repeat(100000)); board.deleteVar("a" + i) }`, false, ""},
+		{"appendChannel grows", `for (let i = 0; i < 2000; i++) board.appendChannel("c", {role: "assistant", parts: [{type: "text", text: "x".repeat(1000)}]})`, true, ""},
+		{"setChannel replaces", `for (let i = 0; i < 30; i++) board.setChannel("c", [{role: "assistant", parts: [{type: "text", text: "x".repeat(100000)}]}])`, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := invoke(t, rt, tt.src)
+			if !tt.hit {
+				require.NoError(t, err)
+				return
+			}
+			var le *sandbox.LimitError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+			assert.Equal(t, "n", le.Node)
+			assert.ErrorIs(t, err, fault.BudgetExceeded)
+			if tt.absent != "" {
+				assert.NotContains(t, b.Vars, tt.absent)
+			}
+		})
+	}
+}
+
+// The estimate starts from the board's size when the call starts.
+func TestBoardBytesCountsTheStartingBoard(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20}})
+	b := agent.NewBoard()
+	b.Vars["big"] = string(make([]byte, 900000))
+	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b,
+		Script: sandbox.Script{Source: `board.setVar("more", "x".repeat(200000))`}})
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+	assert.NotContains(t, b.Vars, "more")
+}
