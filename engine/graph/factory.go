@@ -240,8 +240,8 @@ func nodeTypesFromDeps(in resource.Input) ([]NodeType, error) {
 			return nil, fault.New(fault.Validation, "", "deps.%s: the node type is nil", d.Key)
 		}
 		name := t.Name()
-		if name == ScriptTypeName {
-			return nil, fault.New(fault.Conflict, "", "deps.%s: node type %q clashes with the built-in node type %q", d.Key, name, ScriptTypeName)
+		if isBuiltinNodeType(name) {
+			return nil, fault.New(fault.Conflict, "", "deps.%s: node type %q clashes with the built-in node type %q", d.Key, name, name)
 		}
 		if other, dup := keys[name]; dup {
 			return nil, fault.New(fault.Conflict, "", "deps.%s and deps.%s both mount node type %q", other, d.Key, name)

@@ -115,8 +115,12 @@ type nodeTypes map[string]NodeType
 // name or a name given twice (or the name of a built-in) is an error.
 func newNodeTypes(extra []NodeType) (nodeTypes, error) {
 	out := nodeTypes{}
-	where := map[string]string{ScriptTypeName: "the built-in node type"}
-	for i, t := range append([]NodeType{ScriptType()}, extra...) {
+	builtin := builtinNodeTypes()
+	where := map[string]string{}
+	for _, t := range builtin {
+		where[t.Name()] = "the built-in node type"
+	}
+	for i, t := range append(builtin, extra...) {
 		if agent.IsNil(t) {
 			return nil, fault.New(fault.Validation, opBuild, "node types: a node type is nil")
 		}
@@ -124,8 +128,8 @@ func newNodeTypes(extra []NodeType) (nodeTypes, error) {
 		if name == "" {
 			return nil, fault.New(fault.Validation, opBuild, "node types: a node type has no name")
 		}
-		if i > 0 {
-			at := fmt.Sprintf("node_types[%d]", i-1)
+		if i >= len(builtin) {
+			at := fmt.Sprintf("node_types[%d]", i-len(builtin))
 			if other, dup := where[name]; dup {
 				return nil, fault.New(fault.Conflict, opBuild, "node types: %s %q clashes with %s %q", at, name, other, name)
 			}

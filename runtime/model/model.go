@@ -1,0 +1,69 @@
+package model
+
+import (
+	"context"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/tool"
+)
+
+// Kind is the resource kind of model providers.
+const Kind = "model.Provider"
+
+// Finish reasons of a Response.
+const (
+	FinishStop          = "stop"
+	FinishToolCalls     = "tool_calls"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+)
+
+// Tool choices a Request may carry besides the name of one tool.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+)
+
+// Request is one generation.
+type Request struct {
+	// Model is the model name; empty means the provider's default.
+	Model string
+	// System is the system prompt; empty means none.
+	System string
+	// Messages is the conversation, oldest first.
+	Messages []message.Message
+	// Tools are the tools the model may call.
+	Tools []tool.Definition
+	// ToolChoice is "", auto, none, required, or the name of one tool.
+	ToolChoice string
+}
+
+// Delta is one streamed piece of a reply. Exactly one field is set.
+type Delta struct {
+	// Text is a piece of the reply's text.
+	Text string
+	// ToolCall is a tool call the provider finished assembling.
+	ToolCall *message.ToolCall
+}
+
+// Response is a finished reply.
+type Response struct {
+	// Message is the assistant message: its text and tool calls.
+	Message message.Message
+	// FinishReason is one of the Finish constants.
+	FinishReason string
+	// Usage is what the call spent.
+	Usage agent.Usage
+}
+
+// Provider generates replies. It is safe for concurrent use.
+type Provider interface {
+	// Generate runs one generation. When onDelta is not nil the reply is
+	// streamed: onDelta receives each piece as it arrives, and an error
+	// from it ends the call with that error. The Response is the whole
+	// reply either way. Errors carry a fault kind (RateLimit, Timeout,
+	// NotAvailable, Forbidden, Validation, Aborted, Internal).
+	Generate(ctx context.Context, req Request, onDelta func(Delta) error) (Response, error)
+}

@@ -1,0 +1,47 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+)
+
+// Kind is the resource kind of tool assemblies.
+const Kind = "tool.Assembly"
+
+// Definition describes one tool to a model: its name, what it does, and
+// the JSON schema of its arguments (an object schema).
+type Definition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Batch is one batch of tool calls, as a model asked for them.
+type Batch struct {
+	// Host is the run's host: tool implementations reach the world only
+	// through the capabilities it yields and the agent's grants.
+	Host agent.Host
+	// Run is the run the batch belongs to (its Capabilities are the
+	// agent's grants).
+	Run agent.Run
+	// Node is the graph node that runs the batch, named in errors.
+	Node string
+	// Calls are the model's calls, in the model's order, with its ids.
+	Calls []message.ToolCall
+}
+
+// Assembly is a set of tools an agent may call. It is safe for concurrent
+// use.
+type Assembly interface {
+	// Definitions lists the tools, sorted by name.
+	Definitions() []Definition
+	// Execute runs every call of the batch and returns one result per
+	// call, in the order of the calls, each carrying its call's id. A tool
+	// that fails, or a call of a tool the assembly does not have, is a
+	// result with IsError set, not an error: the error return is for the
+	// batch as a whole (ctx cancelled, a limit of the run).
+	Execute(ctx context.Context, b Batch) ([]message.ToolResult, error)
+}
