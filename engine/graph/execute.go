@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ func (e *Engine) Execute(ctx context.Context, run agent.Run, host agent.Host, bo
 	}
 	r := e.newRun(run, host, board)
 	defer func() { err = r.end(ctx, err) }()
+	defer r.beginScopes(ctx)()
 	r.publishRunStart(ctx)
 	runCtx, cancel := r.context(ctx)
 	defer cancel()
@@ -94,6 +96,25 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 		r.journal = hostabi.NewJournal()
 	}
 	return r
+}
+
+// beginScopes tells every runtime that keeps state per run
+// (sandbox.RunScoper) that the run begins, and returns the function that
+// ends it for all of them.
+func (r *runState) beginScopes(ctx context.Context) (endAll func()) {
+	var ends []func()
+	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
+		if s, ok := r.e.opts.Runtimes[name].(sandbox.RunScoper); ok {
+			if end := s.BeginRun(ctx, r.info); end != nil {
+				ends = append(ends, end)
+			}
+		}
+	}
+	return func() {
+		for _, end := range slices.Backward(ends) {
+			end()
+		}
+	}
 }
 
 // context bounds the run by build.timeout and the run's run_time,
