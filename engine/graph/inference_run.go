@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
@@ -128,26 +127,22 @@ type inferenceOutput struct {
 }
 
 // delta publishes one delta as the stream delta host.emit would publish
-// (token for text, tool_call for a call), speculative inside a parallel
-// branch. A failed publish is not the model's failure: it ends the call
-// only when ctx has ended.
+// (a text part for a token, a tool_call part for a call), speculative
+// inside a parallel branch. A failed publish is not the model's failure:
+// it ends the call only when ctx has ended.
 func (o *inferenceOutput) delta(d model.Delta) error {
 	o.recorded = append(o.recorded, deltaRecordOf(d))
-	typ, payload := hostabi.EmitToken, json.RawMessage(nil)
-	if d.ToolCall != nil {
-		typ = hostabi.EmitToolCall
-		payload, _ = json.Marshal(d.ToolCall)
-	} else {
+	var part message.Part
+	switch {
+	case d.ToolCall != nil:
+		part = message.ToolCallPart(d.ToolCall.ID, d.ToolCall.Name, d.ToolCall.Arguments)
+	case d.Text != "":
 		o.text.WriteString(d.Text)
-		if d.Text == "" {
-			return nil
-		}
-		payload, _ = json.Marshal(d.Text)
+		part = message.TextPart(d.Text)
+	default:
+		return nil
 	}
-	delta, err := hostabi.EmitDelta(typ, payload)
-	if err != nil {
-		return nil // a delta host.emit would skip (a call without an id) is skipped here too
-	}
+	delta := event.StreamDeltaPayload{Type: event.DeltaPart, Part: &part}
 	if o.c.ForkID != "" {
 		delta.Speculative, delta.ForkID, delta.BranchID = true, o.c.ForkID, o.c.BranchID
 	}

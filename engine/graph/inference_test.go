@@ -161,8 +161,10 @@ nodes:
 	}
 }
 
-// SEED-SPEC 5.3.1, 5.6.3: inside a parallel branch the deltas are
-// speculative and name the fork and the branch.
+// Inside a parallel branch the deltas are speculative and name the fork
+// and the branch.
+// SEED-SPEC 5.3.1
+// SEED-SPEC 5.6.3
 func TestInferenceDeltasInParallelBranchesAreSpeculative(t *testing.T) {
 	t.Parallel()
 	doc := `

@@ -370,6 +370,7 @@ func TestGenerateUnreachableServer(t *testing.T) {
 }
 
 // SEED-SPEC 8.9
+// SEED-SPEC 8.4
 func TestAuthSchemes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -397,6 +398,7 @@ func TestAuthSchemes(t *testing.T) {
 	}
 }
 
+// SEED-SPEC 8.5
 func TestAzureDeployment(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_text.json"))

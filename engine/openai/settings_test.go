@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// SEED-SPEC 8.3
 func TestSettingsRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -45,6 +46,7 @@ func TestSettingsRejects(t *testing.T) {
 	}
 }
 
+// SEED-SPEC 8.1
 func TestFactorySpec(t *testing.T) {
 	t.Parallel()
 	spec := Factory().Spec()
@@ -54,7 +56,9 @@ func TestFactorySpec(t *testing.T) {
 }
 
 // The key comes from the environment through ${env:NAME}, expanded in
-// every string of the settings: SEED-SPEC 8.2, 8.9.
+// every string of the settings.
+// SEED-SPEC 8.2
+// SEED-SPEC 8.9
 func TestFactoryExpandsEnv(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_text.json"))
