@@ -471,3 +471,31 @@ func TestRetryAfterHeader(t *testing.T) {
 		assert.Equal(t, want, retryAfter(h, now), "Retry-After %q", v)
 	}
 }
+
+// A server that reports an error inside the stream, after text arrived:
+// the text is returned, the error is NotAvailable with the server's
+// message, and nothing is retried.
+func TestGenerateStreamErrorEvent(t *testing.T) {
+	t.Parallel()
+	first := strings.SplitAfter(string(fixture(t, "stream_text.sse")), "\n\n")[1]
+	w := newWire(t, func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		_, _ = rw.Write([]byte(first + `data: {"error": {"message": "upstream overloaded", "type": "server_error"}}` + "\n\n"))
+	})
+	p := newProvider(t, w.URL, retries(2))
+	resp, err := p.Generate(context.Background(), userRequest("Hi"), func(model.Delta) error { return nil })
+	require.ErrorIs(t, err, fault.NotAvailable)
+	assert.Contains(t, err.Error(), "upstream overloaded")
+	assert.Equal(t, "Hel", resp.Message.Text())
+	assert.Len(t, w.seen(), 1)
+}
+
+func TestIncludeUsageCanBeTurnedOff(t *testing.T) {
+	t.Parallel()
+	w := newWire(t, replySSE(t, "stream_ollama.sse"))
+	off := false
+	p := newProvider(t, w.URL, func(s *Settings) { s.IncludeUsage = &off })
+	_, err := p.Generate(context.Background(), userRequest("Hi"), func(model.Delta) error { return nil })
+	require.NoError(t, err)
+	assert.NotContains(t, w.seen()[0].Body, "stream_options")
+}
