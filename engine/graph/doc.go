@@ -48,6 +48,12 @@
 // node runs, and after it ran its required writes must be on the board and
 // it may have changed nothing its writes do not name.
 //
+// The inference type (InferenceType) sends a board channel to the
+// model.Provider bound under the engine's "model" deps and appends the
+// reply, tool calls included, to the channel; it streams deltas, reports
+// usage, sets tool_pending, never runs tools, and records each reply in
+// the run's journal so that a host with an InferenceReplayer can replay it.
+//
 // # Parallel waves
 //
 // With Options.Parallel.Enabled a wave of two or more nodes runs as

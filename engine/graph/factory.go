@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/model"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -119,7 +120,9 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 // script_runtime_name. "node_type" and "node_type.<suffix>" (Many, type
 // graph.NodeType, optional) mount node types: each value is a NodeType,
 // known by its own Name; a name that clashes with another type is a
-// Conflict. Node types see every dep of the engine in NodeInput.Deps.
+// Conflict. "model" and "model.<name>" (Many, type model.Provider,
+// optional) are the providers of inference nodes. Node types see every dep
+// of the engine in NodeInput.Deps.
 func Factory() resource.Factory {
 	spec := resource.Spec{
 		Kind: EngineKind,
@@ -127,6 +130,7 @@ func Factory() resource.Factory {
 		Deps: []resource.DepSpec{
 			{Name: ScriptRuntimeDep, Type: sandbox.Kind, Many: true},
 			{Name: NodeTypeDep, Type: NodeTypeKind, Many: true},
+			{Name: ModelDep, Type: model.Kind, Many: true},
 		},
 	}
 	return resource.FactoryFunc(spec, newEngine)

@@ -64,6 +64,8 @@ type Provider interface {
 	// streamed: onDelta receives each piece as it arrives, and an error
 	// from it ends the call with that error. The Response is the whole
 	// reply either way. Errors carry a fault kind (RateLimit, Timeout,
-	// NotAvailable, Forbidden, Validation, Aborted, Internal).
+	// NotAvailable, Forbidden, Validation, Aborted, Internal); with an
+	// error, the Response holds what arrived before the failure (the
+	// streamed text, the finished tool calls, the last usage), if any.
 	Generate(ctx context.Context, req Request, onDelta func(Delta) error) (Response, error)
 }

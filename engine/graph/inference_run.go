@@ -1,0 +1,171 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/model"
+)
+
+const opInference = "run inference"
+
+// Run makes one Generate call (SEED-SPEC 5.3.1): the channel's tail must be
+// a user or tool message; the reply is appended to the channel, its text
+// written to output_key, its usage to usage_key and reported to the host,
+// and tool_pending_key set to whether it asks for tools. In stream mode
+// each delta is published as it arrives. When the call fails, text that
+// was already streamed is committed to the channel, the usage reported,
+// and the error returned with the provider's kind.
+func (h *inferenceHandler) Run(ctx context.Context, c *Call) error {
+	msgs := c.Board.Channel(h.channel)
+	if len(msgs) == 0 {
+		return fault.New(fault.Validation, opInference, "node %q: channel %q is empty", c.Node, h.channel)
+	}
+	if tail := msgs[len(msgs)-1].Role; tail != message.RoleUser && tail != message.RoleTool {
+		return fault.New(fault.Validation, opInference, "node %q: the last message of channel %q is from %q, want user or tool",
+			c.Node, h.channel, tail)
+	}
+	system, err := h.systemPrompt(c)
+	if err != nil {
+		return err
+	}
+	defs, err := h.definitions()
+	if err != nil {
+		return fault.Wrap(fault.Validation, err, opInference, "node %q", c.Node)
+	}
+	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice}
+	out := &inferenceOutput{ctx: ctx, c: c}
+	resp, genErr := h.generate(ctx, c, req, out)
+	if genErr != nil {
+		return h.failed(ctx, c, out, resp, genErr)
+	}
+	return h.commit(ctx, c, resp)
+}
+
+// generate asks the provider, or a replaying host, for the reply, and
+// journals it.
+func (h *inferenceHandler) generate(ctx context.Context, c *Call, req model.Request, out *inferenceOutput) (model.Response, error) {
+	args := inferenceArgs(h.providerKey, h.stream, req)
+	var resp model.Response
+	var err error
+	if rp, ok := agent.CapabilityFromHost[InferenceReplayer](c.Host); ok {
+		var rec InferenceRecord
+		if rec, err = rp.ReplayInference(c.Node, args); err != nil {
+			return model.Response{}, err // a divergence is not part of the run's record
+		}
+		resp, err = rec.replay(ctx, out)
+	} else {
+		var onDelta func(model.Delta) error
+		if h.stream {
+			onDelta = out.delta
+		}
+		resp, err = h.provider.Generate(ctx, req, onDelta)
+	}
+	journalInference(callJournal(c), c.Node, args, resp, out.recorded, err)
+	return resp, err
+}
+
+// commit writes a successful reply to the board and reports its usage.
+func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Response) error {
+	reply := resp.Message.Clone()
+	reply.Role = message.RoleAssistant
+	if err := reply.Validate(); err != nil {
+		return fault.Wrap(fault.Internal, err, opInference, "node %q: provider %s returned an invalid reply", c.Node, h.providerKey)
+	}
+	c.Board.Append(h.channel, reply)
+	pending := resp.FinishReason == model.FinishToolCalls && len(reply.ToolCalls()) > 0
+	c.Board.Vars[h.pendingKey] = pending
+	if h.outputKey != "" {
+		c.Board.Vars[h.outputKey] = reply.Text()
+	}
+	return h.report(ctx, c, resp.Usage)
+}
+
+// failed commits what a failed call streamed (SEED-SPEC 5.3.1), reports
+// its usage and returns the error.
+func (h *inferenceHandler) failed(ctx context.Context, c *Call, out *inferenceOutput, resp model.Response, err error) error {
+	if text := out.text.String(); text != "" {
+		c.Board.Append(h.channel, message.NewTextMessage(message.RoleAssistant, text))
+		if h.outputKey != "" {
+			c.Board.Vars[h.outputKey] = text
+		}
+	}
+	if resp.Usage != (agent.Usage{}) {
+		if uerr := h.report(ctx, c, resp.Usage); uerr != nil && fault.Is(uerr, fault.BudgetExceeded) {
+			err = uerr
+		}
+	}
+	return fault.Wrap(fault.KindOr(err, fault.NotAvailable), err, opInference, "node %q: provider %s", c.Node, h.providerKey)
+}
+
+// report writes the usage to usage_key and reports it to the host. Only a
+// BudgetExceeded answer fails the node; other errors are for
+// observability.
+func (h *inferenceHandler) report(ctx context.Context, c *Call, u agent.Usage) error {
+	if h.usageKey != "" {
+		c.Board.Vars[h.usageKey] = map[string]any{
+			"input": float64(u.InputTokens), "output": float64(u.OutputTokens), "total": float64(u.TotalTokens)}
+	}
+	if err := c.Host.ReportUsage(ctx, u); err != nil && (fault.Is(err, fault.BudgetExceeded) || ctx.Err() != nil) {
+		return fault.Wrap(fault.KindOr(err, fault.BudgetExceeded), err, opInference, "node %q: report usage", c.Node)
+	}
+	return nil
+}
+
+// inferenceOutput follows a streamed reply: its text so far, the deltas
+// for the journal, and their publication.
+type inferenceOutput struct {
+	ctx      context.Context
+	c        *Call
+	text     strings.Builder
+	recorded []DeltaRecord
+}
+
+// delta publishes one delta as the stream delta host.emit would publish
+// (a text part for a token, a tool_call part for a call), speculative
+// inside a parallel branch. A failed publish is not the model's failure:
+// it ends the call only when ctx has ended.
+func (o *inferenceOutput) delta(d model.Delta) error {
+	o.recorded = append(o.recorded, deltaRecordOf(d))
+	var part message.Part
+	switch {
+	case d.ToolCall != nil:
+		part = message.ToolCallPart(d.ToolCall.ID, d.ToolCall.Name, d.ToolCall.Arguments)
+	case d.Text != "":
+		o.text.WriteString(d.Text)
+		part = message.TextPart(d.Text)
+	default:
+		return nil
+	}
+	delta := event.StreamDeltaPayload{Type: event.DeltaPart, Part: &part}
+	if o.c.ForkID != "" {
+		delta.Speculative, delta.ForkID, delta.BranchID = true, o.c.ForkID, o.c.BranchID
+	}
+	return o.publish(delta)
+}
+
+func (o *inferenceOutput) publish(delta event.StreamDeltaPayload) error {
+	ctx := o.ctx
+	if err := delta.Validate(); err != nil {
+		return nil
+	}
+	body, err := json.Marshal(delta)
+	if err != nil {
+		return nil
+	}
+	subject := event.SubjectStreamDelta(o.c.Run.ID, event.Actor(o.c.Run.AgentID, o.c.Node))
+	env, err := event.NewEnvelope(ctx, subject, json.RawMessage(body))
+	if err != nil {
+		return nil
+	}
+	env.Headers = map[string]string{event.HeaderRunID: o.c.Run.ID, event.HeaderAgentID: o.c.Run.AgentID, event.HeaderNodeID: o.c.Node}
+	if err := o.c.Host.Publish(ctx, env); err != nil && ctx.Err() != nil {
+		return fault.FromContext(ctx.Err(), opInference)
+	}
+	return nil
+}
