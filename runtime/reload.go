@@ -144,8 +144,9 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 // document's agents cleared. drained lists the
 // agents it tombstoned, also on failure, so that the caller can reopen
 // them. On failure the new generation is closed.
-func (rt *Runtime) buildNext(ctx context.Context, id uint64, cur *generation, doc *deploy.Document) (next *generation, rebound, drained []string, err error) {
-	if next, err = rt.buildGeneration(ctx, id, doc, cur); err != nil {
+func (rt *Runtime) buildNext(ctx context.Context, id uint64, cur *generation, doc *deploy.Document) (_ *generation, rebound, drained []string, err error) {
+	next, err := rt.buildGeneration(ctx, id, doc, cur)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	defer func() {
