@@ -106,7 +106,7 @@ func (s *delStore) Delete(_ context.Context, id string) error {
 //   - agent.Engine/echo : an engine
 //   - tool.Assembly/test : a stand-in tool assembly (fakeTools)
 //   - tool.Assembly/bogus : a value of kind tool.Assembly that is not one
-func testRegistry(t *testing.T, log *closeLog) *resource.Registry {
+func testRegistry(t testing.TB, log *closeLog) *resource.Registry {
 	t.Helper()
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory())
@@ -141,7 +141,7 @@ func testRegistry(t *testing.T, log *closeLog) *resource.Registry {
 }
 
 // parse parses a YAML document named name.yaml.
-func parse(t *testing.T, src string) *deploy.Document {
+func parse(t testing.TB, src string) *deploy.Document {
 	t.Helper()
 	doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(t.TempDir()))
 	require.NoError(t, err)
