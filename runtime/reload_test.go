@@ -230,25 +230,21 @@ func (b *countingBinder) BindSessionManager(*session.Manager) error {
 // sessions exactly as they were, and the counter still advances.
 func TestReloadFailuresLeaveTheOldGeneration(t *testing.T) {
 	base := labDoc("", "")
+	withCatalog := base + "  dynamic_catalog: {tools: {default: tools}}\n"
+	sharedDoc := "version: v1\nresources:\n  events: {kind: event.Bus, impl: shared}\nruntime:\n  event_bus: events\n"
 	tests := []struct {
-		name string
-		doc  string
-		kind *fault.Kind
-		msg  string
+		name, from, doc string
+		kind            *fault.Kind
+		msg             string
 	}{
-		{"1.10.3.1 validate", base + "  sessions: {sink_buffer: 0}\n", fault.Validation, "sink_buffer"},
-		{"1.10.3.2 deploy", labDoc("\n  extra: {kind: test.Missing}", ""), nil, "test.Missing"},
-		{"1.10.3.3 bind manager", labDoc("\n  binder: {kind: test.Binder, settings: {fail: true}}", ""), nil, "bind refused"},
-		{"1.10.3.4 resume needs a deleting store", labDoc("\n  store: {kind: test.Store, impl: plain}",
+		{"1.10.3.1 validate", withCatalog, base + "  sessions: {sink_buffer: 0}\n", fault.Validation, "sink_buffer"},
+		{"1.10.3.2 deploy", withCatalog, labDoc("\n  extra: {kind: test.Missing}", ""), nil, "test.Missing"},
+		{"1.10.3.3 bind manager", withCatalog, labDoc("\n  binder: {kind: test.Binder, settings: {fail: true}}", ""), nil, "bind refused"},
+		{"1.10.3.4 resume needs a deleting store", withCatalog, labDoc("\n  store: {kind: test.Store, impl: plain}",
 			"  checkpoint_store: store\n  sessions: {resume: true}\n"), fault.Validation, "CheckpointDeleter"},
-		{"1.10.3.5 shared bus", `version: v1
-resources:
-  events: {kind: event.Bus, impl: shared}
-runtime:
-  event_bus: events
-`, fault.Conflict, "needs its own bus"},
-		{"1.10.3.7 catalog", labDoc("\n  bogus: {kind: tool.Assembly, impl: bogus}", "  dynamic_catalog: {tools: {default: bogus}}\n"), fault.Validation, "not a tool.Assembly"},
-		{"1.10.3.8 rebind without catalog", base, fault.Validation, "needs runtime.dynamic_catalog"},
+		{"1.10.3.5 shared bus", sharedDoc, sharedDoc, fault.Conflict, "needs its own bus"},
+		{"1.10.3.7 catalog", withCatalog, labDoc("\n  bogus: {kind: tool.Assembly, impl: bogus}", "  dynamic_catalog: {tools: {default: bogus}}\n"), fault.Validation, "not a tool.Assembly"},
+		{"1.10.3.8 rebind without catalog", withCatalog, base, fault.Validation, "needs runtime.dynamic_catalog"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,24 +252,17 @@ runtime:
 			shared := event.NewMemoryBus()
 			defer shared.Close()
 			var binds atomic.Int32
-			src := base + "  dynamic_catalog: {tools: {default: tools}}\n"
-			if tt.name == "1.10.3.5 shared bus" {
-				src = tt.doc
-			}
-			rt, _ := buildLab(t, l, nil, src, sharedBusFactory(shared), binderFactory(&binds))
+			rt, _ := buildLab(t, l, nil, tt.from, sharedBusFactory(shared), binderFactory(&binds))
 			rec := attach(t, rt, event.PatternRuntimeRebuild())
 			ctx := context.Background()
-			if tt.name != "1.10.3.5 shared bus" {
+			if tt.from == withCatalog {
 				_, err := rt.RegisterAgent(ctx, "qa", labDef("QA", false), runtime.WithToolAssembly("tools"))
 				require.NoError(t, err)
-			}
-			if names := rt.AgentNames(); len(names) > 0 {
-				lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: names[0], ContextID: "c"})
+				lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "qa", ContextID: "c"})
 				require.NoError(t, err)
 				defer lease.Close()
 			}
-			before := snap(rt)
-			engines := l.live()
+			before, engines := snap(rt), l.live()
 
 			_, err := rt.Reload(ctx, parse(t, tt.doc))
 			require.Error(t, err)
@@ -283,14 +272,12 @@ runtime:
 			assert.ErrorContains(t, err, tt.msg)
 			assert.Equal(t, before, snap(rt), "1.10.9: the old generation serves on")
 			assert.Equal(t, engines, l.live(), "everything the attempt built is closed")
-			if tt.name == "1.10.3.5 shared bus" {
-				env, err := event.NewEnvelope(ctx, "x.y", nil)
-				require.NoError(t, err)
-				assert.NoError(t, shared.Publish(ctx, env), "the abort leaves the shared bus open")
-			}
 			assert.Equal(t, []string{event.SubjectRebuildStarted(), event.SubjectRebuildFailed()}, subjectsOf(rec.waitFor(t, 2)))
+			env, err := event.NewEnvelope(ctx, "x.y", nil)
+			require.NoError(t, err)
+			assert.NoError(t, shared.Publish(ctx, env), "1.10.3.5: an abort leaves a shared bus open")
 
-			res, err := rt.Reload(ctx, parse(t, labDoc("", "  dynamic_catalog: {tools: {default: tools}}\n  sessions: {max_sessions: 9}\n")))
+			res, err := rt.Reload(ctx, parse(t, withCatalog+"  sessions: {max_sessions: 9}\n"))
 			require.NoError(t, err, "a later reload works")
 			assert.Equal(t, uint64(3), res.GenerationID, "1.10.9: the failed attempt used id 2")
 			assert.Empty(t, l.problems())
