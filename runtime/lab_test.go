@@ -13,6 +13,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,10 +26,18 @@ type lab struct {
 	mu         sync.Mutex
 	engines    []*labEngine
 	runs       map[string]*labEngine // run id → the engine that ran it
+	catalogs   map[string]any        // run id → the session's tool catalog
 	violations []string
 }
 
-func newLab() *lab { return &lab{runs: map[string]*labEngine{}} }
+func newLab() *lab { return &lab{runs: map[string]*labEngine{}, catalogs: map[string]any{}} }
+
+// catalogOf returns the tool catalog the run saw.
+func (l *lab) catalogOf(run string) any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.catalogs[run]
+}
 
 func (l *lab) violate(format string, args ...any) {
 	l.mu.Lock()
@@ -100,6 +109,9 @@ func (e *labEngine) Execute(ctx context.Context, run agent.Run, host agent.Host,
 		e.lab.violations = append(e.lab.violations, fmt.Sprintf("run %s ran on engines %d and %d", run.ID, prev.serial, e.serial))
 	}
 	e.lab.runs[run.ID] = e
+	if ch, ok := agent.CapabilityFromHost[session.CatalogHost](host); ok {
+		e.lab.catalogs[run.ID] = ch.SessionCatalog()
+	}
 	e.lab.mu.Unlock()
 	if hb, ok := agent.EventBusFromHost(host); !ok || hb != e.bus {
 		e.lab.violate("run %s: the host's bus is not the engine's generation's bus", run.ID)

@@ -376,3 +376,28 @@ func TestCloseClosesRegisteredAgents(t *testing.T) {
 	assert.Equal(t, 0, l.live())
 	assert.Empty(t, l.problems())
 }
+
+// SEED-SPEC 1.11.6, 1.11.7: the registered agent's sessions get the tool
+// assembly it was registered with; deployed agents get theirs from the
+// catalog.
+func TestRegisteredAgentToolCatalog(t *testing.T) {
+	l := newLab()
+	rt, _ := buildLab(t, l, nil, labDoc("\n  tools2: {kind: tool.Assembly, impl: test}", "  dynamic_catalog: {tools: {default: tools}}\n"))
+	ctx := context.Background()
+	_, err := rt.RegisterAgent(ctx, "qa", labDef("QA", false), runtime.WithToolAssembly("tools2"))
+	require.NoError(t, err)
+	run := func(id string) string {
+		lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: id, ContextID: "c"})
+		require.NoError(t, err)
+		defer lease.Close()
+		turn, err := lease.Session().Start(ctx, hello())
+		require.NoError(t, err)
+		_, err = turn.Wait(ctx)
+		require.NoError(t, err)
+		return turn.RunID()
+	}
+	tools, _ := rt.Resource("tools")
+	tools2, _ := rt.Resource("tools2")
+	assert.Same(t, tools2, l.catalogOf(run("qa")))
+	assert.Same(t, tools, l.catalogOf(run("bot")))
+}
