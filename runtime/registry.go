@@ -75,7 +75,8 @@ func checkAgentID(op, id string) error {
 // default. Any failure closes what was built: no partial registration
 // remains. An id that is already registered, or that is a deployed agent,
 // is a Conflict. Reload binds the agent again against each new generation.
-// After Close, or once Drain was called, it returns NotAvailable.
+// After Close, or once Drain was called, it returns NotAvailable. The
+// returned agent belongs to the runtime: do not close it.
 func (rt *Runtime) RegisterAgent(ctx context.Context, id string, def agent.Definition, opts ...RegisterAgentOption) (*agent.Agent, error) {
 	const op = "register agent"
 	var cfg registerConfig

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -160,4 +161,19 @@ func TestRuntimeEventsAreBestEffort(t *testing.T) {
 	assert.Equal(t, uint64(2), res.GenerationID)
 	require.NoError(t, rt.UnregisterAgent(ctx, "qa"))
 	assert.False(t, slices.Contains(rt.AgentNames(), "qa"))
+}
+
+// SEED-SPEC 1.10.3.3: the session manager is bound into each new
+// generation once, and the binder's generation is the one that serves.
+func TestReloadBindsTheSessionManager(t *testing.T) {
+	var binds atomic.Int32
+	src := labDoc("\n  binder: {kind: test.Binder}", "")
+	rt, _ := buildLab(t, newLab(), nil, src, binderFactory(&binds))
+	assert.Equal(t, int32(1), binds.Load())
+	old, _ := rt.Resource("binder")
+	_, err := rt.Reload(context.Background(), parse(t, src+"  sessions: {max_sessions: 8}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), binds.Load(), "the new generation's binder was bound once")
+	cur, _ := rt.Resource("binder")
+	assert.NotSame(t, old, cur)
 }
