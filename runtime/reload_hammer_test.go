@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,9 @@ func (h *reloadHammer) reloader(docs []string, rounds int) {
 			note, _ := h.rt.Resource("note")
 			bot, _ := h.rt.Agent("bot")
 			stable, _ := h.rt.Agent("stable")
-			if err == nil || h.rt.GenerationID() != beforeGen || note != beforeNote || bot != beforeBot || stable != beforeStable {
+			names := h.rt.AgentNames()
+			if err == nil || h.rt.GenerationID() != beforeGen || note != beforeNote || bot != beforeBot || stable != beforeStable ||
+				!slices.Contains(names, "bot") || !slices.Contains(names, "stable") {
 				h.unexpected("failed reload %d changed the serving generation (err %v)", i, err)
 			}
 			continue
