@@ -122,6 +122,8 @@ func (e *labEngine) Execute(ctx context.Context, run agent.Run, host agent.Host,
 		e.gate.onceR.Do(func() { close(e.gate.reached) })
 		select {
 		case <-e.gate.open:
+		case intr := <-host.Interrupts():
+			err = agent.Interrupted(intr)
 		case <-ctx.Done():
 			err = ctx.Err()
 		}

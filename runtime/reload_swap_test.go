@@ -177,3 +177,31 @@ func TestReloadBindsTheSessionManager(t *testing.T) {
 	cur, _ := rt.Resource("binder")
 	assert.NotSame(t, old, cur)
 }
+
+// SEED-SPEC 1.4.3, 1.10.4: Close interrupts a turn that still runs on a
+// retired generation; that generation is closed when the turn ends, and
+// nothing is left behind.
+func TestCloseWithARetiredGeneration(t *testing.T) {
+	before := goroutines()
+	l, g := newLab(), newGate()
+	gated := strings.Replace(labDoc("", ""), "deps: {bus: events}}", "deps: {bus: events}, settings: {gate: true}}", 1)
+	rt, log := buildLab(t, l, g, gated)
+	ctx := context.Background()
+	lease, err := rt.Sessions().Open(ctx, botKey)
+	require.NoError(t, err)
+	turn, err := lease.Session().Start(ctx, hello())
+	require.NoError(t, err)
+	<-g.reached
+	_, err = rt.Reload(ctx, parse(t, labDoc("", "")))
+	require.NoError(t, err)
+	assert.Zero(t, count(log.get(), "note"))
+
+	require.NoError(t, rt.Close())
+	res, err := turn.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.StatusInterrupted, res.Status)
+	assert.Equal(t, 2, count(log.get(), "note"), "both generations are closed")
+	assert.Equal(t, 0, l.live())
+	assert.Empty(t, l.problems())
+	noLeak(t, before)
+}
