@@ -71,7 +71,10 @@ func TestRegistryArguments(t *testing.T) {
 	assert.Equal(t, 1, l.live(), "no engine was built for a refused call")
 }
 
-// SEED-SPEC 1.11.3, 1.9.5, 1.9.6: registry calls wait for the lifecycle
+// SEED-SPEC 1.11.3
+// SEED-SPEC 1.9.5
+// SEED-SPEC 1.9.6
+// Registry calls wait for the lifecycle
 // lock that Drain holds; once draining, RegisterAgent is refused while
 // UnregisterAgent still works; after Close both are NotAvailable.
 func TestRegistrySerializedWithDrainAndClose(t *testing.T) {
@@ -377,7 +380,9 @@ func TestCloseClosesRegisteredAgents(t *testing.T) {
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.11.6, 1.11.7: the registered agent's sessions get the tool
+// SEED-SPEC 1.11.6
+// SEED-SPEC 1.11.7
+// The registered agent's sessions get the tool
 // assembly it was registered with; deployed agents get theirs from the
 // catalog.
 func TestRegisteredAgentToolCatalog(t *testing.T) {

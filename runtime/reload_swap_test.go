@@ -178,7 +178,9 @@ func TestReloadBindsTheSessionManager(t *testing.T) {
 	assert.NotSame(t, old, cur)
 }
 
-// SEED-SPEC 1.4.3, 1.10.4: Close interrupts a turn that still runs on a
+// SEED-SPEC 1.4.3
+// SEED-SPEC 1.10.4
+// Close interrupts a turn that still runs on a
 // retired generation; that generation is closed when the turn ends, and
 // nothing is left behind.
 func TestCloseWithARetiredGeneration(t *testing.T) {
