@@ -288,12 +288,14 @@ runtime:
 }
 
 // SEED-SPEC 1.2.9, 1.2.10, 1.2.11: the dynamic catalog names deployed agents
-// (or default), covers every agent, and names existing resources.
+// (or default), covers every agent, and names existing resources that are
+// tool assemblies.
 func TestBuildDynamicCatalog(t *testing.T) {
 	base := `version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
   tools: {kind: tool.Assembly, impl: test}
+  bogus: {kind: tool.Assembly, impl: bogus}
 agents:
   qa:
     card: {name: QA}
@@ -314,6 +316,7 @@ runtime:
 		{"1.2.9 unknown agent key", "      qa: tools\n      writer: tools\n      ghost: tools\n", fault.Validation, `"ghost": no such deployed agent`},
 		{"1.2.10 uncovered agent", "      qa: tools\n", fault.Validation, `agent "writer" has no tool assembly and there is no default`},
 		{"1.2.11 missing resource", "      default: nope\n", fault.NotFound, `tool assembly "nope"`},
+		{"1.2.11 not an assembly", "      default: tools\n      qa: bogus\n", fault.Validation, `resource "bogus" is a *runtime_test.thing, not a tool.Assembly`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -147,7 +148,7 @@ func (b *Builder) Build(ctx context.Context, doc *deploy.Document) (*Runtime, er
 		external:       b.external,
 		router:         event.NewRouter(),
 	}
-	gen, err := rt.buildGeneration(ctx, 1, doc, false)
+	gen, err := rt.buildGeneration(ctx, 1, doc, nil)
 	if err != nil {
 		return nil, errors.Join(err, rt.router.Close())
 	}
@@ -167,8 +168,10 @@ func (b *Builder) Build(ctx context.Context, doc *deploy.Document) (*Runtime, er
 
 // buildGeneration runs the document pipeline shared by Build and Reload:
 // validate, decode the runtime section, check externals, deploy, resolve the
-// roles and build the host factory. It closes what it built on failure.
-func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.Document, reload bool) (gen *generation, err error) {
+// roles, build the host factory and resolve the dynamic catalog. prev is
+// the generation a Reload replaces (nil for Build): its bus must not be
+// the new one. It closes what it built on failure.
+func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.Document, prev *generation) (gen *generation, err error) {
 	if err := doc.Validate(); err != nil {
 		return nil, err
 	}
@@ -183,14 +186,14 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 	if err := checkRoles(cfg); err != nil {
 		return nil, placeConfigErr(doc, err)
 	}
-	if err := matchExternals(cfg.ExternalDeps, rt.external, reload); err != nil {
+	if err := matchExternals(cfg.ExternalDeps, rt.external, prev != nil); err != nil {
 		return nil, placeConfigErr(doc, err)
 	}
 	result, err := deploy.Deploy(ctx, doc, deploy.Options{Registry: rt.reg, Loader: loader, External: rt.deployExternals(cfg)})
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{id: id, doc: doc, cfg: cfg, result: result}
+	g := &generation{id: id, doc: doc, hash: doc.Hash(), cfg: cfg, result: result}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, g.close())
@@ -199,13 +202,27 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 	if err := g.resolveRoles(); err != nil {
 		return nil, placeConfigErr(doc, err)
 	}
-	if err := g.checkCatalog(); err != nil {
-		return nil, placeConfigErr(doc, err)
+	if prev != nil && sameBus(g.bus, prev.bus) {
+		// The abort must not close the serving generation's bus.
+		g.result.Detach(cfg.EventBus)
+		return nil, placeConfigErr(doc, configErr("runtime.event_bus", fault.Conflict,
+			"event_bus %q is the bus the serving generation uses; each generation needs its own bus", cfg.EventBus))
 	}
 	if g.hostFactory, err = rt.hostFactoryFor(g); err != nil {
 		return nil, err
 	}
+	if err := g.checkCatalog(); err != nil {
+		return nil, placeConfigErr(doc, err)
+	}
 	return g, nil
+}
+
+// sameBus reports whether a and b are one object (SEED-SPEC 1.10.3.5).
+func sameBus(a, b event.Bus) bool {
+	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }
 
 // deployExternals passes the declared external values to deploy.

@@ -14,9 +14,29 @@
 // WithResultHostFactory), and check the dynamic catalog. Any failure closes
 // whatever was built. The result is a Runtime serving generation 1.
 //
-// Close releases everything the runtime owns: the router's attachments, then
-// the generation's resources in reverse build order and its agents. External
-// values are borrowed and never closed. Close is idempotent.
+// Close releases everything the runtime owns: the sessions, the router's
+// attachments, then the generation's resources in reverse build order, its
+// deployed agents and its registered agents. External values are borrowed
+// and never closed. Close is idempotent.
+//
+// # Agents registered at run time
+//
+// RegisterAgent binds an agent.Definition the way deployment binds a
+// document agent and serves it to sessions; UnregisterAgent waits for its
+// turns to end, closes its sessions and its instance, and restores the
+// registration when that wait runs out. Agent and AgentNames are the live
+// view. Changes are announced under runtime.agent.<id>.registered and
+// .removed.
+//
+// # Reload
+//
+// Reload builds a new generation from a document, swaps it in, and retires
+// the old one when its last in-flight turn has ended: turns finish on the
+// generation they started on. Registered agents are bound again, deployed
+// agents the document drops are drained first, and any failure leaves the
+// serving generation as it was. An unchanged document is not rebuilt.
+// Attempts are announced under runtime.rebuild.started, .completed and
+// .failed.
 //
 // # Events
 //
@@ -30,7 +50,8 @@
 // Every error carries a fault kind. Document problems are *deploy.Error
 // values that name the file, line and document path, for example
 // "deploy.yaml:7: runtime.sessions.sink_buffer: ...". Methods called after
-// Close return ErrClosed (NotAvailable).
+// Close return ErrClosed (NotAvailable); Reload and RegisterAgent called
+// after Drain return ErrDraining (NotAvailable).
 //
 // # Concurrency
 //

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,25 +18,101 @@ import (
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/session"
+	"github.com/corral-rt/corral/runtime/tool"
 )
 
-// generation is one built deployment with its resolved runtime roles. It
-// owns result and closes it.
+// generation is one built deployment with its resolved runtime roles and
+// the dynamically registered agents it serves. It owns result and those
+// agents, and closes them.
 type generation struct {
 	id          uint64
 	doc         *deploy.Document
+	hash        string // doc.Hash(), to recognise an unchanged document
 	cfg         Config
 	result      *deploy.Result
 	bus         event.Bus
 	store       agent.CheckpointStore // nil when checkpointing is off
 	hostFactory session.HostFactory
+	tools       map[string]tool.Assembly // dynamic_catalog.tools resolved; nil without a catalog
+
+	mu      sync.RWMutex
+	dynamic map[string]*dynAgent // live while serving, frozen once retired
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
+var _ session.AgentResolver = (*generation)(nil)
+
+// close closes the result (resources in reverse build order, then the
+// deployed agents) and then the dynamic agents the generation adopted,
+// sorted by id (SEED-SPEC 1.4.3). It is idempotent.
 func (g *generation) close() error {
 	if g == nil || g.result == nil {
 		return nil
 	}
-	return g.result.Close()
+	g.closeOnce.Do(func() {
+		errs := []error{g.result.Close()}
+		g.mu.Lock()
+		dyn := g.dynamic
+		g.dynamic = nil
+		g.mu.Unlock()
+		for _, id := range sortedKeys(dyn) {
+			if err := dyn[id].inst.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close agent %q: %w", id, err))
+			}
+		}
+		g.closeErr = errors.Join(errs...)
+	})
+	return g.closeErr
+}
+
+// Agent resolves id among the dynamic agents first, then the deployed ones.
+func (g *generation) Agent(id string) (*agent.Agent, bool) {
+	if e, ok := g.dynamicAgent(id); ok {
+		return e.inst, true
+	}
+	return g.result.Agent(id)
+}
+
+// AgentNames lists the dynamic and the deployed agents, sorted and
+// deduplicated.
+func (g *generation) AgentNames() []string {
+	g.mu.RLock()
+	names := slices.Collect(maps.Keys(g.dynamic))
+	g.mu.RUnlock()
+	names = append(names, g.result.AgentNames()...)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func (g *generation) dynamicAgent(id string) (*dynAgent, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	e, ok := g.dynamic[id]
+	return e, ok
+}
+
+func (g *generation) putDynamic(e *dynAgent) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dynamic == nil {
+		g.dynamic = map[string]*dynAgent{}
+	}
+	g.dynamic[e.id] = e
+}
+
+func (g *generation) removeDynamic(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.dynamic, id)
+}
+
+// dynamicIDs returns the ids of the dynamic agents, sorted.
+func (g *generation) dynamicIDs() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return sortedKeys(g.dynamic)
 }
 
 // resolveRoles finds the event bus and the checkpoint store
@@ -70,12 +149,13 @@ func (g *generation) resolveRoles() error {
 }
 
 // checkCatalog applies the dynamic_catalog rules that need the deployment
-// (SEED-SPEC 1.2.9–1.2.11).
+// and resolves the assemblies (SEED-SPEC 1.2.9–1.2.11).
 func (g *generation) checkCatalog() error {
 	cat := g.cfg.DynamicCatalog
 	if cat == nil {
 		return nil
 	}
+	g.tools = make(map[string]tool.Assembly, len(cat.Tools))
 	for _, k := range sortedKeys(cat.Tools) {
 		path := "runtime.dynamic_catalog.tools." + k
 		if k != DefaultAgentKey {
@@ -83,9 +163,11 @@ func (g *generation) checkCatalog() error {
 				return configErr(path, fault.Validation, "%q: no such deployed agent", k)
 			}
 		}
-		if _, ok := g.result.Value(cat.Tools[k]); !ok {
-			return configErr(path, fault.NotFound, "tool assembly %q is not a resource of the deployment", cat.Tools[k])
+		asm, err := g.assembly(cat.Tools[k])
+		if err != nil {
+			return &ConfigError{Path: path, Err: err}
 		}
+		g.tools[k] = asm
 	}
 	if _, ok := cat.Tools[DefaultAgentKey]; !ok {
 		for _, id := range g.result.AgentNames() {
@@ -96,6 +178,64 @@ func (g *generation) checkCatalog() error {
 		}
 	}
 	return nil
+}
+
+// assembly resolves the resource name as a tool.Assembly: an unknown name
+// is NotFound, another value Validation (SEED-SPEC 1.2.11, 1.11.6).
+func (g *generation) assembly(name string) (tool.Assembly, error) {
+	v, ok := g.result.Value(name)
+	if !ok {
+		return nil, fault.New(fault.NotFound, "", "tool assembly %q is not a resource of the deployment", name)
+	}
+	asm, isAsm := v.(tool.Assembly)
+	if !isAsm || agent.IsNil(v) {
+		return nil, fault.New(fault.Validation, "", "resource %q is a %T, not a %s", name, v, tool.Kind)
+	}
+	return asm, nil
+}
+
+// catalogFor resolves the tool assembly of the agent id registered at run
+// time (SEED-SPEC 1.11.6, 1.10.3.8): the named resource when name is set,
+// otherwise the catalog's default, otherwise none when the document has no
+// catalog.
+func (g *generation) catalogFor(id, name string) (tool.Assembly, error) {
+	op := fmt.Sprintf("agent %q", id)
+	if g.cfg.DynamicCatalog == nil {
+		if name != "" {
+			return nil, fault.New(fault.Validation, op, "WithToolAssembly(%q) needs runtime.dynamic_catalog in the document", name)
+		}
+		return nil, nil
+	}
+	if name == "" {
+		asm, ok := g.tools[DefaultAgentKey]
+		if !ok {
+			return nil, fault.New(fault.Validation, op, "runtime.dynamic_catalog has no default; the agent needs WithToolAssembly")
+		}
+		return asm, nil
+	}
+	asm, err := g.assembly(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return asm, nil
+}
+
+// sessionCatalog is the session.CatalogProvider of the generation: the
+// agent's tool.Assembly, or nil when it has none.
+func (g *generation) sessionCatalog(_ context.Context, key session.Key) (any, error) {
+	if e, ok := g.dynamicAgent(key.AgentID); ok {
+		if e.tools == nil {
+			return nil, nil
+		}
+		return e.tools, nil
+	}
+	if asm, ok := g.tools[key.AgentID]; ok {
+		return asm, nil
+	}
+	if asm, ok := g.tools[DefaultAgentKey]; ok {
+		return asm, nil
+	}
+	return nil, nil
 }
 
 // hostFactoryFor builds the generation's host factory: the base factory,
@@ -205,12 +345,16 @@ func (h *baseHost) EventBus() event.Bus { return h.bus }
 
 // sessionDeps is the generation as a session epoch.
 func (g *generation) sessionDeps() session.Deps {
-	return session.Deps{
-		Resolver:    g.result,
+	d := session.Deps{
+		Resolver:    g,
 		HostFactory: g.hostFactory,
 		Bus:         g.bus,
 		Checkpoints: g.store,
 		Resume:      g.cfg.Sessions.Resume,
 		Epoch:       g.id,
 	}
+	if g.tools != nil {
+		d.CatalogProvider = g.sessionCatalog
+	}
+	return d
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/runtime/tool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,6 +52,15 @@ func (t *thing) Close() error {
 	}
 	return nil
 }
+
+// fakeTools is a tool.Assembly with no tools.
+type fakeTools struct{ thing }
+
+var _ tool.Assembly = (*fakeTools)(nil)
+
+func (*fakeTools) Definitions() []tool.Definition { return nil }
+
+func (*fakeTools) Execute(context.Context, tool.Batch) ([]message.ToolResult, error) { return nil, nil }
 
 // memStore is a checkpoint store without the deleter extension.
 type memStore struct {
@@ -93,8 +104,9 @@ func (s *delStore) Delete(_ context.Context, id string) error {
 //   - test.Store/plain and test.Store/deleting : checkpoint stores
 //   - test.Store/typednil : a typed nil store
 //   - agent.Engine/echo : an engine
-//   - tool.Assembly/test : a stand-in tool assembly
-func testRegistry(t *testing.T, log *closeLog) *resource.Registry {
+//   - tool.Assembly/test : a stand-in tool assembly (fakeTools)
+//   - tool.Assembly/bogus : a value of kind tool.Assembly that is not one
+func testRegistry(t testing.TB, log *closeLog) *resource.Registry {
 	t.Helper()
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory())
@@ -113,7 +125,11 @@ func testRegistry(t *testing.T, log *closeLog) *resource.Registry {
 		func(context.Context, resource.Input) (any, error) { return &delStore{}, nil }))
 	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: "test.Store", Impl: "typednil"},
 		func(context.Context, resource.Input) (any, error) { return (*delStore)(nil), nil }))
-	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: "tool.Assembly", Impl: "test"},
+	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: tool.Kind, Impl: "test"},
+		func(_ context.Context, in resource.Input) (any, error) {
+			return &fakeTools{thing: thing{name: in.Name, log: log}}, nil
+		}))
+	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: tool.Kind, Impl: "bogus"},
 		func(_ context.Context, in resource.Input) (any, error) { return &thing{name: in.Name, log: log}, nil }))
 	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: "agent.Engine", Impl: "echo"},
 		func(context.Context, resource.Input) (any, error) {
@@ -125,7 +141,7 @@ func testRegistry(t *testing.T, log *closeLog) *resource.Registry {
 }
 
 // parse parses a YAML document named name.yaml.
-func parse(t *testing.T, src string) *deploy.Document {
+func parse(t testing.TB, src string) *deploy.Document {
 	t.Helper()
 	doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(t.TempDir()))
 	require.NoError(t, err)

@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
@@ -13,6 +16,13 @@ import (
 
 // ErrClosed is returned by Runtime methods called after Close.
 var ErrClosed = fault.New(fault.NotAvailable, "runtime", "runtime is closed")
+
+// ErrDraining is returned by RegisterAgent and Reload once Drain was called
+// (SEED-SPEC 1.9.6).
+var ErrDraining = fault.New(fault.NotAvailable, "runtime", "runtime draining")
+
+// publishTimeout bounds a best-effort runtime event publish.
+const publishTimeout = 5 * time.Second
 
 // Runtime owns one built deployment (a generation), its event router and
 // its sessions. Build one with NewBuilder(reg).Build(ctx, doc); Close it
@@ -26,7 +36,8 @@ type Runtime struct {
 	router         *event.Router
 	sessions       *session.Manager
 
-	// lifecycle serializes Close with the other whole-runtime operations.
+	// lifecycle serializes Close, Drain, Reload, RegisterAgent and
+	// UnregisterAgent (SEED-SPEC 1.9.5, 1.10.1, 1.11.3).
 	lifecycle sync.Mutex
 
 	mu      sync.RWMutex // guards gen, nextGen and closed
@@ -44,6 +55,47 @@ func (rt *Runtime) GenerationID() uint64 {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	return rt.gen.id
+}
+
+// current returns the serving generation, or nil after Close.
+func (rt *Runtime) current() *generation {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	if rt.closed {
+		return nil
+	}
+	return rt.gen
+}
+
+// usable refuses a lifecycle operation after Close and, when
+// refuseDraining, once Drain was called. The caller holds the lifecycle
+// lock, so the answer holds until it lets go.
+func (rt *Runtime) usable(op string, refuseDraining bool) error {
+	rt.mu.RLock()
+	closed := rt.closed
+	rt.mu.RUnlock()
+	switch {
+	case closed:
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	case refuseDraining && rt.sessions.Draining():
+		return fmt.Errorf("%s: %w", op, ErrDraining)
+	}
+	return nil
+}
+
+// publish sends a runtime event on bus, best-effort: it is bounded by
+// publishTimeout, survives the caller's cancellation, and a failure is
+// only logged (SEED-SPEC 1.10.8, 1.11.13).
+func publish(ctx context.Context, bus event.Bus, subject string, payload any) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	env, err := event.NewEnvelope(ctx, subject, payload)
+	if err == nil {
+		err = bus.Publish(ctx, env)
+	}
+	if err != nil {
+		slog.Default().Debug("runtime event not published", "subject", subject, "error", err)
+	}
 }
 
 // Config returns the decoded runtime: section of the serving generation.
@@ -103,11 +155,8 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 	}
 	rt.lifecycle.Lock()
 	defer rt.lifecycle.Unlock()
-	rt.mu.RLock()
-	closed := rt.closed
-	rt.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	if err := rt.usable("drain", false); err != nil {
+		return err
 	}
 	return rt.sessions.Drain(ctx)
 }

@@ -147,3 +147,22 @@ type ParallelPayload struct {
 	Cancelled []string `json:"cancelled,omitempty"`
 	Graph     string   `json:"graph"`
 }
+
+// AgentLifecyclePayload is the payload of runtime.agent.<id>.registered and
+// .removed: the agent id and what its card says.
+type AgentLifecyclePayload struct {
+	AgentID     string `json:"agent_id"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// RebuildPayload is the payload of the runtime.rebuild subjects. Started
+// carries GenerationID only; failed adds Error; completed adds
+// PreviousGenerationID and the sorted ReboundAgents and DrainedAgents.
+type RebuildPayload struct {
+	GenerationID         uint64   `json:"generation_id"`
+	PreviousGenerationID uint64   `json:"previous_generation_id,omitempty"`
+	ReboundAgents        []string `json:"rebound_agents,omitempty"`
+	DrainedAgents        []string `json:"drained_agents,omitempty"`
+	Error                string   `json:"error,omitempty"`
+}

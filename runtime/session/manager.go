@@ -297,8 +297,10 @@ func (m *Manager) Deps() Deps {
 }
 
 // UpdateTunables replaces the tunables atomically (SEED-SPEC 2.8.6).
-// IdleTimeout and MaxSessions apply at once (armed idle timers restart with
-// the new timeout); the others apply to sessions created afterwards.
+// IdleTimeout and MaxSessions apply at once (when the idle timeout changes,
+// armed idle timers restart with the new one; an unchanged timeout leaves
+// them running, so that repeated reloads do not keep idle sessions alive);
+// the others apply to sessions created afterwards.
 func (m *Manager) UpdateTunables(t Tunables) error {
 	if err := t.Validate(); err != nil {
 		return err
@@ -308,7 +310,11 @@ func (m *Manager) UpdateTunables(t Tunables) error {
 	if m.closed {
 		return ErrManagerClosed
 	}
+	idleChanged := m.tun.IdleTimeout != t.IdleTimeout
 	m.tun = t
+	if !idleChanged {
+		return nil
+	}
 	for _, e := range m.entries {
 		if e.timer != nil {
 			m.armTimerLocked(e)

@@ -230,6 +230,15 @@ func TestUpdateTunables(t *testing.T) {
 	idle, err := e.m.Open(context.Background(), key("idle"))
 	require.NoError(t, err)
 	require.NoError(t, idle.Close())
+	gen, armed, _ := session.IdleTimer(e.m, key("idle"))
+	require.True(t, armed)
+	same := base
+	same.SinkBuffer = 7
+	require.NoError(t, e.m.UpdateTunables(same))
+	again, armed, _ := session.IdleTimer(e.m, key("idle"))
+	assert.True(t, armed)
+	assert.Equal(t, gen, again, "an unchanged idle timeout leaves armed timers running")
+
 	tun := base
 	tun.MaxSessions = 3
 	tun.IdleTimeout = time.Millisecond
