@@ -127,6 +127,7 @@ func Factory() resource.Factory {
 		Deps: []resource.DepSpec{
 			{Name: ScriptRuntimeDep, Type: sandbox.Kind, Many: true},
 			{Name: NodeTypeDep, Type: NodeTypeKind, Many: true},
+			{Name: ToolsDep, Type: "tool.Assembly"},
 		},
 	}
 	return resource.FactoryFunc(spec, newEngine)
