@@ -148,8 +148,8 @@ func (t *scriptTool) arguments(text string, max int64) (map[string]any, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("want a JSON object, got %s", typeOf(v))
 	}
-	if err := t.schema.ValidateValue(v); err != nil {
-		return nil, errors.Unwrap(err)
+	if msg := t.schema.violations(v); msg != "" {
+		return nil, errors.New(msg)
 	}
 	var args map[string]any
 	if err := json.Unmarshal([]byte(text), &args); err != nil {

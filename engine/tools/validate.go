@@ -31,16 +31,20 @@ func (s *Schema) Validate(raw []byte) error {
 // ValidateValue checks a decoded JSON value (numbers as json.Number or
 // float64) against s.
 func (s *Schema) ValidateValue(v any) error {
+	if msg := s.violations(v); msg != "" {
+		return fault.New(fault.Validation, "validate arguments", "%s", msg)
+	}
+	return nil
+}
+
+// violations lists the problems of v, or returns "" when there are none.
+func (s *Schema) violations(v any) string {
 	var problems []string
 	s.check(v, "$", &problems)
-	if len(problems) == 0 {
-		return nil
-	}
-	msg := strings.Join(problems, "; ")
 	if len(problems) > maxProblems {
-		msg = strings.Join(problems[:maxProblems], "; ") + fmt.Sprintf("; and %d more", len(problems)-maxProblems)
+		return strings.Join(problems[:maxProblems], "; ") + fmt.Sprintf("; and %d more", len(problems)-maxProblems)
 	}
-	return fault.New(fault.Validation, "validate arguments", "%s", msg)
+	return strings.Join(problems, "; ")
 }
 
 // check appends the problems of v at path.
