@@ -65,7 +65,9 @@ type toolHost struct {
 	logs    []string
 }
 
-func newToolHost() *toolHost { return &toolHost{Host: agenttest.NewHost(), journal: hostabi.NewJournal()} }
+func newToolHost() *toolHost {
+	return &toolHost{Host: agenttest.NewHost(), journal: hostabi.NewJournal()}
+}
 
 func (h *toolHost) Journal() *hostabi.Journal { return h.journal }
 

@@ -77,4 +77,6 @@ func FuzzArguments(f *testing.F) {
 // countingRuntime runs its function without keeping the invocations.
 type countingRuntime struct{ fakeRuntime }
 
-func (c *countingRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error { return c.fn(ctx, inv) }
+func (c *countingRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+	return c.fn(ctx, inv)
+}
