@@ -109,3 +109,16 @@ func TestFactoryFilesAndRuntimes(t *testing.T) {
 	assert.Equal(t, message.ToolResult{ToolCallID: "c2", Content: "side"}, res[1])
 	assert.True(t, res[2].IsError)
 }
+
+// A JavaScript tool that does not compile fails the build, naming the
+// tool, rather than every call.
+func TestFactoryCompilesSources(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	for _, src := range []string{`return (`, `}); host.publish("x"); (function() {`, `/* never closed`} {
+		_, err := tools.New(context.Background(), tools.Settings{Tools: []tools.ToolSettings{jsTool("bad", "", src)}},
+			map[string]sandbox.Runtime{"js": js})
+		require.ErrorIs(t, err, fault.Validation, src)
+		assert.Contains(t, err.Error(), "settings.tools[0]: source", src)
+	}
+}
