@@ -101,11 +101,14 @@ func (h *toolHandler) Run(ctx context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
+	b := tool.Batch{Host: c.Host, Run: c.Run, Node: c.Node, Calls: calls, Limits: c.Limits}
 	if l, ok := asm.(LimitedAssembly); ok {
+		// The step's host ABI enforces the assembly's limits too; each
+		// call's own are the assembly's business.
 		c.Limits = l.Limits().Tighten(c.Limits)
 	}
-	results, err := asm.Execute(ctx, tool.Batch{Host: c.Host, Run: c.Run, Node: c.Node, Calls: calls,
-		ABI: c.ABI(), Limits: c.Limits})
+	b.ABI = c.ABI()
+	results, err := asm.Execute(ctx, b)
 	if err != nil {
 		return fault.Wrap(fault.KindOr(err, fault.Internal), err, opTool, "node %q", c.Node)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
@@ -35,7 +34,6 @@ const (
 // script run in a sandbox.Runtime. It is immutable and safe for concurrent
 // use.
 type Assembly struct {
-	name   string
 	tools  map[string]*scriptTool
 	defs   []tool.Definition
 	limits sandbox.Limits // the settings' limits tightened by every runtime's
@@ -106,8 +104,11 @@ func (a *Assembly) call(ctx context.Context, b tool.Batch, abi sandbox.ABI, c me
 	if !ok {
 		return failed(c, "unknown tool %q (tools: %s)", abbreviate(c.Name), a.names()), nil
 	}
-	limits := t.limits.Tighten(b.Limits).WithDefaults()
-	args, err := t.arguments(c.Arguments, limits.MaxValueBytes)
+	// Zero fields leave the runtime's own limits; maxValue is the value
+	// limit the call ends up with.
+	limits := t.limits.Tighten(b.Limits)
+	maxValue := t.rtLimits.Tighten(limits).WithDefaults().MaxValueBytes
+	args, err := t.arguments(c.Arguments, maxValue)
 	if err != nil {
 		return failed(c, "tool %q: invalid arguments: %v", c.Name, err), nil
 	}
@@ -124,7 +125,7 @@ func (a *Assembly) call(ctx context.Context, b tool.Batch, abi sandbox.ABI, c me
 	case err != nil:
 		return failed(c, "tool %q failed: %s", c.Name, describe(err)), nil
 	}
-	content, err := resultText(board.Vars[ResultVar], limits.MaxValueBytes, b.Node)
+	content, err := resultText(board.Vars[ResultVar], maxValue, b.Node)
 	if err != nil {
 		return failed(c, "tool %q failed: %s", c.Name, describe(err)), nil
 	}
@@ -220,5 +221,5 @@ func (a *Assembly) names() string {
 	for i, d := range a.defs {
 		out[i] = d.Name
 	}
-	return strings.Join(slices.Clip(out), ", ")
+	return strings.Join(out, ", ")
 }

@@ -205,12 +205,14 @@ func TestExecuteModuleTool(t *testing.T) {
 		inv.Board.Vars["result"] = map[string]any{"sum": inv.Config["a"].(float64) + inv.Config["b"].(float64)}
 		return nil
 	}}
-	s := tools.Settings{Tools: []tools.ToolSettings{{Name: "add", Runtime: "wasm", Module: json.RawMessage(`{"file":"add.wasm"}`),
+	s := tools.Settings{Limits: tools.LimitSettings{WallTime: "1s"}, Tools: []tools.ToolSettings{{Name: "add", Runtime: "wasm", Module: json.RawMessage(`{"file":"add.wasm"}`),
 		Entry: "add", Parameters: json.RawMessage(`{"type":"object","required":["a","b"]}`)}}}
 	a, err := tools.Factory().New(context.Background(), resourceInput(t, s, map[string]any{"script_runtime.wasm": wasm},
 		map[string]string{"add.wasm": "\x00asm-bytes"}))
 	require.NoError(t, err)
-	res, err := a.(tool.Assembly).Execute(context.Background(), batch(agenttest.NewHost(), call("c1", "add", `{"a":2,"b":3}`)))
+	b := batch(agenttest.NewHost(), call("c1", "add", `{"a":2,"b":3}`))
+	b.Limits = sandbox.Limits{MaxEvents: 3, WallTime: 5 * time.Second}
+	res, err := a.(tool.Assembly).Execute(context.Background(), b)
 	require.NoError(t, err)
 	assert.Equal(t, message.ToolResult{ToolCallID: "c1", Content: `{"sum":5}`}, res[0])
 	invs := wasm.invocations()
@@ -220,6 +222,8 @@ func TestExecuteModuleTool(t *testing.T) {
 	assert.Equal(t, "tools", invs[0].Node)
 	assert.Equal(t, "run-1", invs[0].Run.RunID)
 	assert.NotNil(t, invs[0].ABI)
+	assert.Equal(t, sandbox.Limits{WallTime: time.Second, MaxEvents: 3}, invs[0].Limits,
+		"the settings and the batch tighten; unset fields stay the runtime's own")
 }
 
 // clockHost adds a clock to a host.

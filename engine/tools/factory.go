@@ -140,7 +140,7 @@ func build(ctx context.Context, in resource.Input, s Settings, rts map[string]sa
 	if len(s.Tools) == 0 {
 		return nil, fault.New(fault.Validation, op, "settings.tools: at least one tool is required")
 	}
-	a := &Assembly{name: in.Name, tools: make(map[string]*scriptTool, len(s.Tools)), limits: limits}
+	a := &Assembly{tools: make(map[string]*scriptTool, len(s.Tools)), limits: limits}
 	for i, ts := range s.Tools {
 		t, err := buildTool(ctx, in, ts, rts, s.ScriptRuntimeName, limits)
 		if err != nil {
