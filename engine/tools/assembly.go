@@ -160,7 +160,8 @@ func (t *scriptTool) arguments(text string, max int64) (map[string]any, error) {
 }
 
 // resultText turns a tool's result into the content the model sees: a
-// string as it is, nothing as "", anything else as compact JSON.
+// string as it is, nothing as "", anything else as compact JSON; bytes
+// that are not UTF-8 become U+FFFD.
 func resultText(v any, max int64, node string) (string, error) {
 	var text string
 	switch r := v.(type) {
@@ -178,7 +179,7 @@ func resultText(v any, max int64, node string) (string, error) {
 	if int64(len(text)) > max {
 		return "", &sandbox.LimitError{Limit: sandbox.LimitValueBytes, Node: node, Max: max}
 	}
-	return text, nil
+	return strings.ToValidUTF8(text, "\uFFFD"), nil
 }
 
 // batchError is the error of a batch whose ctx ended: the ctx's cause,
@@ -196,7 +197,7 @@ func (a *Assembly) batchError(ctx context.Context, b tool.Batch, err error) erro
 
 // failed returns an error result for c.
 func failed(c message.ToolCall, format string, args ...any) message.ToolResult {
-	return message.ToolResult{ToolCallID: c.ID, Content: fmt.Sprintf(format, args...), IsError: true}
+	return message.ToolResult{ToolCallID: c.ID, Content: strings.ToValidUTF8(fmt.Sprintf(format, args...), "\uFFFD"), IsError: true}
 }
 
 // describe renders a tool's error for the model: a script's own class and

@@ -233,3 +233,25 @@ type clockHost struct {
 }
 
 func (h *clockHost) Now() time.Time { return h.t }
+
+// Text that is not UTF-8, from a runtime's result or a model's tool name,
+// is repaired: the tool message must stay valid.
+func TestExecuteRepairsUTF8(t *testing.T) {
+	t.Parallel()
+	raw := &fakeRuntime{name: "raw", fn: func(_ context.Context, inv sandbox.Invocation) error {
+		inv.Board.Vars["result"] = "ok \xff"
+		return nil
+	}}
+	a, err := tools.New(context.Background(), tools.Settings{ScriptRuntimeName: "raw",
+		Tools: []tools.ToolSettings{{Name: "t", Source: jsonString("x")}}}, map[string]sandbox.Runtime{"raw": raw})
+	require.NoError(t, err)
+	res, err := a.Execute(context.Background(), batch(agenttest.NewHost(),
+		call("c1", "t", ""), call("c2", strings.Repeat("é", 40), "")))
+	require.NoError(t, err)
+	for _, r := range res {
+		msg := message.Message{Role: message.RoleTool, Parts: []message.Part{message.ToolResultPart(r.ToolCallID, r.Content, r.IsError)}}
+		require.NoError(t, msg.Validate(), r.Content)
+	}
+	assert.Equal(t, "ok \uFFFD", res[0].Content)
+	assert.True(t, res[1].IsError)
+}
