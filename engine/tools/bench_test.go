@@ -15,7 +15,8 @@ import (
 // BenchmarkToolBatch compares a tool batch of two JavaScript tools with
 // two script-node invocations of the same sources in the same runtime:
 // the difference is what a tool call adds (argument decoding and schema
-// validation, the return-value wrapper, reading the result).
+// validation, the return-value wrapper, reading the result). cpu-ns/op is
+// the process's CPU time per op, steadier than ns/op on a busy machine.
 //
 //	go test -run='^$' -bench=BenchmarkToolBatch -benchtime=2000x ./engine/tools
 func BenchmarkToolBatch(b *testing.B) {
@@ -40,6 +41,7 @@ func BenchmarkToolBatch(b *testing.B) {
 			{"add", addSrc, map[string]any{"a": 2.0, "b": 3.0}},
 		}
 		b.ReportAllocs()
+		defer reportCPU(b)()
 		for b.Loop() {
 			for _, n := range nodes {
 				abi := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: n.id})
@@ -58,6 +60,7 @@ func BenchmarkToolBatch(b *testing.B) {
 			{ID: "c2", Name: "add", Arguments: `{"a":2,"b":3}`},
 		}
 		b.ReportAllocs()
+		defer reportCPU(b)()
 		for b.Loop() {
 			abi := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: "tools"})
 			res, err := asm.Execute(ctx, tool.Batch{Host: host, Run: run, Node: "tools", Calls: calls, ABI: abi})
@@ -66,4 +69,15 @@ func BenchmarkToolBatch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// reportCPU reports the process CPU time per op (cpu-ns/op) when the
+// returned function runs: the figure to compare on a busy machine.
+func reportCPU(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if used := processCPU() - start; used > 0 && b.N > 0 {
+			b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
 }
