@@ -342,3 +342,23 @@ func (a *fixedAssembly) Execute(_ context.Context, b tool.Batch) ([]message.Tool
 	}
 	return a.results(b), nil
 }
+
+// The step's host ABI enforces the assembly's own limits: a tool that
+// emits past the assembly's max_events gets an error result.
+func TestToolNodeAssemblyLimits(t *testing.T) {
+	t.Parallel()
+	rt := newJS(t)
+	asm, err := tools.New(context.Background(), tools.Settings{Limits: tools.LimitSettings{MaxEvents: 1},
+		Tools: []tools.ToolSettings{
+			{Name: "weather", Source: json.RawMessage(`"host.emit('token', 'a'); host.emit('token', 'b'); return 'never'"`)},
+			{Name: "add", Source: json.RawMessage(`"return 5"`)},
+		}}, map[string]sandbox.Runtime{"js": rt})
+	require.NoError(t, err)
+	e := buildWith(t, parseDoc(t, toolGraph), rt, graph.Options{Deps: map[string]any{"tools": asm}})
+	_, out, err := execute(t, e, nil)
+	require.NoError(t, err)
+	parts := out.Channel(agent.MainChannel)[1].Parts
+	assert.True(t, parts[0].ToolResult.IsError)
+	assert.Contains(t, parts[0].ToolResult.Content, "max_events limit of 1 exceeded")
+	assert.Equal(t, "5", parts[1].ToolResult.Content)
+}

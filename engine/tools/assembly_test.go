@@ -3,7 +3,9 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,4 +256,29 @@ func TestExecuteRepairsUTF8(t *testing.T) {
 	}
 	assert.Equal(t, "ok \uFFFD", res[0].Content)
 	assert.True(t, res[1].IsError)
+}
+
+// One assembly serves many batches at once.
+func TestExecuteConcurrent(t *testing.T) {
+	t.Parallel()
+	a := newAssembly(t, newJS(t), jsTool("echo", "", `return config.n`))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				res, err := a.Execute(context.Background(), batch(agenttest.NewHost(), call(id, "echo", fmt.Sprintf(`{"n":%d}`, i))))
+				if err != nil || len(res) != 1 || res[0].ToolCallID != id || res[0].Content != fmt.Sprint(i) {
+					errs <- fmt.Errorf("%s: %v %v", id, res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
