@@ -362,3 +362,13 @@ func TestToolNodeAssemblyLimits(t *testing.T) {
 	assert.Contains(t, parts[0].ToolResult.Content, "max_events limit of 1 exceeded")
 	assert.Equal(t, "5", parts[1].ToolResult.Content)
 }
+
+// The events, checkpoints and board of a tool run, as a golden transcript
+// (testdata/graph/tool-run.golden; -update rewrites it).
+func TestToolNodeTranscript(t *testing.T) {
+	t.Parallel()
+	rt := newJS(t)
+	e := buildWith(t, parseDoc(t, toolGraph), rt, graph.Options{Deps: map[string]any{"tools": newToolAssembly(t, rt)}})
+	host, out, err := execute(t, e, nil)
+	golden(t, "tool-run.golden", transcript(t, host, out, err))
+}

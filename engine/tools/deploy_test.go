@@ -58,6 +58,7 @@ func (s *partSink) OnDelta(_ context.Context, _ event.Envelope, d event.StreamDe
 // node reads them from the board.
 func TestDeployedToolNode(t *testing.T) {
 	t.Parallel()
+	// SEED-SPEC 5.1.7 (the tools dep, a tool.Assembly, feeds the graph's tool nodes)
 	dir, err := filepath.Abs(testdata)
 	require.NoError(t, err)
 	doc, err := deploy.ParseFile(filepath.Join(dir, "deploy.yaml"))
