@@ -5,6 +5,7 @@ func builtinNodeTypes() []NodeType {
 	return []NodeType{
 		ScriptType(),
 		InferenceType(),
+		ToolType(),
 	}
 }
 

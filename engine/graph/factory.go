@@ -131,6 +131,7 @@ func Factory() resource.Factory {
 			{Name: ScriptRuntimeDep, Type: sandbox.Kind, Many: true},
 			{Name: NodeTypeDep, Type: NodeTypeKind, Many: true},
 			{Name: ModelDep, Type: model.Kind, Many: true},
+			{Name: ToolsDep, Type: "tool.Assembly"},
 		},
 	}
 	return resource.FactoryFunc(spec, newEngine)

@@ -58,7 +58,8 @@ func TestFactorySpec(t *testing.T) {
 	assert.Equal(t, "graph", spec.Impl)
 	assert.Equal(t, []resource.DepSpec{{Name: "script_runtime", Type: sandbox.Kind, Many: true},
 		{Name: "node_type", Type: graph.NodeTypeKind, Many: true},
-		{Name: graph.ModelDep, Type: "model.Provider", Many: true}}, spec.Deps)
+		{Name: graph.ModelDep, Type: "model.Provider", Many: true},
+		{Name: "tools", Type: "tool.Assembly"}}, spec.Deps)
 	d, ok := spec.MatchDep("script_runtime.wasm")
 	assert.True(t, ok)
 	assert.Equal(t, "script_runtime", d.Name)

@@ -7,6 +7,13 @@
 // the agent's assembly; runtime.dynamic_catalog.tools maps agents to
 // assemblies.
 //
+// # Finding an agent's assembly
+//
+// An engine may bind an assembly as a dependency. Otherwise the turn's
+// host may carry a Catalog (CatalogFromHost): the agent's own mapping, or
+// else the DefaultAgent one. NewCatalog and WithCatalog build such a host
+// from a map.
+//
 // # Errors
 //
 // A failing tool is a result with IsError set; Execute fails only for the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/sandbox"
 )
 
 // Kind is the resource kind of tool assemblies.
@@ -31,6 +32,15 @@ type Batch struct {
 	Node string
 	// Calls are the model's calls, in the model's order, with its ids.
 	Calls []message.ToolCall
+	// ABI is the capability-checked host ABI the batch's calls use (the
+	// graph engine passes the node step's, which journals the run's
+	// non-deterministic calls and shares its interrupt latch). Nil: an
+	// assembly that runs sandboxed code makes a dispatcher of its own from
+	// Host, Run and Limits.
+	ABI sandbox.ABI
+	// Limits are the caller's limits for each call; an assembly may only
+	// tighten them. Zero fields: the assembly's own.
+	Limits sandbox.Limits
 }
 
 // Assembly is a set of tools an agent may call. It is safe for concurrent

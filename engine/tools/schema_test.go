@@ -1,0 +1,155 @@
+package tools_test
+
+import (
+	"testing"
+
+	"github.com/corral-rt/corral/engine/tools"
+	"github.com/corral-rt/corral/fault"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The compiler refuses what it would not check, naming the keyword's
+// place, and accepts the annotations.
+func TestCompileSchema(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, schema, err string
+	}{
+		{"object", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, ""},
+		{"annotations", `{"type":"object","title":"t","description":"d","$schema":"x","format":"f","default":{},"examples":[1]}`, ""},
+		{"type list", `{"type":["string","null"]}`, ""},
+		{"additional schema", `{"type":"object","additionalProperties":{"type":"integer"}}`, ""},
+		{"items", `{"type":"array","items":{"enum":[1,"a",null]}}`, ""},
+		{"empty schema", `{}`, ""},
+		{"unsupported keyword", `{"type":"string","minLength":3}`, `minLength: keyword "minLength" is not supported`},
+		{"nested unsupported", `{"type":"object","properties":{"a":{"pattern":"x"}}}`, `properties.a.pattern: keyword "pattern"`},
+		{"unknown type", `{"type":"text"}`, `type: text is not one of`},
+		{"empty type list", `{"type":[]}`, "type: want a type name"},
+		{"type not a string", `{"type":3}`, "type: want a type name or a list of them, got integer"},
+		{"properties not an object", `{"properties":[]}`, "properties: want an object of schemas"},
+		{"property not a schema", `{"properties":{"a":true}}`, "properties.a: a schema must be an object, got boolean"},
+		{"required not names", `{"required":[1]}`, "required: want property names"},
+		{"enum empty", `{"enum":[]}`, "enum: want a non-empty array"},
+		{"items not a schema", `{"items":"x"}`, "items: a schema must be an object"},
+		{"not an object", `[]`, "a schema must be an object, got array"},
+		{"not JSON", `{`, "compile schema"},
+		{"trailing data", `{} {}`, "trailing data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tools.CompileSchema([]byte(tc.schema))
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, fault.Validation)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+// A schema nested deeper than MaxSchemaDepth is refused, not recursed into
+// without bound.
+func TestCompileSchemaDepth(t *testing.T) {
+	t.Parallel()
+	deep := `{"type":"string"}`
+	for range tools.MaxSchemaDepth + 1 {
+		deep = `{"type":"array","items":` + deep + `}`
+	}
+	_, err := tools.CompileSchema([]byte(deep))
+	require.ErrorIs(t, err, fault.Validation)
+	assert.Contains(t, err.Error(), "nested deeper than")
+}
+
+// The validator applies type, required, properties, additionalProperties,
+// items and enum, and reports every problem with its place.
+func TestSchemaValidate(t *testing.T) {
+	t.Parallel()
+	const schema = `{
+	  "type": "object",
+	  "properties": {
+	    "city":  {"type": "string"},
+	    "days":  {"type": "integer"},
+	    "temp":  {"type": "number"},
+	    "unit":  {"enum": ["c", "f"]},
+	    "tags":  {"type": "array", "items": {"type": "string"}},
+	    "when":  {"type": ["string", "null"]},
+	    "opts":  {"type": "object", "properties": {"deep": {"type": "boolean"}}, "additionalProperties": false},
+	    "extra": {"type": "object", "additionalProperties": {"type": "integer"}},
+	    "exact": {"enum": [1, {"a": [true]}]}
+	  },
+	  "required": ["city"]
+	}`
+	s, err := tools.CompileSchema([]byte(schema))
+	require.NoError(t, err)
+	cases := []struct {
+		name, args string
+		problems   []string // substrings of the error; none: valid
+	}{
+		{"minimal", `{"city":"Oslo"}`, nil},
+		{"every field", `{"city":"Oslo","days":3,"temp":-1.5,"unit":"c","tags":["a"],"when":null,"opts":{"deep":true},"extra":{"x":1},"exact":{"a":[true]}}`, nil},
+		{"integer written as 2.0", `{"city":"x","days":2.0}`, nil},
+		{"enum number by value", `{"city":"x","exact":1.0}`, nil},
+		{"unknown property allowed at the top", `{"city":"x","other":1}`, nil},
+		{"missing required", `{}`, []string{"$.city: required"}},
+		{"wrong type", `{"city":3}`, []string{"$.city: want string, got integer"}},
+		{"fraction is not an integer", `{"city":"x","days":1.5}`, []string{"$.days: want integer, got number"}},
+		{"string is not a number", `{"city":"x","temp":"1"}`, []string{"$.temp: want number, got string"}},
+		{"enum miss", `{"city":"x","unit":"k"}`, []string{"$.unit: not one of the allowed values"}},
+		{"enum deep miss", `{"city":"x","exact":{"a":[false]}}`, []string{"$.exact: not one of"}},
+		{"item type", `{"city":"x","tags":["a",2]}`, []string{"$.tags[1]: want string, got integer"}},
+		{"type list", `{"city":"x","when":3}`, []string{"$.when: want string or null, got integer"}},
+		{"no additional", `{"city":"x","opts":{"deep":true,"x":1}}`, []string{"$.opts.x: unknown property"}},
+		{"additional schema", `{"city":"x","extra":{"y":"z"}}`, []string{"$.extra.y: want integer, got string"}},
+		{"several problems", `{"days":"x","tags":"y"}`, []string{"$.city: required", "$.days: want integer", "$.tags: want array"}},
+		{"not an object", `[1]`, []string{"$: want object, got array"}},
+		{"not JSON", `{"city":`, []string{"not a JSON value"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := s.Validate([]byte(tc.args))
+			if tc.problems == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, fault.Validation)
+			for _, p := range tc.problems {
+				assert.Contains(t, err.Error(), p)
+			}
+		})
+	}
+}
+
+// A value with more problems than a message lists is summarised.
+func TestSchemaValidateManyProblems(t *testing.T) {
+	t.Parallel()
+	s, err := tools.CompileSchema([]byte(`{"type":"array","items":{"type":"string"}}`))
+	require.NoError(t, err)
+	err = s.Validate([]byte(`[1,2,3,4,5,6,7,8,9,10,11,12]`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "and 1 more")
+	assert.NotContains(t, err.Error(), "$[10]")
+}
+
+// Huge numbers cost no more than others and still type-check.
+func TestSchemaValidateHugeNumbers(t *testing.T) {
+	t.Parallel()
+	s, err := tools.CompileSchema([]byte(`{"type":"object","properties":{"n":{"type":"integer"},"e":{"enum":[1e999999999]}}}`))
+	require.NoError(t, err)
+	long := `{"n":1` + string(make100Zeros(20)) + `}`
+	require.NoError(t, s.Validate([]byte(long)), "a 2001-digit integer literal is an integer")
+	require.NoError(t, s.Validate([]byte(`{"n":1e3}`)))
+	require.Error(t, s.Validate([]byte(`{"n":1e999999999}`)), "past float64 the value is not taken for an integer")
+}
+
+func make100Zeros(times int) []byte {
+	out := make([]byte, 0, 100*times)
+	for range 100 * times {
+		out = append(out, '0')
+	}
+	return out
+}
