@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// runCommand is corral run: it builds the runtime, runs one turn and
+// prints its outcome.
+func runCommand(ctx context.Context, args []string, sio stdio) int {
+	opts, err := parseRunFlags(args, sio.err)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return report(sio.err, err)
+	}
+	doc, cleanup, err := loadDocument(opts.doc)
+	if err != nil {
+		return report(sio.err, err)
+	}
+	defer cleanup()
+	app, err := runtime.NewBuilder(registry()).Build(ctx, doc)
+	if err != nil {
+		return report(sio.err, err)
+	}
+	defer closeQuietly(sio, "close the runtime", app.Close)
+	agentID, err := pickAgent(doc, opts.agent)
+	if err != nil {
+		return report(sio.err, err)
+	}
+	lease, err := app.Sessions().Open(ctx, session.Key{AgentID: agentID, ContextID: opts.contextID})
+	if err != nil {
+		return report(sio.err, err)
+	}
+	defer closeQuietly(sio, "close the session", lease.Close)
+	con := &console{out: sio.out, errw: sio.err, quiet: opts.json}
+	o, err := runTurn(ctx, lease.Session(), opts, con, sio)
+	if err != nil {
+		return report(sio.err, err)
+	}
+	return printOutcome(con, sio, opts, o)
+}
+
+func closeQuietly(sio stdio, what string, closeFn func() error) {
+	if err := closeFn(); err != nil {
+		fmt.Fprintf(sio.err, "corral: %s: %v\n", what, err)
+	}
+}
+
+// outcome is how a turn ended, as corral run reports it.
+type outcome struct {
+	status agent.Status
+	runID  string
+	output []message.Message
+	state  map[string]any
+	err    error  // nil when the turn completed
+	kind   string // err's kind
+}
+
+// runTurn starts the turn, feeds it stdin and signals until it settles,
+// and returns its outcome. An error is a turn that could not start.
+func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *console, sio stdio) (outcome, error) {
+	events := make(chan promptEvent, 16)
+	stop := make(chan struct{})
+	defer close(stop)
+	sink := session.SinkSpec{
+		ID: "console", Sink: streamSink(con, events, stop),
+		Visibility: session.VisibilityConfirmed, Authority: session.AuthorityAuthoritative,
+	}
+	lines := startLines(sio.in)
+	defer lines.Stop()
+	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, opts.message)}
+	turn, err := s.Start(ctx, req, sink)
+	if err != nil {
+		return outcome{}, err
+	}
+	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: sio.signals}
+	timedOut := d.drive(ctx, opts.timeout)
+	res, waitErr := turn.Wait(context.Background())
+	o := newOutcome(turn.RunID(), res, waitErr)
+	if timedOut && o.err != nil {
+		o.err = fault.Wrap(fault.Timeout, o.err, "run", "the turn ran past --timeout %s", opts.timeout)
+		o.kind = fault.Timeout.String()
+	}
+	return o, nil
+}
+
+// newOutcome reads a settled turn's result.
+func newOutcome(runID string, res *agent.Result, waitErr error) outcome {
+	o := outcome{status: agent.StatusFailed, runID: runID}
+	var runErr error
+	if res != nil {
+		o.status, o.output, o.state, runErr = res.Status, res.Output, res.State, res.Err
+	}
+	o.err = errors.Join(runErr, waitErr)
+	if o.status == agent.StatusCompleted && o.err == nil {
+		return o
+	}
+	def := fault.Internal
+	switch o.status {
+	case agent.StatusInterrupted:
+		def = fault.Interrupted
+	case agent.StatusCanceled, agent.StatusAborted:
+		def = fault.Aborted
+	}
+	if o.err == nil {
+		o.err = fault.New(def, "run", "the turn ended %s", o.status)
+	}
+	o.kind = fault.KindOr(fault.FromContext(o.err, "run"), def).String()
+	return o
+}
+
+// printOutcome prints the outcome, as JSON or as a status line, and
+// returns the exit code.
+func printOutcome(con *console, sio stdio, opts runOptions, o outcome) int {
+	if opts.json {
+		if err := writeJSON(sio.out, newJSONResult(o)); err != nil {
+			return report(sio.err, err)
+		}
+	} else {
+		con.result(o.output)
+		con.notice("%s", statusLine(o))
+	}
+	if o.status == agent.StatusCompleted && o.err == nil {
+		return exitOK
+	}
+	return exitFailed
+}
