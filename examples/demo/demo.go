@@ -18,8 +18,8 @@ var files embed.FS
 // FS returns the demo's files.
 func FS() fs.FS { return files }
 
-// Extract writes the demo's files under dir, which must exist, and returns
-// the path of the deployment document there.
+// Extract writes the demo's files under dir, creating the directories it
+// needs, and returns the path of the deployment document there.
 func Extract(dir string) (string, error) {
 	err := fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
