@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +17,43 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// corralBin is the corral binary TestMain builds, once per test binary.
-var corralBin string
+// binary is the corral binary the end-to-end tests run, built once per
+// test binary into dir (removed by TestMain).
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "corral-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	corralBin = filepath.Join(dir, "corral")
-	args := []string{"build", "-o", corralBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build corral:", err)
-		_ = os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	if binary.dir != "" {
+		_ = os.RemoveAll(binary.dir)
+	}
 	os.Exit(code)
+}
+
+// corralBinary builds the corral binary on first use.
+func corralBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		binary.dir, binary.err = os.MkdirTemp("", "corral-bin-")
+		if binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "corral")
+		args := []string{"build", "-o", binary.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			binary.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, binary.err)
+	return binary.path
 }
 
 // child is a running corral process.
@@ -55,7 +69,7 @@ type child struct {
 // start runs the corral binary with args, its stdin a pipe.
 func start(t *testing.T, args ...string) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(corralBin, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := &child{cmd: exec.Command(corralBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	var err error
 	c.stdin, err = c.cmd.StdinPipe()

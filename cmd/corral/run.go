@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
@@ -23,6 +24,10 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 	if err != nil {
 		return report(sio.err, err)
 	}
+	// Read stdin from the start: a line typed while the runtime builds
+	// steers the turn as soon as it starts.
+	lines := startLines(sio.in)
+	defer lines.Stop()
 	doc, cleanup, err := loadDocument(opts.doc)
 	if err != nil {
 		return report(sio.err, err)
@@ -43,7 +48,7 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 	}
 	defer closeQuietly(sio, "close the session", lease.Close)
 	con := &console{out: sio.out, errw: sio.err, quiet: opts.json}
-	o, err := runTurn(ctx, lease.Session(), opts, con, sio)
+	o, err := runTurn(ctx, lease.Session(), opts, con, lines, sio.signals)
 	if err != nil {
 		return report(sio.err, err)
 	}
@@ -68,7 +73,8 @@ type outcome struct {
 
 // runTurn starts the turn, feeds it stdin and signals until it settles,
 // and returns its outcome. An error is a turn that could not start.
-func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *console, sio stdio) (outcome, error) {
+func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *console, lines *lineReader,
+	signals <-chan os.Signal) (outcome, error) {
 	events := make(chan promptEvent, 16)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -76,14 +82,12 @@ func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *cons
 		ID: "console", Sink: streamSink(con, events, stop),
 		Visibility: session.VisibilityConfirmed, Authority: session.AuthorityAuthoritative,
 	}
-	lines := startLines(sio.in)
-	defer lines.Stop()
 	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, opts.message)}
 	turn, err := s.Start(ctx, req, sink)
 	if err != nil {
 		return outcome{}, err
 	}
-	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: sio.signals}
+	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: signals}
 	timedOut := d.drive(ctx, opts.timeout)
 	res, waitErr := turn.Wait(context.Background())
 	o := newOutcome(turn.RunID(), res, waitErr)
