@@ -39,6 +39,7 @@ type stdio struct {
 	out     io.Writer
 	err     io.Writer
 	signals <-chan os.Signal // nil: no signals
+	echo    bool             // show answers after their prompt: in is not a terminal that echoes them
 }
 
 // run is main without the process: it returns the exit code.

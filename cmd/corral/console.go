@@ -22,6 +22,7 @@ type console struct {
 	out     io.Writer
 	errw    io.Writer
 	quiet   bool // --json: the stream is not printed
+	echo    bool // answers are shown after their prompt
 	midLine bool // the last byte written to out was not a newline
 	printed bool // some of the stream was printed
 }
@@ -92,6 +93,24 @@ func (c *console) ask(text string) {
 	defer c.mu.Unlock()
 	c.breakLineLocked()
 	fmt.Fprintf(c.errw, "? %s ", strings.TrimSpace(text))
+}
+
+// answered ends a prompt's line, showing the answer when the input does
+// not echo it.
+func (c *console) answered(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.echo {
+		fmt.Fprintln(c.errw, text)
+	}
+}
+
+// noInput ends a prompt's line that gets an empty answer because stdin
+// has ended.
+func (c *console) noInput() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintln(c.errw, "(end of input: no answer)")
 }
 
 func (c *console) breakLineLocked() {

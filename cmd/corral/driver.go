@@ -68,6 +68,7 @@ func (d *driver) onLine(ctx context.Context, line string) {
 	if len(d.pending) > 0 {
 		id := d.pending[0]
 		d.pending = d.pending[1:]
+		d.con.answered(line)
 		d.reply(ctx, id, line)
 		return
 	}
@@ -91,7 +92,7 @@ func (d *driver) onPrompt(ctx context.Context, ev promptEvent) {
 	d.takeTypedAhead(ctx)
 	d.con.ask(ev.text)
 	if d.eof {
-		d.con.notice("")
+		d.con.noInput()
 		d.reply(ctx, ev.id, "")
 		return
 	}
@@ -135,7 +136,7 @@ func (d *driver) endOfInput() {
 	pending := d.pending
 	d.pending = nil
 	for _, id := range pending {
-		d.con.notice("")
+		d.con.noInput()
 		d.reply(context.Background(), id, "")
 	}
 }

@@ -27,7 +27,7 @@ func startInProcess(t *testing.T, args ...string) *inProcess {
 	t.Helper()
 	r, w := io.Pipe()
 	p := &inProcess{stdin: w, signals: make(chan os.Signal, 2), stdout: &syncBuffer{}, stderr: &syncBuffer{}, code: make(chan int, 1)}
-	sio := stdio{in: r, out: p.stdout, err: p.stderr, signals: p.signals}
+	sio := stdio{in: r, out: p.stdout, err: p.stderr, signals: p.signals, echo: true}
 	go func() { p.code <- run(context.Background(), args, sio) }()
 	t.Cleanup(func() { _ = w.Close() })
 	return p
@@ -71,6 +71,7 @@ func TestRunEndOfInputAnswersEmpty(t *testing.T) {
 	require.NoError(t, p.stdin.Close())
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
 	assert.Contains(t, p.stdout.String(), "Nice to meet you, friend.")
+	assert.Contains(t, p.stderr.String(), "? What should I call you? (end of input: no answer)\n")
 }
 
 // An answer typed while the prompt is on screen is not a steer, even when
@@ -84,6 +85,7 @@ func TestRunAnswerThenEndOfInput(t *testing.T) {
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
 	assert.Contains(t, p.stdout.String(), "Nice to meet you, Bo. The conversation holds 1 message.")
 	assert.NotContains(t, p.stderr.String(), "steered")
+	assert.Contains(t, p.stderr.String(), "? What should I call you? Bo\n", "the answer is echoed after its prompt")
 }
 
 func TestRunSignalInterrupts(t *testing.T) {

@@ -29,7 +29,14 @@ import (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt)
-	code := run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals})
+	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, echo: !isTerminal(os.Stdin)}
+	code := run(context.Background(), os.Args[1:], sio)
 	signal.Stop(signals)
 	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

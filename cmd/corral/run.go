@@ -47,7 +47,7 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 		return report(sio.err, err)
 	}
 	defer closeQuietly(sio, "close the session", lease.Close)
-	con := &console{out: sio.out, errw: sio.err, quiet: opts.json}
+	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: sio.echo}
 	o, err := runTurn(ctx, lease.Session(), opts, con, lines, sio.signals)
 	if err != nil {
 		return report(sio.err, err)
