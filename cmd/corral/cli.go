@@ -96,6 +96,8 @@ func report(w io.Writer, err error) int {
 func exitCodeOf(err error) int {
 	var de *deploy.Error
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return exitFailed
 	case errors.As(err, &de), fault.Is(err, fault.Validation), fault.Is(err, fault.NotFound),
 		fault.Is(err, fault.Forbidden), fault.Is(err, fault.Conflict), errors.Is(err, os.ErrNotExist):
 		return exitBadInput

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
@@ -102,4 +106,28 @@ func TestLoadDocumentCleansUp(t *testing.T) {
 	cleanup()
 	_, err = os.Stat(dir)
 	assert.True(t, os.IsNotExist(err))
+}
+
+func TestExitCodeOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"a document error", &deploy.Error{Pos: deploy.Position{File: "d.yaml", Line: 3}, Err: errors.New("bad")}, exitBadInput},
+		{"validation", fault.New(fault.Validation, "run", "bad flag"), exitBadInput},
+		{"not found", fault.New(fault.NotFound, "run", "no agent"), exitBadInput},
+		{"a missing file", &os.PathError{Op: "open", Path: "x", Err: os.ErrNotExist}, exitBadInput},
+		{"canceled, even inside a document error", &deploy.Error{Err: context.Canceled}, exitFailed},
+		{"a deadline", fmt.Errorf("build: %w", context.DeadlineExceeded), exitFailed},
+		{"internal", fault.New(fault.Internal, "run", "boom"), exitFailed},
+		{"no kind", errors.New("boom"), exitFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.code, exitCodeOf(tt.err))
+		})
+	}
 }

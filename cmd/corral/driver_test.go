@@ -151,3 +151,41 @@ func TestLineReaderError(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// A signal that comes before the turn starts abandons the command (or, if
+// it lands as the turn starts, interrupts the turn): either way exit 1 and
+// no answer.
+func TestRunSignalBeforeTheTurn(t *testing.T) {
+	t.Parallel()
+	r, w := io.Pipe()
+	defer w.Close()
+	signals := make(chan os.Signal, 1)
+	signals <- os.Interrupt
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	code := run(context.Background(), []string{"run", "--message", "hi"}, stdio{in: r, out: out, err: errOut, signals: signals})
+	assert.Equal(t, exitFailed, code, errOut.String())
+	assert.NotContains(t, out.String(), "Nice to meet you")
+	abandoned := strings.Contains(errOut.String(), "corral: run: abandoned before the turn started: context canceled")
+	interrupted := strings.Contains(errOut.String(), "-- interrupted (run-")
+	assert.True(t, abandoned || interrupted, errOut.String())
+}
+
+func TestCancelOnSignal(t *testing.T) {
+	t.Parallel()
+	signals := make(chan os.Signal, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	unwatch := cancelOnSignal(signals, cancel)
+	signals <- os.Interrupt
+	<-ctx.Done()
+	unwatch()
+	unwatch() // idempotent
+
+	quiet := make(chan os.Signal, 1)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	cancelOnSignal(quiet, cancel2)()
+	quiet <- os.Interrupt
+	assert.NoError(t, ctx2.Err(), "a signal after unwatch cancels nothing")
+	assert.Len(t, quiet, 1, "and stays in the channel")
+}

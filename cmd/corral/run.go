@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
@@ -28,31 +30,84 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 	// steers the turn as soon as it starts.
 	lines := startLines(sio.in)
 	defer lines.Stop()
-	doc, cleanup, err := loadDocument(opts.doc)
+	s, closeAll, err := openSession(ctx, opts, sio)
 	if err != nil {
 		return report(sio.err, err)
 	}
-	defer cleanup()
-	app, err := runtime.NewBuilder(registry()).Build(ctx, doc)
-	if err != nil {
-		return report(sio.err, err)
-	}
-	defer closeQuietly(sio, "close the runtime", app.Close)
-	agentID, err := pickAgent(doc, opts.agent)
-	if err != nil {
-		return report(sio.err, err)
-	}
-	lease, err := app.Sessions().Open(ctx, session.Key{AgentID: agentID, ContextID: opts.contextID})
-	if err != nil {
-		return report(sio.err, err)
-	}
-	defer closeQuietly(sio, "close the session", lease.Close)
+	defer closeAll()
 	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: sio.echo}
-	o, err := runTurn(ctx, lease.Session(), opts, con, lines, sio.signals)
+	o, err := runTurn(ctx, s, opts, con, lines, sio.signals)
 	if err != nil {
 		return report(sio.err, err)
 	}
 	return printOutcome(con, sio, opts, o)
+}
+
+// openSession builds the deployment of opts and opens the session of the
+// turn; an interrupt signal meanwhile abandons it. closeAll closes the
+// session and the runtime and removes what loading the document made.
+func openSession(ctx context.Context, opts runOptions, sio stdio) (_ *session.Session, closeAll func(), err error) {
+	var closers []func()
+	closeInOrder := func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	setupCtx, cancel := context.WithCancel(ctx)
+	closers = append(closers, cancel)
+	defer func() {
+		if err != nil && setupCtx.Err() != nil {
+			err = fault.Wrap(fault.Aborted, setupCtx.Err(), "run", "abandoned before the turn started")
+		}
+		if err != nil {
+			closeInOrder()
+		}
+	}()
+	unwatch := cancelOnSignal(sio.signals, cancel)
+	closers = append(closers, unwatch)
+	doc, cleanup, err := loadDocument(opts.doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, cleanup)
+	app, err := runtime.NewBuilder(registry()).Build(setupCtx, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { closeQuietly(sio, "close the runtime", app.Close) })
+	agentID, err := pickAgent(doc, opts.agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	lease, err := app.Sessions().Open(setupCtx, session.Key{AgentID: agentID, ContextID: opts.contextID})
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() { closeQuietly(sio, "close the session", lease.Close) })
+	if unwatch(); setupCtx.Err() != nil {
+		return nil, nil, setupCtx.Err()
+	}
+	return lease.Session(), closeInOrder, nil
+}
+
+// cancelOnSignal calls cancel when a signal arrives, until the returned
+// unwatch is called; unwatch is idempotent and waits for the watch to end.
+// A signal that arrives after unwatch stays in the channel.
+func cancelOnSignal(signals <-chan os.Signal, cancel context.CancelFunc) (unwatch func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-signals:
+			cancel()
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
 }
 
 func closeQuietly(sio stdio, what string, closeFn func() error) {
