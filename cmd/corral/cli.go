@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	case "run":
 		return runCommand(ctx, args[1:], sio)
 	case "validate":
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer cancelOnSignal(sio.signals, cancel)()
 		return validate(ctx, args[1:], sio.out, sio.err)
 	}
 	fmt.Fprintf(sio.err, "corral: unknown command %q\n%s", args[0], usage)
