@@ -159,7 +159,15 @@ func TestCLIFailedTurnJSON(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := runCorral(t, "run", "testdata/fail.yaml", "--message", "hi", "--json")
 	assert.Equal(t, exitFailed, code, stderr)
-	golden(t, "fail.json.golden", runIDPattern.ReplaceAll([]byte(stdout), []byte("run-RUNID")))
+	var got jsonResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	assert.Equal(t, "failed", got.Status)
+	assert.Regexp(t, `^run-[0-9a-f]{16}$`, got.RunID)
+	assert.Empty(t, got.Output)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "internal", got.Error.Kind)
+	assert.Contains(t, got.Error.Message, `node "boom"`)
+	assert.Contains(t, got.Error.Message, "Error: the node gave up (at boom:2:7)")
 }
 
 func keys(m map[string]any) []string {
