@@ -25,9 +25,17 @@ type inProcess struct {
 
 func startInProcess(t *testing.T, args ...string) *inProcess {
 	t.Helper()
+	return startTypedAhead(t, "", args...)
+}
+
+// startTypedAhead is startInProcess with typed on stdin before anything
+// written later.
+func startTypedAhead(t *testing.T, typed string, args ...string) *inProcess {
+	t.Helper()
 	r, w := io.Pipe()
 	p := &inProcess{stdin: w, signals: make(chan os.Signal, 2), stdout: &syncBuffer{}, stderr: &syncBuffer{}, code: make(chan int, 1)}
-	sio := stdio{in: r, out: p.stdout, err: p.stderr, signals: p.signals, echo: true}
+	in := io.MultiReader(strings.NewReader(typed), r)
+	sio := stdio{in: in, out: p.stdout, err: p.stderr, signals: p.signals, echo: true}
 	go func() { p.code <- run(context.Background(), args, sio) }()
 	t.Cleanup(func() { _ = w.Close() })
 	return p
@@ -52,10 +60,8 @@ func (p *inProcess) exitCode(t *testing.T) int {
 
 func TestRunSteerThenAnswer(t *testing.T) {
 	t.Parallel()
-	p := startInProcess(t, "run", "--message", "hi")
-	p.write(t, "mind the time")
+	p := startTypedAhead(t, "mind the time\n\n", "run", "--message", "hi") // an empty line steers nothing
 	waitFor(t, p.stderr, `corral: steered: "mind the time"`)
-	p.write(t, "") // an empty line with no prompt on screen steers nothing
 	waitFor(t, p.stderr, "? What should I call you?")
 	p.write(t, "Lin")
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
