@@ -23,6 +23,7 @@ type console struct {
 	errw    io.Writer
 	quiet   bool // --json: the stream is not printed
 	echo    bool // answers are shown after their prompt
+	asking  bool // a prompt on errw waits for its line's end
 	midLine bool // the last byte written to out was not a newline
 	printed bool // some of the stream was printed
 }
@@ -93,6 +94,7 @@ func (c *console) ask(text string) {
 	defer c.mu.Unlock()
 	c.breakLineLocked()
 	fmt.Fprintf(c.errw, "? %s ", strings.TrimSpace(text))
+	c.asking = true
 }
 
 // answered ends a prompt's line, showing the answer when the input does
@@ -100,9 +102,10 @@ func (c *console) ask(text string) {
 func (c *console) answered(text string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.echo {
+	if c.echo && c.asking {
 		fmt.Fprintln(c.errw, text)
 	}
+	c.asking = false
 }
 
 // noInput ends a prompt's line that gets an empty answer because stdin
@@ -110,13 +113,22 @@ func (c *console) answered(text string) {
 func (c *console) noInput() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.asking {
+		fmt.Fprint(c.errw, "? ")
+	}
 	fmt.Fprintln(c.errw, "(end of input: no answer)")
+	c.asking = false
 }
 
+// breakLineLocked ends the line the stream or a prompt left open.
 func (c *console) breakLineLocked() {
 	if c.midLine {
 		_, _ = io.WriteString(c.out, "\n")
 		c.midLine = false
+	}
+	if c.asking {
+		_, _ = io.WriteString(c.errw, "\n")
+		c.asking = false
 	}
 }
 

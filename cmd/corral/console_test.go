@@ -206,3 +206,30 @@ func FuzzDecodePrompt(f *testing.F) {
 		}
 	})
 }
+
+func TestConsolePromptLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		echo bool
+		do   func(c *console)
+		want string
+	}{
+		{"a notice ends the prompt's line", false, func(c *console) { c.ask("Name?"); c.notice("note") }, "? Name? \nnote\n"},
+		{"a terminal shows the answer itself", false, func(c *console) { c.ask("Name?"); c.answered("Ada"); c.notice("n") }, "? Name? n\n"},
+		{"a pipe does not", true, func(c *console) { c.ask("Name?"); c.answered("Ada"); c.notice("n") }, "? Name? Ada\nn\n"},
+		{"end of input", true, func(c *console) { c.ask(" Name? \n"); c.noInput() }, "? Name? (end of input: no answer)\n"},
+		{"end of input, prompt line ended", true, func(c *console) { c.ask("Name?"); c.notice("n"); c.noInput() },
+			"? Name? \nn\n? (end of input: no answer)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errw bytes.Buffer
+			c := &console{out: &out, errw: &errw, echo: tt.echo}
+			tt.do(c)
+			assert.Equal(t, tt.want, errw.String())
+			assert.Empty(t, out.String())
+		})
+	}
+}

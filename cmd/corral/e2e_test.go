@@ -101,10 +101,10 @@ func (c *child) signal(t *testing.T) {
 	require.NoError(t, c.cmd.Process.Signal(os.Interrupt))
 }
 
-// wait closes stdin, waits for the process and returns its exit code.
+// wait waits for the process and returns its exit code. Its stdin stays
+// open: an end of input would answer the demo's question.
 func (c *child) wait(t *testing.T) int {
 	t.Helper()
-	_ = c.stdin.Close()
 	select {
 	case <-c.exited:
 	case <-time.After(waitLimit):
@@ -122,6 +122,7 @@ func (c *child) wait(t *testing.T) int {
 func runCorral(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	c := start(t, args...)
+	require.NoError(t, c.stdin.Close())
 	code = c.wait(t)
 	return c.stdout.String(), c.stderr.String(), code
 }

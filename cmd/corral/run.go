@@ -133,10 +133,7 @@ func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *cons
 	events := make(chan promptEvent, 16)
 	stop := make(chan struct{})
 	defer close(stop)
-	sink := session.SinkSpec{
-		ID: "console", Sink: streamSink(con, events, stop),
-		Visibility: session.VisibilityConfirmed, Authority: session.AuthorityAuthoritative,
-	}
+	sink := session.SinkSpec{ID: "console", Sink: streamSink(con, events, stop), Visibility: session.VisibilityConfirmed}
 	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, opts.message)}
 	turn, err := s.Start(ctx, req, sink)
 	if err != nil {
