@@ -1,35 +1,46 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestValidateEmbeddedDefault(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"validate"}, &out, &errOut)
+// quietIO is stdio with no input and buffers for the output.
+func quietIO() (stdio, *syncBuffer, *syncBuffer) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	return stdio{in: strings.NewReader(""), out: out, err: errOut}, out, errOut
+}
+
+func TestValidateDemo(t *testing.T) {
+	t.Parallel()
+	sio, out, errOut := quietIO()
+	code := run(context.Background(), []string{"validate"}, sio)
 	assert.Equal(t, exitOK, code, errOut.String())
-	assert.Contains(t, out.String(), "default.yaml: ok (generation 1)")
+	assert.Contains(t, out.String(), "demo/deploy.yaml: ok (generation 1)")
 	assert.Contains(t, out.String(), "checkpoints      checkpoint.Store/workspace")
 	assert.Contains(t, out.String(), "resume=true")
-	assert.Contains(t, out.String(), "greeter          Greeter (agent.Engine/graph)")
+	assert.Contains(t, out.String(), "demo             Demo (agent.Engine/graph)")
 	assert.Contains(t, out.String(), "js               sandbox.Runtime/js")
 }
 
 func TestValidateExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	assert.NoError(t, os.WriteFile(bad, []byte("version: v1\nresources:\n  events: {kind: event.Bus, impl: memory}\nruntime:\n  event_bus: events\n  sessions: {sink_buffer: 0}\n"), 0o644))
+	bad := filepath.Join("testdata", "bad.yaml")
 	tests := []struct {
 		name string
 		args []string
@@ -37,39 +48,86 @@ func TestValidateExitCodes(t *testing.T) {
 		want string
 	}{
 		{"no command", nil, exitBadInput, "usage"},
+		{"help", []string{"help"}, exitOK, "usage"},
 		{"unknown command", []string{"fly"}, exitBadInput, `unknown command "fly"`},
 		{"missing file", []string{"validate", filepath.Join(dir, "nope.yaml")}, exitBadInput, "nope.yaml"},
 		{"bad document names file and line", []string{"validate", bad}, exitBadInput, "bad.yaml:6: runtime.sessions.sink_buffer"},
 		{"two documents", []string{"validate", bad, bad}, exitBadInput, "at most one"},
+		{"unknown flag", []string{"validate", "--bogus"}, exitBadInput, "-bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := run(context.Background(), tt.args, &out, &errOut)
+			t.Parallel()
+			sio, _, errOut := quietIO()
+			code := run(context.Background(), tt.args, sio)
 			assert.Equal(t, tt.code, code)
 			assert.Contains(t, errOut.String(), tt.want)
 		})
 	}
 }
 
-// The embedded default deployment's agent runs end to end: a turn through
-// the session layer, its script nodes in the goja sandbox.
-func TestDefaultGreeterRuns(t *testing.T) {
+// The demo agent runs end to end through the library, its prompt answered
+// in place: a turn through the session layer, its script nodes in the
+// goja sandbox.
+func TestDemoRunsThroughTheLibrary(t *testing.T) {
+	t.Parallel()
 	doc, cleanup, err := loadDocument("")
 	require.NoError(t, err)
 	defer cleanup()
 	app, err := runtime.NewBuilder(registry()).Build(context.Background(), doc)
 	require.NoError(t, err)
 	defer app.Close()
-	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "greeter", ContextID: "t"})
+	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "demo", ContextID: "t"})
 	require.NoError(t, err)
 	defer lease.Close()
-	turn, err := lease.Session().Start(context.Background(),
-		agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")})
+	turn, err := lease.Session().StartWithOptions(context.Background(),
+		agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")},
+		session.WithAskUserOverride(func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
+			return agent.UserReply{Parts: []message.Part{message.TextPart("Grace")}}, nil
+		}))
 	require.NoError(t, err)
 	res, err := turn.Wait(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, agent.StatusCompleted, res.Status, "%v", res.Err)
 	require.Len(t, res.Output, 1)
-	assert.Equal(t, "I have 1 messages on the board.", res.Output[0].Text())
+	assert.Equal(t, "Nice to meet you, Grace. The conversation holds 1 message.", res.Output[0].Text())
+}
+
+// loadDocument extracts the demo into a directory of its own and removes
+// it again.
+func TestLoadDocumentCleansUp(t *testing.T) {
+	t.Parallel()
+	doc, cleanup, err := loadDocument("")
+	require.NoError(t, err)
+	assert.Equal(t, "demo/deploy.yaml", doc.File())
+	dir := doc.BaseDir()
+	_, err = os.Stat(filepath.Join(dir, "scripts", "greet.js"))
+	require.NoError(t, err)
+	cleanup()
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestExitCodeOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"a document error", &deploy.Error{Pos: deploy.Position{File: "d.yaml", Line: 3}, Err: errors.New("bad")}, exitBadInput},
+		{"validation", fault.New(fault.Validation, "run", "bad flag"), exitBadInput},
+		{"not found", fault.New(fault.NotFound, "run", "no agent"), exitBadInput},
+		{"a missing file", &os.PathError{Op: "open", Path: "x", Err: os.ErrNotExist}, exitBadInput},
+		{"canceled, even inside a document error", &deploy.Error{Err: context.Canceled}, exitFailed},
+		{"a deadline", fmt.Errorf("build: %w", context.DeadlineExceeded), exitFailed},
+		{"internal", fault.New(fault.Internal, "run", "boom"), exitFailed},
+		{"no kind", errors.New("boom"), exitFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.code, exitCodeOf(tt.err))
+		})
+	}
 }

@@ -1,13 +1,23 @@
-// Command corral builds and checks Corral deployments.
+// Command corral runs and checks Corral deployments.
 //
+//	corral run [DOC] [--agent ID] [--context ID] --message TEXT [--json] [--timeout D]
 //	corral validate [DOC]
 //
-// validate parses the deployment document DOC (YAML or JSON), builds every
-// resource and agent it declares with the factories Corral ships, prints
-// what was built, and closes it again. Without DOC it uses the embedded
-// default deployment. The exit code is 0 when the document builds, 2 when
-// the document or the command line is wrong (errors name file:line), and 1
-// for any other failure.
+// run builds the deployment document DOC (YAML or JSON), opens a session
+// of the agent and runs one turn with the message, streaming the agent's
+// output to stdout. While the turn runs, each line typed on stdin is
+// steered to it, or answers the question the agent asked (shown on
+// stderr). Ctrl-C interrupts the turn; a second Ctrl-C cancels it. --json
+// prints one JSON object {status, run_id, output, state, error} instead.
+//
+// validate parses the document, builds every resource and agent it
+// declares with the factories Corral ships, prints what was built, and
+// closes it again.
+//
+// Without DOC both use the embedded demo deployment, which runs offline.
+// The exit code is 0 when the command did its job (for run: the turn
+// completed), 1 when it did not, and 2 when the document or the command
+// line is wrong (document errors name file:line).
 package main
 
 import (
@@ -17,8 +27,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt)
+	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, echo: !isTerminal(os.Stdin)}
+	code := run(context.Background(), os.Args[1:], sio)
+	signal.Stop(signals)
 	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device, such as a terminal.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// driver feeds a running turn: stdin lines become steer messages or
+// answers to the prompt on screen, interrupt signals interrupt and then
+// cancel the turn. Its fields belong to the drive loop.
+type driver struct {
+	turn    *session.Turn
+	con     *console
+	lines   *lineReader
+	events  <-chan promptEvent
+	signals <-chan os.Signal
+
+	input   <-chan string // lines.Lines(), nil once stdin has ended
+	pending []string      // the prompts shown and not yet resolved, oldest first
+	eof     bool          // stdin has ended: prompts get an empty answer
+	intrs   int           // interrupt signals received
+}
+
+// drive runs until the turn settles. It reports whether the turn was
+// canceled because it ran past timeout (0: no timeout).
+func (d *driver) drive(ctx context.Context, timeout time.Duration) (timedOut bool) {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	d.input = d.lines.Lines()
+	for {
+		select {
+		case <-d.turn.Done():
+			return timedOut
+		case line, ok := <-d.input:
+			if !ok {
+				d.endOfInput()
+				continue
+			}
+			d.onLine(ctx, line)
+		case ev := <-d.events:
+			d.onPrompt(ctx, ev)
+		case <-d.signals:
+			d.onSignal()
+		case <-deadline:
+			timedOut = true
+			d.con.notice("corral: the turn ran past --timeout %s: canceling", timeout)
+			d.turn.Cancel()
+		case <-ctx.Done():
+			d.turn.Cancel()
+			return timedOut
+		}
+	}
+}
+
+// onLine answers the oldest prompt on screen, or steers the turn.
+func (d *driver) onLine(ctx context.Context, line string) {
+	if len(d.pending) > 0 {
+		id := d.pending[0]
+		d.pending = d.pending[1:]
+		d.con.answered(line)
+		d.reply(ctx, id, line)
+		return
+	}
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	if err := d.turn.Steer(message.NewTextMessage(message.RoleUser, line)); err != nil {
+		d.con.notice("corral: steer not delivered: %v", err)
+		return
+	}
+	d.con.notice("corral: steered: %q", line)
+}
+
+// onPrompt shows a prompt (after steering every line typed before it
+// appeared), or forgets one that was resolved.
+func (d *driver) onPrompt(ctx context.Context, ev promptEvent) {
+	if ev.resolved {
+		d.pending = slices.DeleteFunc(d.pending, func(id string) bool { return id == ev.id })
+		return
+	}
+	d.takeTypedAhead(ctx)
+	d.con.ask(ev.text)
+	if d.eof {
+		d.con.noInput()
+		d.reply(ctx, ev.id, "")
+		return
+	}
+	d.pending = append(d.pending, ev.id)
+}
+
+// takeTypedAhead handles the lines already read when a prompt arrives:
+// they were typed before it was on screen.
+func (d *driver) takeTypedAhead(ctx context.Context) {
+	for d.input != nil {
+		select {
+		case line, ok := <-d.input:
+			if !ok {
+				d.endOfInput()
+				return
+			}
+			d.onLine(ctx, line)
+		default:
+			return
+		}
+	}
+}
+
+func (d *driver) reply(ctx context.Context, id, text string) {
+	reply := agent.UserReply{Parts: []message.Part{}}
+	if text != "" {
+		reply.Parts = append(reply.Parts, message.TextPart(text))
+	}
+	if err := d.turn.Reply(ctx, id, reply); err != nil {
+		d.con.notice("corral: answer not delivered: %v", err)
+	}
+}
+
+// endOfInput answers every prompt on screen, and every later one, with an
+// empty answer.
+func (d *driver) endOfInput() {
+	d.input, d.eof = nil, true
+	if err := d.lines.Err(); err != nil {
+		d.con.notice("corral: stdin: %v", err)
+	}
+	pending := d.pending
+	d.pending = nil
+	for _, id := range pending {
+		d.con.noInput()
+		d.reply(context.Background(), id, "")
+	}
+}
+
+// onSignal interrupts the turn on the first signal and cancels it on the
+// second.
+func (d *driver) onSignal() {
+	d.intrs++
+	if d.intrs == 1 {
+		d.con.notice("corral: interrupting the turn (Ctrl-C again to cancel it)")
+		_ = d.turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "interrupt signal"})
+		return
+	}
+	if d.intrs == 2 {
+		d.con.notice("corral: canceling the turn")
+		d.turn.Cancel()
+	}
+}

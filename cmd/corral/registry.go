@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/corral-rt/corral/engine/graph"
+	"github.com/corral-rt/corral/engine/openai"
+	"github.com/corral-rt/corral/engine/scripted"
+	"github.com/corral-rt/corral/engine/tools"
+	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/runtime/workspace"
+	"github.com/corral-rt/corral/sandbox/js"
+)
+
+// registry returns a registry with every factory Corral ships: one line
+// per factory.
+func registry() *resource.Registry {
+	reg := resource.NewRegistry()
+	reg.MustRegister(event.NewFactory())
+	reg.MustRegister(workspace.Factory())
+	reg.MustRegister(checkpoint.Factory())
+	reg.MustRegister(js.Factory())
+	reg.MustRegister(graph.Factory())
+	reg.MustRegister(openai.Factory())
+	reg.MustRegister(scripted.Factory())
+	reg.MustRegister(tools.Factory())
+	return reg
+}

@@ -1,0 +1,14 @@
+// Package demo holds Corral's demo deployment: the document that
+// `corral run` and `corral validate` use when no document is given.
+//
+// The deployment is a directory: deploy.yaml (resources, the agent "demo",
+// the runtime section), graph.yaml (the agent's graph) and scripts/ (the
+// JavaScript of its nodes). FS serves the same files, embedded in the
+// binary, so the demo runs offline from any directory; Extract writes
+// them to a directory of the caller's choosing, where file references in
+// the documents resolve.
+//
+// The demo agent streams a greeting, asks the user what to call them
+// (host.askUser), takes in everything steered to the turn while it ran
+// (host.drainSteer) and streams an answer that shows both.
+package demo
