@@ -4,6 +4,7 @@ package graph
 func builtinNodeTypes() []NodeType {
 	return []NodeType{
 		ScriptType(),
+		DelegateType(),
 	}
 }
 
