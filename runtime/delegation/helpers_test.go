@@ -2,6 +2,7 @@ package delegation_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -87,7 +88,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	e := &env{agents: newAgents(), bus: event.NewMemoryBus(), store: checkpoint.NewMemory()}
 	t.Cleanup(func() { _ = e.bus.Close() })
 	e.dir = delegation.NewLocalDirectory(e.agents)
-	svc, err := delegation.NewLocalService(delegation.ServiceConfig{Directory: e.dir, Provider: cfg.provider, Settings: cfg.settings})
+	svc, err := delegation.NewLocalService(delegation.ServiceConfig{Directory: e.dir, Provider: cfg.provider, Settings: cfg.settings,
+		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = svc.Close() })
 	e.svc = svc

@@ -93,6 +93,7 @@ func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) 
 		s.keys[rec.key] = rec
 	}
 	s.order = append(s.order, rec)
+	s.pruneLocked(time.Now())
 	return rec, false, nil
 }
 

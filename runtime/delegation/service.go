@@ -140,7 +140,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 		s.async.Add(1)
 		go func() {
 			defer s.async.Done()
-			s.execute(context.WithoutCancel(ContextWithDepth(s.bg, depth)), depth, rec, req, nil)
+			s.execute(ContextWithDepth(s.bg, depth), depth, rec, req, nil)
 		}()
 		return rec.response(), nil
 	}
@@ -206,6 +206,9 @@ func (s *LocalService) execute(ctx context.Context, depth int, rec *record, req 
 		res, err = s.runTurn(ctx, m, depth, rec, req)
 	} else {
 		res, err = s.runLegacy(ctx, depth, rec, req, caller)
+	}
+	if res != nil && res.Status == agent.StatusCanceled && ctx.Err() != nil {
+		res.Err = fault.FromContext(ctx.Err(), "delegate") // say why: the delegation's deadline or cancellation
 	}
 	s.settle(rec, res, err)
 }
