@@ -180,5 +180,7 @@ type fixedProvider struct {
 	persistent bool
 }
 
-func (p fixedProvider) ContextID(context.Context, delegation.Request) (string, error) { return p.id, nil }
-func (p fixedProvider) Persistent() bool                                               { return p.persistent }
+func (p fixedProvider) ContextID(context.Context, delegation.Request) (string, error) {
+	return p.id, nil
+}
+func (p fixedProvider) Persistent() bool { return p.persistent }

@@ -26,7 +26,7 @@ func result(t *testing.T, resources string) *deploy.Result {
 	doc, err := deploy.Parse([]byte(`version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
-`+resources+`agents:
+` + resources + `agents:
   writer:
     card: {name: Writer}
     engine: {kind: agent.Engine, impl: scripted}
