@@ -15,6 +15,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func registry() *resource.Registry {
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), workspace.Factory(), checkpoint.Factory(), js.Factory(), graph.Factory())
+	reg.MustRegister(delegation.Factories()...)
 	return reg
 }
 
