@@ -18,9 +18,9 @@ const (
 )
 
 // Factories returns every factory of this package: DirectoryFactory,
-// ServiceFactory and SessionProviderFactory.
+// ServiceFactory, SessionProviderFactory and ToolsFactory.
 func Factories() []resource.Factory {
-	return []resource.Factory{DirectoryFactory(), ServiceFactory(), SessionProviderFactory()}
+	return []resource.Factory{DirectoryFactory(), ServiceFactory(), SessionProviderFactory(), ToolsFactory()}
 }
 
 // DirectoryFactory returns the factory of delegation.Directory/local (no

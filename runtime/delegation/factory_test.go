@@ -52,7 +52,7 @@ func serviceOf(t *testing.T, r *deploy.Result, name string) *delegation.LocalSer
 // deployment at wire time), delegation.Service/local (deps directory,
 // required, and session_provider; settings max_concurrency=4,
 // max_depth=8, timeout, idempotency_retention) and
-// delegation.SessionProvider/random.
+// delegation.SessionProvider/random, and the delegation tool source.
 func TestResources(t *testing.T) {
 	t.Parallel()
 	specs := map[string]resource.Spec{}
@@ -61,6 +61,7 @@ func TestResources(t *testing.T) {
 	}
 	require.Contains(t, specs, "delegation.Directory/local")
 	require.Contains(t, specs, "delegation.SessionProvider/random")
+	require.Contains(t, specs, "tool.Assembly/delegation", "the delegation tool source")
 	svcSpec := specs["delegation.Service/local"]
 	dep, ok := svcSpec.MatchDep("directory")
 	require.True(t, ok)
