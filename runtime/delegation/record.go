@@ -61,7 +61,7 @@ func fingerprint(req Request) [32]byte {
 
 // admit registers req as a new delegation, or returns the record of the
 // same idempotency key (replay true). It takes a concurrency slot for a
-// new delegation (SEED-SPEC 6.2.7).
+// new delegation, and counts a new async one in s.async (SEED-SPEC 6.2.7).
 func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) {
 	fp := fingerprint(req)
 	s.mu.Lock()
@@ -94,6 +94,9 @@ func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) 
 	}
 	s.order = append(s.order, rec)
 	s.pruneLocked(time.Now())
+	if req.Mode == ModeAsync {
+		s.async.Add(1) // under s.mu while not shut, so Close's Wait sees it
+	}
 	return rec, false, nil
 }
 

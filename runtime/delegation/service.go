@@ -136,8 +136,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 	if err != nil || replay {
 		return s.replay(ctx, rec, req.Mode, err)
 	}
-	if req.Mode == ModeAsync {
-		s.async.Add(1)
+	if req.Mode == ModeAsync { // admit counted it in s.async
 		go func() {
 			defer s.async.Done()
 			s.execute(ContextWithDepth(s.bg, depth), depth, rec, req, nil)
