@@ -1,7 +1,9 @@
 package delegation_test
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,9 +123,11 @@ func TestAsync(t *testing.T) {
 	require.NoError(t, resp.Validate())
 	assert.Equal(t, delegation.StatusAccepted, resp.Status)
 	<-g.Reached()
-	running, err := e.svc.Get(ctx, resp.ID)
-	require.NoError(t, err)
-	assert.Equal(t, delegation.StatusRunning, running.Status)
+	var running delegation.Response
+	require.Eventually(t, func() bool {
+		running, err = e.svc.Get(ctx, resp.ID)
+		return err == nil && running.Status == delegation.StatusRunning
+	}, wait, 5*time.Millisecond, "running while the target runs")
 	assert.NotEmpty(t, running.RunID)
 	g.Open()
 	final := poll(t, e.svc, resp.ID)
@@ -147,22 +151,19 @@ func TestConcurrencyAndTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envConfig{settings: delegation.ServiceSettings{MaxConcurrency: 2}})
 	g := agenttest.NewGate()
-	e.agents.put("slow", agenttest.New(agenttest.WaitGate(g), agenttest.Say("ok")))
+	var running atomic.Int32
+	e.agents.put("slow", agenttest.New(agenttest.Func(func(context.Context, *agenttest.Env) error {
+		running.Add(1)
+		return nil
+	}), agenttest.WaitGate(g), agenttest.Say("ok")))
 	ctx := timeout(t)
 	var wg sync.WaitGroup
-	started := make(chan struct{}, 2)
 	for range 2 {
-		wg.Go(func() {
-			started <- struct{}{}
-			e.delegate(t, ctx, "slow", "go")
-		})
+		wg.Go(func() { e.delegate(t, ctx, "slow", "go") })
 	}
-	<-started
-	<-started
-	require.Eventually(t, func() bool {
-		_, err := e.svc.Delegate(ctx, ask("slow", "third"))
-		return fault.Is(err, fault.RateLimit)
-	}, wait, 5*time.Millisecond, "the third concurrent delegation is refused")
+	require.Eventually(t, func() bool { return running.Load() == 2 }, wait, 5*time.Millisecond)
+	_, err := e.svc.Delegate(ctx, ask("slow", "third"))
+	assert.ErrorIs(t, err, fault.RateLimit, "the third concurrent delegation is refused")
 	g.Open()
 	wg.Wait()
 	assert.Equal(t, delegation.StatusSucceeded, e.delegate(t, ctx, "slow", "after").Status, "slots are released")
