@@ -89,11 +89,11 @@ func sameAsk(a, b agent.Request) bool {
 	if a.Message.Role != b.Message.Role || a.Message.Text() != b.Message.Text() {
 		return false
 	}
-	ja, errA := json.Marshal(a.Inputs)
-	jb, errB := json.Marshal(b.Inputs)
 	if len(a.Inputs) == 0 && len(b.Inputs) == 0 {
 		return true
 	}
+	ja, errA := json.Marshal(a.Inputs)
+	jb, errB := json.Marshal(b.Inputs)
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 

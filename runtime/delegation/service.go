@@ -137,11 +137,12 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 		return s.replay(ctx, rec, req.Mode, err)
 	}
 	if req.Mode == ModeAsync { // admit counted it in s.async
+		accepted := rec.response()
 		go func() {
 			defer s.async.Done()
 			s.execute(ContextWithDepth(s.bg, depth), depth, rec, req, nil)
 		}()
-		return rec.response(), nil
+		return accepted, nil
 	}
 	caller, _ := agent.HostFromContext(ctx)
 	s.execute(ctx, depth, rec, req, caller)
