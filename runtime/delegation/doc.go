@@ -18,8 +18,10 @@
 // wire time). delegation.Service/local runs them: deps directory (required)
 // and session_provider (default delegation.SessionProvider/random);
 // settings max_concurrency (4), max_depth (8), timeout (0: the caller's
-// ctx) and idempotency_retention (10m). Factories returns all three
-// factories.
+// ctx), idempotency_retention (10m) and defer_workers (max_concurrency:
+// the cap on async delegations). tool.Assembly/delegation gives models the
+// tools delegate, delegation_status and delegation_targets. Factories
+// returns every factory.
 //
 // # Two ways to run a target
 //
@@ -45,8 +47,8 @@
 // # Concurrency and lifecycle
 //
 // LocalDirectory and LocalService are safe for concurrent use. A service
-// runs at most max_concurrency delegations at once and refuses one more
-// with RateLimit rather than queueing it, so nested delegations never wait
+// runs at most max_concurrency delegations at once (defer_workers of them
+// async) and refuses one more with RateLimit rather than queueing it, so nested delegations never wait
 // on each other. Async delegations run on goroutines the service owns;
 // Close cancels them, waits for them and is idempotent.
 //

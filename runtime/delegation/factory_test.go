@@ -51,7 +51,7 @@ func serviceOf(t *testing.T, r *deploy.Result, name string) *delegation.LocalSer
 // SEED-SPEC 6.2.2: the resources delegation.Directory/local (bound to the
 // deployment at wire time), delegation.Service/local (deps directory,
 // required, and session_provider; settings max_concurrency=4,
-// max_depth=8, timeout, idempotency_retention) and
+// max_depth=8, timeout, idempotency_retention, defer_workers) and
 // delegation.SessionProvider/random, and the delegation tool source.
 func TestResources(t *testing.T) {
 	t.Parallel()
@@ -81,13 +81,13 @@ func TestResources(t *testing.T) {
     kind: delegation.Service
     impl: local
     deps: {directory: directory, session_provider: sessions}
-    settings: {max_concurrency: 2, max_depth: 5, timeout: 30s, idempotency_retention: 1m}
+    settings: {max_concurrency: 2, max_depth: 5, timeout: 30s, idempotency_retention: 1m, defer_workers: 1}
 `)
 	require.NoError(t, err)
 	assert.Equal(t, delegation.ServiceSettings{MaxConcurrency: 4, MaxDepth: 8,
-		IdempotencyRetention: delegation.Duration(10 * time.Minute)}, serviceOf(t, r, "defaults").Settings())
+		IdempotencyRetention: delegation.Duration(10 * time.Minute), DeferWorkers: 4}, serviceOf(t, r, "defaults").Settings())
 	assert.Equal(t, delegation.ServiceSettings{MaxConcurrency: 2, MaxDepth: 5, Timeout: delegation.Duration(30 * time.Second),
-		IdempotencyRetention: delegation.Duration(time.Minute)}, serviceOf(t, r, "tuned").Settings())
+		IdempotencyRetention: delegation.Duration(time.Minute), DeferWorkers: 1}, serviceOf(t, r, "tuned").Settings())
 
 	v, _ := r.Value("directory")
 	list, err := v.(delegation.Directory).List(context.Background())
@@ -110,6 +110,9 @@ func TestResourceErrors(t *testing.T) {
 `,
 		"negative depth": `  directory: {kind: delegation.Directory, impl: local}
   d: {kind: delegation.Service, impl: local, deps: {directory: directory}, settings: {max_depth: -1}}
+`,
+		"negative workers": `  directory: {kind: delegation.Directory, impl: local}
+  d: {kind: delegation.Service, impl: local, deps: {directory: directory}, settings: {defer_workers: -2}}
 `,
 		"bad timeout": `  directory: {kind: delegation.Directory, impl: local}
   d: {kind: delegation.Service, impl: local, deps: {directory: directory}, settings: {timeout: soon}}

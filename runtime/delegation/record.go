@@ -79,11 +79,8 @@ func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) 
 			return prev, true, nil
 		}
 	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		return nil, false, fault.New(fault.RateLimit, "delegate",
-			"target %q: %d delegations are already running (max_concurrency)", req.Target, s.cfg.MaxConcurrency)
+	if err := s.takeSlotsLocked(req); err != nil {
+		return nil, false, err
 	}
 	rec = &record{id: newID(), key: req.IdempotencyKey, fp: fp, done: make(chan struct{}),
 		resp: Response{Status: StatusAccepted, Target: req.Target}}
@@ -98,6 +95,28 @@ func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) 
 		s.async.Add(1) // under s.mu while not shut, so Close's Wait sees it
 	}
 	return rec, false, nil
+}
+
+// takeSlotsLocked takes a max_concurrency slot, and a defer_workers slot
+// for an async request, without waiting: a full service is RateLimit.
+func (s *LocalService) takeSlotsLocked(req Request) error {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return fault.New(fault.RateLimit, "delegate",
+			"target %q: %d delegations are already running (max_concurrency)", req.Target, s.cfg.MaxConcurrency)
+	}
+	if req.Mode != ModeAsync {
+		return nil
+	}
+	select {
+	case s.workers <- struct{}{}:
+		return nil
+	default:
+		<-s.slots
+		return fault.New(fault.RateLimit, "delegate",
+			"target %q: %d async delegations are already running (defer_workers)", req.Target, s.cfg.DeferWorkers)
+	}
 }
 
 // pruneLocked forgets finished records past the retention window, then

@@ -25,7 +25,8 @@ type LocalService struct {
 	provider SessionProvider
 	cfg      ServiceSettings
 	logger   *slog.Logger
-	slots    chan struct{}
+	slots    chan struct{} // one per running delegation
+	workers  chan struct{} // one per running async delegation
 
 	bg     context.Context // parent of async runs; cancelled by Close
 	stop   context.CancelFunc
@@ -73,7 +74,8 @@ func NewLocalService(cfg ServiceConfig) (*LocalService, error) {
 	bg, stop := context.WithCancel(context.Background())
 	return &LocalService{
 		dir: cfg.Directory, provider: cfg.Provider, cfg: settings, logger: cfg.Logger,
-		slots: make(chan struct{}, settings.MaxConcurrency), bg: bg, stop: stop,
+		slots: make(chan struct{}, settings.MaxConcurrency), workers: make(chan struct{}, settings.DeferWorkers),
+		bg: bg, stop: stop,
 		records: map[string]*record{}, keys: map[string]*record{},
 	}, nil
 }
@@ -140,6 +142,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 		accepted := rec.response()
 		go func() {
 			defer s.async.Done()
+			defer func() { <-s.workers }()
 			s.execute(ContextWithDepth(s.bg, depth), depth, rec, req, nil)
 		}()
 		return accepted, nil

@@ -175,3 +175,29 @@ func TestConcurrencyAndTimeout(t *testing.T) {
 	require.NotNil(t, resp.Error)
 	assert.ErrorIs(t, resp.Error.Err(), fault.Timeout)
 }
+
+// SEED-SPEC 6.2.2: defer_workers caps the async delegations running at
+// once; sync delegations are not counted against it.
+func TestDeferWorkers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{settings: delegation.ServiceSettings{MaxConcurrency: 4, DeferWorkers: 1}})
+	g := agenttest.NewGate()
+	e.agents.put("slow", agenttest.New(agenttest.WaitGate(g), agenttest.Say("ok")))
+	e.agents.put("quick", agenttest.New(agenttest.Say("ok")))
+	ctx := timeout(t)
+	req := ask("slow", "go")
+	req.Mode = delegation.ModeAsync
+	first, err := e.svc.Delegate(ctx, req)
+	require.NoError(t, err)
+	second := ask("quick", "go")
+	second.Mode = delegation.ModeAsync
+	_, err = e.svc.Delegate(ctx, second)
+	assert.ErrorIs(t, err, fault.RateLimit, "one async worker only")
+	assert.Equal(t, delegation.StatusSucceeded, e.delegate(t, ctx, "quick", "sync").Status, "sync runs are not capped by defer_workers")
+	g.Open()
+	poll(t, e.svc, first.ID)
+	require.Eventually(t, func() bool {
+		r, err := e.svc.Delegate(ctx, second)
+		return err == nil && r.Status == delegation.StatusAccepted
+	}, wait, 5*time.Millisecond, "the worker is free again")
+}

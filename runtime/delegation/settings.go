@@ -33,6 +33,10 @@ type ServiceSettings struct {
 	// IdempotencyRetention is how long a finished delegation is
 	// remembered for Get and idempotent replay (default 10m).
 	IdempotencyRetention Duration `json:"idempotency_retention,omitempty"`
+	// DeferWorkers caps the async delegations running at once (default
+	// max_concurrency); they run on workers the service owns and also take
+	// a max_concurrency slot.
+	DeferWorkers int `json:"defer_workers,omitempty"`
 }
 
 // withDefaults validates s and fills its zero fields.
@@ -44,6 +48,8 @@ func (s ServiceSettings) withDefaults() (ServiceSettings, error) {
 		return s, fault.New(fault.Validation, "delegation settings", "max_depth must be >= 0, got %d", s.MaxDepth)
 	case s.Timeout < 0:
 		return s, fault.New(fault.Validation, "delegation settings", "timeout must be >= 0, got %s", time.Duration(s.Timeout))
+	case s.DeferWorkers < 0:
+		return s, fault.New(fault.Validation, "delegation settings", "defer_workers must be >= 0, got %d", s.DeferWorkers)
 	case s.IdempotencyRetention < 0:
 		return s, fault.New(fault.Validation, "delegation settings", "idempotency_retention must be >= 0, got %s",
 			time.Duration(s.IdempotencyRetention))
@@ -53,6 +59,9 @@ func (s ServiceSettings) withDefaults() (ServiceSettings, error) {
 	}
 	if s.MaxDepth == 0 {
 		s.MaxDepth = DefaultMaxDepth
+	}
+	if s.DeferWorkers == 0 {
+		s.DeferWorkers = s.MaxConcurrency
 	}
 	if s.IdempotencyRetention == 0 {
 		s.IdempotencyRetention = Duration(DefaultIdempotencyRetention)
