@@ -130,7 +130,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 	if err != nil {
 		return Response{}, err
 	}
-	if _, err := s.dir.Get(ctx, req.Target); err != nil {
+	if err := s.checkTarget(ctx, req.Target); err != nil {
 		return Response{}, err
 	}
 	req = req.Clone()
@@ -162,6 +162,24 @@ func (s *LocalService) checkDepth(ctx context.Context, target string) (int, erro
 		return 0, fault.New(fault.PolicyDenied, "delegate", "target %q: depth %d exceeds max_depth %d", target, depth, s.cfg.MaxDepth)
 	}
 	return depth, nil
+}
+
+// checkTarget finds the target in the directory or, when a session
+// manager is bound, among the agents the manager resolves (agents
+// registered while the runtime runs are there).
+func (s *LocalService) checkTarget(ctx context.Context, target string) error {
+	_, err := s.dir.Get(ctx, target)
+	if err == nil || !fault.Is(err, fault.NotFound) {
+		return err
+	}
+	if m := s.sessions(); m != nil {
+		if r := m.Deps().Resolver; r != nil {
+			if _, ok := r.Agent(target); ok {
+				return nil
+			}
+		}
+	}
+	return err
 }
 
 // replay answers a request that admit did not start: an error, or the

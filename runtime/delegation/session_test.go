@@ -176,3 +176,32 @@ func TestSessionTurnSteer(t *testing.T) {
 	assert.Empty(t, eng.Runs()[0].Steered)
 	assert.Len(t, caller.DrainSteer(), 1, "the caller's message is still queued")
 }
+
+// SEED-SPEC 6.2.8: an agent the session manager resolves but the
+// directory does not list (one registered while the runtime runs) is a
+// target too.
+func TestTargetFromManager(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{})
+	dynamic := newAgents()
+	dynamic.put("late", agenttest.New(agenttest.Say("registered late")))
+	both := &unionSource{a: e.agents, b: dynamic}
+	m, err := session.NewManager(session.Deps{Resolver: both, HostFactory: e.factory(), Bus: e.bus})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NoError(t, e.svc.BindSessionManager(m))
+	resp := e.delegate(t, timeout(t), "late", "go")
+	assert.Equal(t, "registered late", agenttest.ReplyText(resp.Output))
+	_, err = e.svc.Delegate(timeout(t), ask("nobody", "go"))
+	assert.ErrorIs(t, err, fault.NotFound)
+}
+
+// unionSource resolves from a, then b.
+type unionSource struct{ a, b *agents }
+
+func (u *unionSource) Agent(id string) (*agent.Agent, bool) {
+	if ag, ok := u.a.Agent(id); ok {
+		return ag, true
+	}
+	return u.b.Agent(id)
+}
