@@ -22,6 +22,7 @@ func TestCatalog(t *testing.T) {
 	}{
 		{hostabi.FuncAskUser, agent.CapAskUser, true, 1, 1},
 		{hostabi.FuncCheckInterrupt, agent.CapInterrupt, true, 0, 0},
+		{hostabi.FuncDelegate, agent.CapDelegate, true, 2, 3},
 		{hostabi.FuncDrainSteer, agent.CapSteer, true, 0, 0},
 		{hostabi.FuncEmit, agent.CapEmit, false, 1, 2},
 		{hostabi.FuncLog, agent.CapLog, false, 2, 3},
@@ -49,7 +50,7 @@ func TestCatalog(t *testing.T) {
 	names := hostabi.Names()
 	assert.True(t, slices.IsSorted(names))
 	assert.Len(t, names, len(want))
-	for _, missing := range []string{"", "Now", "delegate", "publish ", "fs"} {
+	for _, missing := range []string{"", "Now", "Delegate", "publish ", "fs"} {
 		_, ok := hostabi.Lookup(missing)
 		assert.False(t, ok, missing)
 	}

@@ -113,7 +113,7 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 
 // permit checks the grant and the host capability of f.
 func (d *Dispatcher) permit(f Func) error {
-	if !Granted(d.cfg.Run, f.Capability) {
+	if !grantedFunc(d.cfg.Run, f) {
 		return fault.New(fault.PolicyDenied, "host "+f.Name,
 			"capability %q is not granted to node %q (agent %q)", f.Capability, d.cfg.Node, d.cfg.Run.AgentID)
 	}

@@ -28,7 +28,7 @@ func TestFunctions(t *testing.T) {
 func TestUnknownFunction(t *testing.T) {
 	t.Parallel()
 	d := newDispatcher(newRecorder().fullHost(), allCaps(), nil, sandbox.Limits{})
-	for _, name := range []string{"", "delegate", "fs", "NOW", "now ", strings.Repeat("x", 5000), "\xff"} {
+	for _, name := range []string{"", "Delegate", "fs", "NOW", "now ", strings.Repeat("x", 5000), "\xff"} {
 		_, err := call(t, d, name, `[]`)
 		requireKind(t, err, fault.NotFound)
 		assert.Contains(t, err.Error(), `node "n1"`)

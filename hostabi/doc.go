@@ -18,7 +18,9 @@
 // exact) and the turn's host provides it (found with
 // agent.CapabilityFromHost). Anything else is a PolicyDenied error naming
 // the function, the capability and the node; the host object is never
-// reached. drainSteer is the one exception on the host side: a host
+// reached. delegate is granted per target: "delegate" grants every agent
+// and "delegate:<id>" one, checked once the arguments name the target; the
+// host must offer a delegation service (delegation.ServiceFromHost). drainSteer is the one exception on the host side: a host
 // without a steer source answers an empty array, as a delegated sub-run
 // that has its steer source withheld must still be able to run the
 // canonical steer node.

@@ -79,6 +79,7 @@ func ExampleCatalog() {
 	// Output:
 	// askUser         ask_user   true
 	// checkInterrupt  interrupt  true
+	// delegate        delegate   true
 	// drainSteer      steer      true
 	// emit            emit       false
 	// log             log        false

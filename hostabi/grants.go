@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
 )
 
@@ -40,4 +41,30 @@ func isDefaultGrant(capability string) bool {
 		return true
 	}
 	return false
+}
+
+// grantedFunc reports whether run's document lets a script call f at all.
+// For delegate that is any delegation grant ("delegate" or
+// "delegate:<agent>"); the target is checked once the arguments name it
+// (Dispatcher.permitTarget).
+func grantedFunc(run agent.Run, f Func) bool {
+	if f.Capability != agent.CapDelegate {
+		return Granted(run, f.Capability)
+	}
+	for _, g := range run.Capabilities {
+		if g == agent.CapDelegate || strings.HasPrefix(g, agent.CapDelegate+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// permitTarget checks that run's document grants delegation to target:
+// "delegate" or "delegate:<target>".
+func (d *Dispatcher) permitTarget(target string) error {
+	if Granted(d.cfg.Run, agent.CapDelegate+":"+target) {
+		return nil
+	}
+	return fault.New(fault.PolicyDenied, "host "+FuncDelegate,
+		"capability %q is not granted to node %q (agent %q)", agent.CapDelegate+":"+target, d.cfg.Node, d.cfg.Run.AgentID)
 }

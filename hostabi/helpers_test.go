@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/sandbox"
@@ -19,7 +20,7 @@ import (
 
 // The optional capabilities a test host can offer, by capability name.
 func optionalCaps() []string {
-	return []string{agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog}
+	return []string{agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog, agent.CapDelegate}
 }
 
 // logLine is one host.log call a recorder saw.
@@ -44,6 +45,8 @@ type recorder struct {
 	usageErr   error
 	askErr     error
 	reply      agent.UserReply
+	delegated  []delegation.Request
+	delegateFn func(ctx context.Context, req delegation.Request) (delegation.Response, error)
 }
 
 func newRecorder() *recorder {
@@ -107,6 +110,8 @@ func (r *recorder) host(caps ...string) agent.Host {
 			h = &randomHost{HostFuncs: inner, r: r}
 		case agent.CapLog:
 			h = &logHost{HostFuncs: inner, r: r}
+		case agent.CapDelegate:
+			h = delegation.WithService(&inner, &fakeService{r: r})
 		default:
 			panic("unknown optional capability " + c)
 		}
@@ -163,6 +168,26 @@ func (h *logHost) Log(_ context.Context, level, msg string, attrs map[string]any
 	h.r.logs = append(h.r.logs, logLine{level, msg, attrs})
 }
 
+// fakeService records delegations and answers with delegateFn, or with
+// a succeeded response whose output echoes the input's text.
+type fakeService struct{ r *recorder }
+
+func (s *fakeService) Delegate(ctx context.Context, req delegation.Request) (delegation.Response, error) {
+	s.r.mu.Lock()
+	s.r.delegated = append(s.r.delegated, req.Clone())
+	fn := s.r.delegateFn
+	s.r.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, req)
+	}
+	return delegation.Response{ID: "dlg-1", Target: req.Target, RunID: "run-child", Status: delegation.StatusSucceeded,
+		Output: []message.Message{message.NewTextMessage(message.RoleAssistant, "re: "+req.Input.Text())}}, nil
+}
+
+func (s *fakeService) Get(context.Context, string) (delegation.Response, error) {
+	return delegation.Response{}, fault.New(fault.NotFound, "get", "none")
+}
+
 // opaqueHost hides everything beneath it from capability searches: its
 // UnwrapHost returns nil (SEED-SPEC 6.1.3).
 type opaqueHost struct{ agent.HostFuncs }
@@ -213,6 +238,7 @@ func goodArgs() map[string]string {
 	return map[string]string{
 		hostabi.FuncAskUser:        `[{"parts":[{"type":"text","text":"continue?"}]}]`,
 		hostabi.FuncCheckInterrupt: `[]`,
+		hostabi.FuncDelegate:       `["helper","hi"]`,
 		hostabi.FuncDrainSteer:     `[]`,
 		hostabi.FuncEmit:           `["token","hi"]`,
 		hostabi.FuncLog:            `["info","hello"]`,

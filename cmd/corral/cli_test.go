@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
@@ -74,7 +73,7 @@ func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	doc, cleanup, err := loadDocument("")
 	require.NoError(t, err)
 	defer cleanup()
-	app, err := runtime.NewBuilder(registry()).Build(context.Background(), doc)
+	app, err := build(context.Background(), doc)
 	require.NoError(t, err)
 	defer app.Close()
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "demo", ContextID: "t"})

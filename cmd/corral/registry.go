@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/engine/openai"
 	"github.com/corral-rt/corral/engine/scripted"
 	"github.com/corral-rt/corral/engine/tools"
+	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/workspace"
@@ -24,5 +30,16 @@ func registry() *resource.Registry {
 	reg.MustRegister(openai.Factory())
 	reg.MustRegister(scripted.Factory())
 	reg.MustRegister(tools.Factory())
+	reg.MustRegister(delegation.Factories()...)
 	return reg
+}
+
+// build builds doc with every factory Corral ships; delegation services of
+// the document reach the scripts of every turn (hostwrap.Decorate).
+func build(ctx context.Context, doc *deploy.Document) (*runtime.Runtime, error) {
+	b := runtime.NewBuilder(registry())
+	if err := b.WithResultHostFactory(hostwrap.Decorate); err != nil {
+		return nil, err
+	}
+	return b.Build(ctx, doc)
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
@@ -70,7 +69,7 @@ func openSession(ctx context.Context, opts runOptions, sio stdio) (_ *session.Se
 		return nil, nil, err
 	}
 	closers = append(closers, cleanup)
-	app, err := runtime.NewBuilder(registry()).Build(setupCtx, doc)
+	app, err := build(setupCtx, doc)
 	if err != nil {
 		return nil, nil, err
 	}

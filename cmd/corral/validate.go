@@ -27,7 +27,7 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return report(stderr, err)
 	}
 	defer cleanup()
-	app, err := runtime.NewBuilder(registry()).Build(ctx, doc)
+	app, err := build(ctx, doc)
 	if err != nil {
 		return report(stderr, err)
 	}

@@ -6,6 +6,7 @@ func builtinNodeTypes() []NodeType {
 		ScriptType(),
 		InferenceType(),
 		ToolType(),
+		DelegateType(),
 	}
 }
 

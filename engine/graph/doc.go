@@ -1,6 +1,7 @@
 // Package graph is the graph engine: graph documents, their validation,
 // the execution loop, conditions, node types (the built-in "script" runs
-// sandboxed node scripts), checkpoints and resume, parallel waves, and the
+// sandboxed node scripts, the built-in "delegate" runs another agent
+// through host.delegate), checkpoints and resume, parallel waves, and the
 // agent.Engine/graph factory.
 //
 // # Documents

@@ -1,0 +1,19 @@
+package delegation
+
+import "context"
+
+// RandomProvider returns the delegation.SessionProvider/random: every
+// delegation runs in a fresh session (ctx-<hex>) that is not persistent,
+// so delegated turns are ephemeral and their sessions are deleted when
+// they end.
+func RandomProvider() SessionProvider { return randomProvider{} }
+
+type randomProvider struct{}
+
+var _ SessionProvider = randomProvider{}
+
+func (randomProvider) ContextID(context.Context, Request) (string, error) {
+	return "ctx-" + randomHex(8), nil
+}
+
+func (randomProvider) Persistent() bool { return false }
