@@ -2,7 +2,9 @@ package js
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -60,6 +62,9 @@ func (c *call) fromJSON(data []byte) goja.Value {
 // fromGo marshals a JSON-compatible Go value and returns it as a fresh JS
 // value. JSON longer than max stops the call with the limit named.
 func (c *call) fromGo(v any, max int64, limit string) goja.Value {
+	if pv, ok := c.fromPrimitive(v, max); ok {
+		return pv
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		c.throw(fault.Wrap(fault.Internal, err, "board", "node %q: value is not JSON-compatible", c.node))
@@ -85,7 +90,77 @@ func (c *call) toJSON(v goja.Value, max int64, limit string) []byte {
 // toGo turns a script value into a Go value through JSON (map[string]any,
 // []any, float64, string, bool, nil), at most max bytes of it.
 func (c *call) toGo(v goja.Value, max int64, limit string) any {
+	if data, out, ok := primitiveJSON(v); ok && int64(len(data)) <= max {
+		return out
+	}
 	return c.decodeValue(c.toJSON(v, max, limit))
+}
+
+// toValue is toJSON and its decoded Go value at once.
+func (c *call) toValue(v goja.Value, max int64, limit string) ([]byte, any) {
+	if data, out, ok := primitiveJSON(v); ok && int64(len(data)) <= max {
+		return data, out
+	}
+	data := c.toJSON(v, max, limit)
+	return data, c.decodeValue(data)
+}
+
+// primitiveJSON is the JSON form of a number, a boolean, null or
+// undefined, and the Go value decoding it gives, made without a round
+// trip through JSON text; ok is false for anything else (strings, which
+// JSON escapes, objects, symbols, BigInts).
+func primitiveJSON(v goja.Value) (data []byte, out any, ok bool) {
+	if isNullish(v) {
+		return []byte("null"), nil, true
+	}
+	switch v.(type) {
+	case *goja.Object, goja.String, *goja.Symbol:
+		return nil, nil, false
+	}
+	switch x := v.Export().(type) {
+	case bool:
+		if x {
+			return []byte("true"), true, true
+		}
+		return []byte("false"), false, true
+	case int64:
+		return strconv.AppendInt(nil, x, 10), float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return []byte("null"), nil, true
+		}
+		text := v.String() // JSON.stringify writes a finite number as String does
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, nil, false
+		}
+		return []byte(text), f, true
+	}
+	return nil, nil, false
+}
+
+// fromPrimitive is fromGo of a JSON primitive (nil, a bool, a finite
+// float64, a short valid UTF-8 string), made without JSON text: the value
+// is the same.
+func (c *call) fromPrimitive(v any, max int64) (goja.Value, bool) {
+	switch x := v.(type) {
+	case nil:
+		return goja.Null(), max >= 4
+	case bool:
+		return c.vm.ToValue(x), max >= 5
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+		return c.vm.ToValue(x), max >= 32
+	case string:
+		// At most 6 bytes of JSON a byte (\u00XX), and the quotes.
+		if int64(len(x))*6+2 > max || !utf8.ValidString(x) {
+			return nil, false
+		}
+		return c.vm.ToValue(x), true
+	}
+	return nil, false
 }
 
 // decodeValue decodes the JSON form of a script value.

@@ -1,0 +1,38 @@
+package js
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jsonBytes measures JSON values as encoding/json writes them, without
+// encoding them, and the board as the struct it stands for.
+func TestJSONBytesMatchesEncoding(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{
+		nil, true, false, 0.0, -0.0, 1.0, -1.5, 1e21, 1e-7, 123456789.125, 1e300, "", "plain", `quo"te\back`,
+		"tab\tnl\ncr\r\x01", "<a&b>", "é漢😀", "bad\xffutf8", "line\u2028sep\u2029",
+		[]any{}, []any{1.0, "two", nil, []any{true}}, map[string]any{}, map[string]any(nil),
+		map[string]any{"a": 1.0, "<k>": map[string]any{"n": []any{"x", 2.5}}},
+	} {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(want)), jsonBytes(v), "%#v", v)
+	}
+	board := agent.NewBoard()
+	board.Vars["x"] = map[string]any{"list": []any{1.0, "two"}}
+	board.Append(agent.MainChannel, message.NewTextMessage(message.RoleUser, "hello <there>"))
+	for _, b := range []*agent.Board{board, agent.NewBoard(), {}} {
+		want, err := json.Marshal(struct {
+			Vars     map[string]any `json:"vars"`
+			Channels any            `json:"channels"`
+		}{b.Vars, b.Channels})
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(want)), boardJSONBytes(b))
+	}
+}
