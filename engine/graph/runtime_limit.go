@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -76,14 +75,11 @@ func (r *runState) maxBoardBytes() int64 {
 // graph for a wave of several.
 func (r *runState) checkBoard(wave []string) error {
 	max := r.maxBoardBytes()
-	data, err := json.Marshal(struct {
-		Vars     map[string]any `json:"vars"`
-		Channels any            `json:"channels"`
-	}{r.board.Vars, r.board.Channels})
+	size, err := sandbox.BoardJSONBytes(r.board)
 	if err != nil {
 		return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
 	}
-	if int64(len(data)) <= max {
+	if size <= max {
 		return nil
 	}
 	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}
@@ -91,7 +87,7 @@ func (r *runState) checkBoard(wave []string) error {
 		le.Node = wave[0]
 	}
 	return fault.Wrap(fault.BudgetExceeded, le, opExecute, "graph %q: board of %d bytes after the wave of %s",
-		r.e.doc.Name, len(data), strings.Join(wave, ", "))
+		r.e.doc.Name, size, strings.Join(wave, ", "))
 }
 
 // runTimeContext ends the run after d with a *runTimeError naming what was

@@ -67,7 +67,7 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return r.stepFailed(ctx, n, err)
 		}
 		if skip {
-			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
 			return nil
 		}
 	}
@@ -82,10 +82,10 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 		}
 		before = in.board.Clone()
 	}
-	r.publishStep(ctx, event.SubjectStepStart, n, event.StepPayload{})
+	r.publishStep(ctx, stepStart, n, event.StepPayload{})
 	if err := r.invoke(ctx, in, cfg); err != nil {
 		if in.fork != nil && in.fork.isCancelled(n.id) {
-			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
 			return nil
 		}
 		return r.stepFailed(ctx, n, err)
@@ -95,28 +95,15 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return r.stepFailed(ctx, n, err)
 		}
 	}
-	r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{})
+	r.publishStep(ctx, stepComplete, n, event.StepPayload{})
 	return nil
 }
 
 // stepFailed publishes step error and returns the node's error.
 func (r *runState) stepFailed(ctx context.Context, n *builtNode, err error) error {
 	ne := &NodeError{Graph: r.e.doc.Name, Node: n.id, Err: err}
-	r.publishStep(ctx, event.SubjectStepError, n, event.StepPayload{Error: err.Error()})
+	r.publishStep(ctx, stepError, n, event.StepPayload{Error: err.Error()})
 	return ne
-}
-
-// publishStep publishes a step event; a failure is only logged.
-func (r *runState) publishStep(ctx context.Context, subject func(run, actor string) string, n *builtNode, p event.StepPayload) {
-	p.NodeID, p.Graph = n.id, r.e.doc.Name
-	pctx := ctx
-	if ctx.Err() != nil {
-		pctx = context.WithoutCancel(ctx) // a step error of a cancelled run is still worth publishing
-	}
-	if err := r.publish(pctx, subject(r.run.ID, event.Actor(r.run.AgentID, n.id)), p, n.id); err != nil {
-		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
-			"node", n.id, "error", err)
-	}
 }
 
 // resolveConfig resolves the ${board} references of n's config, except in
@@ -149,7 +136,10 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 	if retries > 0 {
 		snapshot = in.board.Clone()
 	}
-	hctx := agent.ContextWithHost(ctx, r.host)
+	hctx := r.hostCtx
+	if ctx != r.runCtx {
+		hctx = agent.ContextWithHost(ctx, r.host)
+	}
 	shared := &stepABI{}
 	for attempt := 1; ; attempt++ {
 		err := in.node.handler.Run(hctx, r.call(in, cfg, shared))

@@ -1,4 +1,4 @@
-package js
+package sandbox_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ func TestJSONBytesMatchesEncoding(t *testing.T) {
 	} {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)
-		assert.Equal(t, int64(len(want)), jsonBytes(v), "%#v", v)
+		assert.Equal(t, int64(len(want)), must(sandbox.JSONBytes(v)), "%#v", v)
 	}
 	board := agent.NewBoard()
 	board.Vars["x"] = map[string]any{"list": []any{1.0, "two"}}
@@ -33,6 +34,13 @@ func TestJSONBytesMatchesEncoding(t *testing.T) {
 			Channels any            `json:"channels"`
 		}{b.Vars, b.Channels})
 		require.NoError(t, err)
-		assert.Equal(t, int64(len(want)), boardJSONBytes(b))
+		assert.Equal(t, int64(len(want)), must(sandbox.BoardJSONBytes(b)))
 	}
+}
+
+func must(n int64, err error) int64 {
+	if err != nil {
+		panic(err)
+	}
+	return n
 }
