@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/workspace"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/stretchr/testify/require"
 )
 
@@ -80,6 +81,20 @@ func (noopRuntime) Invoke(_ context.Context, inv sandbox.Invocation) error {
 }
 
 func (noopRuntime) Eval(context.Context, sandbox.Evaluation) (any, error) { return true, nil }
+
+// BenchmarkFloor10Calls is the floor the chains are compared with, in the
+// same run: ten calls of a script function in one goja VM made once
+// (js.NewFloor, as sandbox/js measures it).
+func BenchmarkFloor10Calls(b *testing.B) {
+	f, err := js.NewFloor()
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Call(10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // BenchmarkChain10JS runs the same chain on the goja runtime: ten trivial
 // scripts per Execute.

@@ -2,27 +2,26 @@ package js
 
 import (
 	"container/list"
-	"crypto/sha256"
 	"sync"
 )
 
-// programCache keeps compiled programs by the hash of their kind, name
-// and source, least recently used first out. A goja.Program is immutable and
+// programCache keeps compiled programs by their kind, name and source,
+// least recently used first out. A goja.Program is immutable and
 // may run in many VMs at once.
 type programCache struct {
 	mu    sync.Mutex
 	max   int
 	order *list.List // of *cacheEntry, most recent at the front
-	byKey map[[32]byte]*list.Element
+	byKey map[programKey]*list.Element
 }
 
 type cacheEntry struct {
-	key  [32]byte
+	key  programKey
 	comp *compiled
 }
 
 func newProgramCache(max int) *programCache {
-	return &programCache{max: max, order: list.New(), byKey: make(map[[32]byte]*list.Element)}
+	return &programCache{max: max, order: list.New(), byKey: make(map[programKey]*list.Element)}
 }
 
 // The kinds of program a cache key names: the same name and source
@@ -34,20 +33,19 @@ const (
 	keyExpr
 )
 
-func cacheKey(kind byte, name, source string) [32]byte {
-	h := sha256.New()
-	h.Write([]byte{kind})
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write([]byte(source))
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+// programKey names a program: its kind, name and source.
+type programKey struct {
+	kind         byte
+	name, source string
+}
+
+func cacheKey(kind byte, name, source string) programKey {
+	return programKey{kind: kind, name: name, source: source}
 }
 
 // get returns the program of key, compiling it with compile on a miss. A
 // compile error is not cached.
-func (c *programCache) get(key [32]byte, compile func() (*compiled, error)) (*compiled, error) {
+func (c *programCache) get(key programKey, compile func() (*compiled, error)) (*compiled, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[key]; ok {
 		c.order.MoveToFront(el)

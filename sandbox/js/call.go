@@ -33,6 +33,8 @@ type call struct {
 	template *goja.Object
 	apis     *apis
 	uses     int
+	// funcs are the functions of the scripts the VM ran (scriptFunc).
+	funcs map[*compiled]goja.Callable
 	// overrides maps the getter of each overridable built-in property
 	// (realm.go) to the property's value.
 	overrides map[*goja.Object]goja.Value

@@ -16,7 +16,7 @@ import (
 // is the body of a function run with the globals in scope
 // (docs/sandbox.md).
 func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
-	op := opFor("invoke", inv.Node)
+	op := r.opFor("invoke", inv.Node)
 	if err := ctx.Err(); err != nil {
 		return fault.FromContext(err, op)
 	}
@@ -49,17 +49,44 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	return c.run(func() {
 		c.installGlobals(inv)
 	}, func() error {
-		fn, err := c.vm.RunProgram(comp.prog)
+		f, err := c.scriptFunc(comp)
 		if err != nil {
 			return err
-		}
-		f, ok := goja.AssertFunction(fn)
-		if !ok {
-			return fault.New(fault.Validation, op, "the script is not a function body")
 		}
 		_, err = f(goja.Undefined())
 		return err
 	})
+}
+
+// maxScriptFuncs bounds the script functions a VM keeps.
+const maxScriptFuncs = 256
+
+// scriptFunc returns the function a compiled script makes in this VM,
+// made at its first call and kept for the next ones. It is frozen, with
+// its prototype object: a script reaches its own function
+// (arguments.callee) and must not leave anything on it.
+func (c *call) scriptFunc(comp *compiled) (goja.Callable, error) {
+	if f, ok := c.funcs[comp]; ok {
+		return f, nil
+	}
+	v, err := c.vm.RunProgram(comp.prog)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := goja.AssertFunction(v)
+	if !ok {
+		return nil, fault.New(fault.Validation, c.op, "the script is not a function body")
+	}
+	obj := v.(*goja.Object)
+	if p, ok := obj.Get("prototype").(*goja.Object); ok {
+		c.freeze(p)
+	}
+	c.freeze(obj)
+	if c.funcs == nil || len(c.funcs) >= maxScriptFuncs {
+		c.funcs = map[*compiled]goja.Callable{}
+	}
+	c.funcs[comp] = f
+	return f, nil
 }
 
 func scriptName(inv sandbox.Invocation) string {
@@ -126,7 +153,7 @@ func (c *call) panicked(p any) error {
 // compile, Internal (a *sandbox.ScriptError) for one that throws, and the
 // wall-time, stack and memory limits as for Invoke.
 func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
-	op := opFor("eval", ev.Node)
+	op := r.opFor("eval", ev.Node)
 	if err := ctx.Err(); err != nil {
 		return nil, fault.FromContext(err, op)
 	}

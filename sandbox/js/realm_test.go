@@ -148,3 +148,28 @@ func TestPooledVMIsolationEval(t *testing.T) {
 		eval(`[Object.getPrototypeOf([][Symbol.iterator]()).x, Object.getPrototypeOf(function* () {}).x]`))
 	assert.Same(t, vm, pooled(t, rt))
 }
+
+// A script run again on the same VM reuses its function, yet sees the
+// globals of the new invocation (its config, its board, a global object
+// without what the last run left) and nothing left on the function.
+func TestPooledVMReusedScript(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{PoolSize: 1})
+	require.NoError(t, err)
+	defer rt.Close()
+	src := `board.setVar("seen", [typeof mark, config.k, board.getVar("own"), arguments.callee.mark, globalThis === this]);
+		globalThis.mark = 1; mark2 = 2; try { arguments.callee.mark = 1 } catch (e) {}`
+	var vm *call
+	for i, k := range []string{"first", "second", "third"} {
+		b := agent.NewBoard()
+		b.Vars["own"] = k
+		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src},
+			Board: b, Config: map[string]any{"k": k}})
+		require.NoError(t, err)
+		assert.Equal(t, []any{"undefined", k, k, nil, true}, b.Vars["seen"], "run %d", i)
+		if vm == nil {
+			vm = pooled(t, rt)
+		}
+		assert.Same(t, vm, pooled(t, rt))
+	}
+}

@@ -55,6 +55,9 @@ type Runtime struct {
 	realms   chan *call // pooled VMs, frozen, between calls
 	watchdog *watchdog
 
+	opsMu sync.Mutex
+	ops   map[[2]string]string // error prefixes by verb and node
+
 	mu       sync.Mutex
 	closed   bool
 	closing  chan struct{} // closed by Close: running calls stop
@@ -113,6 +116,7 @@ func New(o Options) (*Runtime, error) {
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
 		realms:   make(chan *call, o.PoolSize),
+		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
 		closing:  make(chan struct{}),
 	}
@@ -181,4 +185,22 @@ func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits,
 	return r.limits.Tighten(l), nil
 }
 
-func opFor(verb, node string) string { return fmt.Sprintf("%s node %q", verb, node) }
+// opFor is the prefix of a call's errors: invoke node "x". The runtime
+// keeps the last ones made, since the same nodes run again and again.
+func (r *Runtime) opFor(verb, node string) string {
+	key := [2]string{verb, node}
+	r.opsMu.Lock()
+	defer r.opsMu.Unlock()
+	if op, ok := r.ops[key]; ok {
+		return op
+	}
+	if len(r.ops) >= maxOps {
+		clear(r.ops)
+	}
+	op := fmt.Sprintf("%s node %q", verb, node)
+	r.ops[key] = op
+	return op
+}
+
+// maxOps bounds the error prefixes a runtime keeps.
+const maxOps = 1024
