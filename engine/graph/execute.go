@@ -45,6 +45,11 @@ type runState struct {
 	running runningNodes
 	// runPart is the run id as it stands in a subject.
 	runPart string
+	// maxBoard is the run's max_board_bytes (maxBoardBytes).
+	maxBoard int64
+	// detached is the run's context without its cancellation: the
+	// checkpoints of a run being cancelled are still saved.
+	detached context.Context
 	// runCtx is the run's context and hostCtx the same carrying the host
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
@@ -238,7 +243,10 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.opts.RunEndPublishTimeout)
+	if r.detached == nil {
+		r.detached = context.WithoutCancel(ctx)
+	}
+	cctx, cancel := context.WithTimeout(r.detached, r.e.opts.RunEndPublishTimeout)
 	defer cancel()
 	if err := r.host.Checkpoint(cctx, cp); err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -43,8 +42,8 @@ func isRunTime(err error) bool {
 // limits and of every bound runtime that tells its limits; 0 means none.
 func (r *runState) runTime() time.Duration {
 	d := r.e.opts.Limits.RunTime
-	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
-		lr, ok := r.e.opts.Runtimes[name].(LimitedRuntime)
+	for _, rt := range r.e.opts.Runtimes {
+		lr, ok := rt.(LimitedRuntime)
 		if !ok {
 			continue
 		}
@@ -56,18 +55,23 @@ func (r *runState) runTime() time.Duration {
 }
 
 // maxBoardBytes is the run's max_board_bytes: the smallest of the
-// engine's limits and the bound runtimes', else the default.
+// engine's limits and the bound runtimes', else the default. It is
+// computed at the run's first wave.
 func (r *runState) maxBoardBytes() int64 {
+	if r.maxBoard > 0 {
+		return r.maxBoard
+	}
 	l := sandbox.Limits{MaxBoardBytes: r.e.opts.Limits.MaxBoardBytes}
-	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
-		if lr, ok := r.e.opts.Runtimes[name].(LimitedRuntime); ok {
+	for _, rt := range r.e.opts.Runtimes {
+		if lr, ok := rt.(LimitedRuntime); ok {
 			l = l.Tighten(sandbox.Limits{MaxBoardBytes: lr.Limits().MaxBoardBytes})
 		}
 	}
-	if l.MaxBoardBytes == 0 {
-		return sandbox.DefaultMaxBoardBytes
+	r.maxBoard = l.MaxBoardBytes
+	if r.maxBoard == 0 {
+		r.maxBoard = sandbox.DefaultMaxBoardBytes
 	}
-	return l.MaxBoardBytes
+	return r.maxBoard
 }
 
 // checkBoard refuses a board past max_board_bytes at a wave boundary,
