@@ -98,7 +98,7 @@ func stringSize(s string) int64 {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			switch {
-			case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t':
+			case b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' || b == '\b' || b == '\f':
 				n += 2
 			case b < 0x20 || b == '<' || b == '>' || b == '&':
 				n += 6

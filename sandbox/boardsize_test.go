@@ -17,7 +17,7 @@ func TestJSONBytesMatchesEncoding(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{
 		nil, true, false, 0.0, -0.0, 1.0, -1.5, 1e21, 1e-7, 123456789.125, 1e300, "", "plain", `quo"te\back`,
-		"tab\tnl\ncr\r\x01", "<a&b>", "é漢😀", "bad\xffutf8", "line\u2028sep\u2029",
+		"tab\tnl\ncr\r\x01\b\f", "<a&b>", "é漢😀", "bad\xffutf8", "line\u2028sep\u2029",
 		[]any{}, []any{1.0, "two", nil, []any{true}}, map[string]any{}, map[string]any(nil),
 		map[string]any{"a": 1.0, "<k>": map[string]any{"n": []any{"x", 2.5}}},
 	} {
@@ -43,4 +43,25 @@ func must(n int64, err error) int64 {
 		panic(err)
 	}
 	return n
+}
+
+// FuzzJSONBytes checks the measure of decoded JSON values against
+// encoding/json.
+func FuzzJSONBytes(f *testing.F) {
+	for _, s := range []string{`null`, `{"a":[1,"x",true,null,{"b":1e-7}]}`, `"<\u2028>"`, `[1e21,-0.5]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		if got := must(sandbox.JSONBytes(v)); got != int64(len(want)) {
+			t.Fatalf("JSONBytes(%s) = %d, want %d", want, got, len(want))
+		}
+	})
 }

@@ -269,9 +269,9 @@ func (c *call) boardVarMethods() []method {
 		{"setVar", func(fc goja.FunctionCall) goja.Value {
 			b := c.board
 			name := c.varName(fc.Argument(0), "setVar")
-			data, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+			size, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
 			old, had := b.Vars[name]
-			c.growBoard(b, entryBytes(name, int64(len(data))), replaced(name, had, old))
+			c.growBoard(b, entryBytes(name, size), replaced(name, had, old))
 			if b.Vars == nil {
 				b.Vars = map[string]any{}
 			}

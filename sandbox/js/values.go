@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
@@ -90,53 +91,77 @@ func (c *call) toJSON(v goja.Value, max int64, limit string) []byte {
 // toGo turns a script value into a Go value through JSON (map[string]any,
 // []any, float64, string, bool, nil), at most max bytes of it.
 func (c *call) toGo(v goja.Value, max int64, limit string) any {
-	if data, out, ok := primitiveJSON(v); ok && int64(len(data)) <= max {
+	if n, out, ok := primitiveJSON(v); ok && n <= max {
 		return out
 	}
 	return c.decodeValue(c.toJSON(v, max, limit))
 }
 
-// toValue is toJSON and its decoded Go value at once.
-func (c *call) toValue(v goja.Value, max int64, limit string) ([]byte, any) {
-	if data, out, ok := primitiveJSON(v); ok && int64(len(data)) <= max {
-		return data, out
+// toValue is the size of toJSON's text and its decoded Go value, at once.
+func (c *call) toValue(v goja.Value, max int64, limit string) (int64, any) {
+	if n, out, ok := primitiveJSON(v); ok && n <= max {
+		return n, out
 	}
 	data := c.toJSON(v, max, limit)
-	return data, c.decodeValue(data)
+	return int64(len(data)), c.decodeValue(data)
 }
 
-// primitiveJSON is the JSON form of a number, a boolean, null or
-// undefined, and the Go value decoding it gives, made without a round
-// trip through JSON text; ok is false for anything else (strings, which
-// JSON escapes, objects, symbols, BigInts).
-func primitiveJSON(v goja.Value) (data []byte, out any, ok bool) {
+// primitiveJSON is the size of the JSON text JSON.stringify makes of a
+// number, a boolean, a string, null or undefined, and the Go value
+// decoding that text gives, both found without making the text; ok is
+// false for anything else (objects, symbols, BigInts) and for a string
+// holding U+FFFD (which may stand for a lone surrogate, written as an
+// escape).
+func primitiveJSON(v goja.Value) (size int64, out any, ok bool) {
 	if isNullish(v) {
-		return []byte("null"), nil, true
+		return 4, nil, true
 	}
-	switch v.(type) {
-	case *goja.Object, goja.String, *goja.Symbol:
-		return nil, nil, false
+	switch x := v.(type) {
+	case *goja.Object, *goja.Symbol:
+		return 0, nil, false
+	case goja.String:
+		text := x.String()
+		if strings.ContainsRune(text, utf8.RuneError) {
+			return 0, nil, false
+		}
+		return quotedLen(text), text, true
 	}
 	switch x := v.Export().(type) {
 	case bool:
 		if x {
-			return []byte("true"), true, true
+			return 4, true, true
 		}
-		return []byte("false"), false, true
+		return 5, false, true
 	case int64:
-		return strconv.AppendInt(nil, x, 10), float64(x), true
+		return int64(len(strconv.FormatInt(x, 10))), float64(x), true
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return []byte("null"), nil, true
+			return 4, nil, true
 		}
 		text := v.String() // JSON.stringify writes a finite number as String does
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
-			return nil, nil, false
+			return 0, nil, false
 		}
-		return []byte(text), f, true
+		return int64(len(text)), f, true
 	}
-	return nil, nil, false
+	return 0, nil, false
+}
+
+// quotedLen is the length in UTF-8 of JSON.stringify(s) for a string
+// without lone surrogates: the quotes, \b \t \n \f \r \" and \\ in two
+// characters, other control characters in six.
+func quotedLen(s string) int64 {
+	n := int64(len(s)) + 2
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '"' || b == '\\' || b == '\b' || b == '\t' || b == '\n' || b == '\f' || b == '\r':
+			n++
+		case b < 0x20:
+			n += 5
+		}
+	}
+	return n
 }
 
 // fromPrimitive is fromGo of a JSON primitive (nil, a bool, a finite
