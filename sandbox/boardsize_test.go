@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -16,7 +17,7 @@ import (
 func TestJSONBytesMatchesEncoding(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{
-		nil, true, false, 0.0, -0.0, 1.0, -1.5, 1e21, 1e-7, 123456789.125, 1e300, "", "plain", `quo"te\back`,
+		nil, true, false, 0.0, math.Copysign(0, -1), 1.0, -1.5, 1e21, 1e-7, 123456789.125, 1e300, "", "plain", `quo"te\back`,
 		"tab\tnl\ncr\r\x01\b\f", "<a&b>", "é漢😀", "bad\xffutf8", "line\u2028sep\u2029",
 		[]any{}, []any{1.0, "two", nil, []any{true}}, map[string]any{}, map[string]any(nil),
 		map[string]any{"a": 1.0, "<k>": map[string]any{"n": []any{"x", 2.5}}},

@@ -48,12 +48,6 @@ type memoryGuard struct {
 	forceGCs int // GCs this guard forced
 }
 
-func newMemoryGuard(budget int64) *memoryGuard {
-	g := &memoryGuard{}
-	g.reset(0, budget)
-	return g
-}
-
 // reset makes g watch the call of generation gen from now on.
 func (g *memoryGuard) reset(gen uint64, budget int64) {
 	if g.samples == nil {
