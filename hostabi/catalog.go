@@ -121,11 +121,4 @@ func lookupIn(funcs []Func, name string) (Func, bool) {
 }
 
 // Names returns the names of the host functions, sorted.
-func Names() []string {
-	funcs := catalog()
-	out := make([]string, len(funcs))
-	for i, f := range funcs {
-		out[i] = f.Name
-	}
-	return out
-}
+func Names() []string { return slices.Clone(builtCatalog().names) }

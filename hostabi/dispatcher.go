@@ -53,7 +53,7 @@ var _ sandbox.ABI = (*Dispatcher)(nil)
 // NewDispatcher returns a dispatcher for cfg. Limits are completed with
 // sandbox.DefaultLimits.
 func NewDispatcher(cfg Config) *Dispatcher {
-	d := &Dispatcher{cfg: cfg, limits: cfg.Limits.WithDefaults(), funcs: catalog(),
+	d := &Dispatcher{cfg: cfg, limits: cfg.Limits.WithDefaults(), funcs: builtCatalog().funcs,
 		logger: cfg.Logger, latch: cfg.Interrupts}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
@@ -195,3 +195,19 @@ func abbreviate(s string) string {
 	}
 	return s
 }
+
+// catalogTable is the catalog and its names, built once: neither changes,
+// and a dispatcher (one per node step) only reads them.
+type catalogTable struct {
+	funcs []Func
+	names []string
+}
+
+// builtCatalog returns the shared catalogTable. It is read-only.
+var builtCatalog = sync.OnceValue(func() catalogTable {
+	t := catalogTable{funcs: catalog()}
+	for _, f := range t.funcs {
+		t.names = append(t.names, f.Name)
+	}
+	return t
+})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -165,6 +166,10 @@ type Engine struct {
 	opts  Options
 	nodes map[string]*builtNode
 	out   map[string][]*builtEdge // outgoing edges by node, in document order
+	// scopers are the bound runtimes that keep state per run, in name
+	// order.
+	scopers []sandbox.RunScoper
+	actors  actorCache
 }
 
 var (
@@ -181,6 +186,9 @@ type builtNode struct {
 	literal map[string]bool // top-level keys not resolved
 	skip    *condition
 	roles   *NodeRoles // static read/write roles; nil: unrestricted
+	// plain and skipped are the node's step event payloads without an
+	// error, encoded once (json.RawMessage).
+	plain, skipped any
 }
 
 // builtEdge is an edge with its compiled condition (nil: always).
@@ -208,6 +216,11 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{}}
+	for _, name := range slices.Sorted(maps.Keys(opts.Runtimes)) {
+		if s, ok := opts.Runtimes[name].(sandbox.RunScoper); ok {
+			e.scopers = append(e.scopers, s)
+		}
+	}
 	var errs []error
 	for i, n := range e.doc.Nodes {
 		bn, err := e.buildNode(ctx, i, n, types)
@@ -257,6 +270,12 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 			Msg: fmt.Sprintf("node %q: node type %q built no handler", n.ID, n.Type)}
 	}
 	bn := &builtNode{index: i, id: n.ID, typ: n.Type, handler: h, config: cfg, literal: map[string]bool{}}
+	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name}); err == nil {
+		bn.plain = json.RawMessage(raw)
+	}
+	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name, Skipped: true}); err == nil {
+		bn.skipped = json.RawMessage(raw)
+	}
 	if l, ok := h.(LiteralConfig); ok {
 		for _, k := range l.LiteralKeys() {
 			bn.literal[k] = true

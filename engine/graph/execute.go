@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -44,6 +43,16 @@ type runState struct {
 	waveLen int
 	retries atomic.Int64
 	running runningNodes
+	// runPart is the run id as it stands in a subject.
+	runPart string
+	// maxBoard is the run's max_board_bytes (maxBoardBytes).
+	maxBoard int64
+	// detached is the run's context without its cancellation: the
+	// checkpoints of a run being cancelled are still saved.
+	detached context.Context
+	// runCtx is the run's context and hostCtx the same carrying the host
+	// (agent.ContextWithHost), made once for the nodes that run in it.
+	runCtx, hostCtx context.Context
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -73,6 +82,7 @@ func (e *Engine) Execute(ctx context.Context, run agent.Run, host agent.Host, bo
 	r.publishRunStart(ctx)
 	runCtx, cancel := r.context(ctx)
 	defer cancel()
+	r.runCtx, r.hostCtx = runCtx, agent.ContextWithHost(runCtx, host)
 	err = r.loop(runCtx)
 	return r.board, err
 }
@@ -88,7 +98,8 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 		board.Channels = map[string][]message.Message{}
 	}
 	r := &runState{e: e, run: run, host: host, board: board, latch: &hostabi.InterruptLatch{}, logger: e.opts.Logger,
-		info: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID}}
+		info:    sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
+		runPart: event.SanitiseID(run.ID)}
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
 		r.journal = p.Journal()
 	}
@@ -102,12 +113,13 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 // (sandbox.RunScoper) that the run begins, and returns the function that
 // ends it for all of them.
 func (r *runState) beginScopes(ctx context.Context) (endAll func()) {
+	if len(r.e.scopers) == 0 {
+		return func() {}
+	}
 	var ends []func()
-	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
-		if s, ok := r.e.opts.Runtimes[name].(sandbox.RunScoper); ok {
-			if end := s.BeginRun(ctx, r.info); end != nil {
-				ends = append(ends, end)
-			}
+	for _, s := range r.e.scopers {
+		if end := s.BeginRun(ctx, r.info); end != nil {
+			ends = append(ends, end)
 		}
 	}
 	return func() {
@@ -231,7 +243,10 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.e.opts.RunEndPublishTimeout)
+	if r.detached == nil {
+		r.detached = context.WithoutCancel(ctx)
+	}
+	cctx, cancel := context.WithTimeout(r.detached, r.e.opts.RunEndPublishTimeout)
 	defer cancel()
 	if err := r.host.Checkpoint(cctx, cp); err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,

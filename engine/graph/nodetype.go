@@ -77,7 +77,8 @@ type Call struct {
 	// ForkID and BranchID are set inside a parallel branch.
 	ForkID, BranchID string
 
-	abi func() sandbox.ABI
+	step *stepABI  // the step's host ABI; nil outside a step
+	rs   *runState // the run the step belongs to
 }
 
 // ABI returns a capability-checked host ABI for this call: a
@@ -85,10 +86,10 @@ type Call struct {
 // journal and interrupt latch and the Call's Limits. Call it once per
 // invocation.
 func (c *Call) ABI() sandbox.ABI {
-	if c.abi == nil {
+	if c.step == nil {
 		return nil
 	}
-	return c.abi()
+	return c.rs.abi(c)
 }
 
 // DecodeConfig decodes a node's config strictly into out: unknown keys and

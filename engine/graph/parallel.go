@@ -171,7 +171,7 @@ func (r *runState) runBranch(f *fork, b *branch) {
 	var err error
 	switch {
 	case f.isCancelled(b.node.id):
-		r.publishStep(b.ctx, event.SubjectStepComplete, b.node, event.StepPayload{Skipped: true})
+		r.publishStep(b.ctx, stepComplete, b.node, event.StepPayload{Skipped: true})
 	case b.ctx.Err() != nil:
 		err = r.stepFailed(b.ctx, b.node, context.Cause(b.ctx))
 	default:

@@ -2,10 +2,8 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,8 +42,8 @@ func isRunTime(err error) bool {
 // limits and of every bound runtime that tells its limits; 0 means none.
 func (r *runState) runTime() time.Duration {
 	d := r.e.opts.Limits.RunTime
-	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
-		lr, ok := r.e.opts.Runtimes[name].(LimitedRuntime)
+	for _, rt := range r.e.opts.Runtimes {
+		lr, ok := rt.(LimitedRuntime)
 		if !ok {
 			continue
 		}
@@ -57,18 +55,23 @@ func (r *runState) runTime() time.Duration {
 }
 
 // maxBoardBytes is the run's max_board_bytes: the smallest of the
-// engine's limits and the bound runtimes', else the default.
+// engine's limits and the bound runtimes', else the default. It is
+// computed at the run's first wave.
 func (r *runState) maxBoardBytes() int64 {
+	if r.maxBoard > 0 {
+		return r.maxBoard
+	}
 	l := sandbox.Limits{MaxBoardBytes: r.e.opts.Limits.MaxBoardBytes}
-	for _, name := range slices.Sorted(maps.Keys(r.e.opts.Runtimes)) {
-		if lr, ok := r.e.opts.Runtimes[name].(LimitedRuntime); ok {
+	for _, rt := range r.e.opts.Runtimes {
+		if lr, ok := rt.(LimitedRuntime); ok {
 			l = l.Tighten(sandbox.Limits{MaxBoardBytes: lr.Limits().MaxBoardBytes})
 		}
 	}
-	if l.MaxBoardBytes == 0 {
-		return sandbox.DefaultMaxBoardBytes
+	r.maxBoard = l.MaxBoardBytes
+	if r.maxBoard == 0 {
+		r.maxBoard = sandbox.DefaultMaxBoardBytes
 	}
-	return l.MaxBoardBytes
+	return r.maxBoard
 }
 
 // checkBoard refuses a board past max_board_bytes at a wave boundary,
@@ -76,14 +79,11 @@ func (r *runState) maxBoardBytes() int64 {
 // graph for a wave of several.
 func (r *runState) checkBoard(wave []string) error {
 	max := r.maxBoardBytes()
-	data, err := json.Marshal(struct {
-		Vars     map[string]any `json:"vars"`
-		Channels any            `json:"channels"`
-	}{r.board.Vars, r.board.Channels})
+	size, err := sandbox.BoardJSONBytes(r.board)
 	if err != nil {
 		return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
 	}
-	if int64(len(data)) <= max {
+	if size <= max {
 		return nil
 	}
 	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}
@@ -91,7 +91,7 @@ func (r *runState) checkBoard(wave []string) error {
 		le.Node = wave[0]
 	}
 	return fault.Wrap(fault.BudgetExceeded, le, opExecute, "graph %q: board of %d bytes after the wave of %s",
-		r.e.doc.Name, len(data), strings.Join(wave, ", "))
+		r.e.doc.Name, size, strings.Join(wave, ", "))
 }
 
 // runTimeContext ends the run after d with a *runTimeError naming what was

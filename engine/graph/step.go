@@ -67,7 +67,7 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return r.stepFailed(ctx, n, err)
 		}
 		if skip {
-			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
 			return nil
 		}
 	}
@@ -82,10 +82,10 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 		}
 		before = in.board.Clone()
 	}
-	r.publishStep(ctx, event.SubjectStepStart, n, event.StepPayload{})
+	r.publishStep(ctx, stepStart, n, event.StepPayload{})
 	if err := r.invoke(ctx, in, cfg); err != nil {
 		if in.fork != nil && in.fork.isCancelled(n.id) {
-			r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{Skipped: true})
+			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
 			return nil
 		}
 		return r.stepFailed(ctx, n, err)
@@ -95,28 +95,15 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return r.stepFailed(ctx, n, err)
 		}
 	}
-	r.publishStep(ctx, event.SubjectStepComplete, n, event.StepPayload{})
+	r.publishStep(ctx, stepComplete, n, event.StepPayload{})
 	return nil
 }
 
 // stepFailed publishes step error and returns the node's error.
 func (r *runState) stepFailed(ctx context.Context, n *builtNode, err error) error {
 	ne := &NodeError{Graph: r.e.doc.Name, Node: n.id, Err: err}
-	r.publishStep(ctx, event.SubjectStepError, n, event.StepPayload{Error: err.Error()})
+	r.publishStep(ctx, stepError, n, event.StepPayload{Error: err.Error()})
 	return ne
-}
-
-// publishStep publishes a step event; a failure is only logged.
-func (r *runState) publishStep(ctx context.Context, subject func(run, actor string) string, n *builtNode, p event.StepPayload) {
-	p.NodeID, p.Graph = n.id, r.e.doc.Name
-	pctx := ctx
-	if ctx.Err() != nil {
-		pctx = context.WithoutCancel(ctx) // a step error of a cancelled run is still worth publishing
-	}
-	if err := r.publish(pctx, subject(r.run.ID, event.Actor(r.run.AgentID, n.id)), p, n.id); err != nil {
-		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
-			"node", n.id, "error", err)
-	}
 }
 
 // resolveConfig resolves the ${board} references of n's config, except in
@@ -149,10 +136,17 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 	if retries > 0 {
 		snapshot = in.board.Clone()
 	}
-	hctx := agent.ContextWithHost(ctx, r.host)
-	shared := &stepABI{}
+	hctx := r.hostCtx
+	if ctx != r.runCtx {
+		hctx = agent.ContextWithHost(ctx, r.host)
+	}
+	st := &stepCall{}
 	for attempt := 1; ; attempt++ {
-		err := in.node.handler.Run(hctx, r.call(in, cfg, shared))
+		c := &st.first
+		if attempt > 1 {
+			c = &Call{}
+		}
+		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
 		if err == nil || attempt > retries || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
@@ -208,38 +202,48 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// call builds the Call of one handler attempt; its ABI is the step's
+// stepCall is what one node step allocates: the Call of its first
+// attempt and the host ABI its attempts share.
+type stepCall struct {
+	first Call
+	abi   stepABI
+}
+
+// call fills c, the Call of one handler attempt; its ABI is the step's
 // shared one.
-func (r *runState) call(in stepInput, cfg map[string]any, shared *stepABI) *Call {
-	c := &Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
-		RunInfo: r.info, Limits: r.e.opts.Limits}
+func (r *runState) call(c *Call, in stepInput, cfg map[string]any, shared *stepABI) *Call {
+	*c = Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
+		RunInfo: r.info, Limits: r.e.opts.Limits, step: shared, rs: r}
 	if in.fork != nil {
 		c.Parallel, c.ForkID, c.BranchID = in.fork.cancelNode, in.fork.id, in.node.id
 	}
-	c.abi = func() sandbox.ABI {
-		return shared.get(hostabi.Config{
-			Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
-			Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
-		})
-	}
 	return c
+}
+
+// abi returns the step's ABI for c.
+func (r *runState) abi(c *Call) sandbox.ABI {
+	return c.step.get(hostabi.Config{
+		Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
+		Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
+	})
 }
 
 // stepABI is the host ABI of one node step, shared by its attempts: the
 // first attempt that asks for it fixes its config.
 type stepABI struct {
-	mu  sync.Mutex
-	abi *lazyABI
+	mu   sync.Mutex
+	made bool
+	abi  lazyABI
 }
 
 // get returns the step's ABI, making it with cfg on the first call.
 func (s *stepABI) get(cfg hostabi.Config) *lazyABI {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.abi == nil {
-		s.abi = &lazyABI{cfg: cfg}
+	if !s.made {
+		s.abi.cfg, s.made = cfg, true
 	}
-	return s.abi
+	return &s.abi
 }
 
 // lazyABI makes its hostabi.Dispatcher on the first call, so that a script

@@ -96,6 +96,8 @@ func attacks(fifo string) []attack {
 		{name: "sparse array sort", src: `const a = []; a.length = 1e9; a.sort()`, limit: memory},
 		{name: "array push loop", src: `const a = []; for (;;) { a.push({n: a.length, pad: new Array(64).fill(0)}) }`, limit: memory},
 		{name: "spread of a huge sparse array", src: `const a = []; a.length = 2 ** 30; const b = [...a]`, limit: memory},
+		{name: "call spread of a huge sparse array", src: `const a = []; a.length = 2 ** 30; Math.max(...a)`, limit: memory},
+		{name: "new spread of a huge sparse array", src: `const a = []; a.length = 2 ** 30; new Array(...a)`, limit: memory},
 		{name: "spread of a generator", src: `function* g() { for (;;) yield {big: new Array(32).fill(1)} } [...g()]`, limit: memory},
 		{name: "typed array bomb", src: `new Float64Array(2 ** 28)`, limit: memory},
 		{name: "array buffer bomb", src: `new ArrayBuffer(2 ** 31)`, limit: memory},

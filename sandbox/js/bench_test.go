@@ -3,6 +3,7 @@ package js_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -60,5 +61,57 @@ func BenchmarkEvalCondition(b *testing.B) {
 		if _, err := rt.Eval(context.Background(), ev); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkVsFloor reports ten node calls, and ten conditions, against
+// the floor measured alternately with them, one of each per iteration, so
+// that the ratio (x-floor) holds even when other work shares the machine.
+func BenchmarkVsFloor(b *testing.B) {
+	rt, err := js.New(js.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	host := sandboxtest.NewHost(1)
+	board := agent.NewBoard()
+	script := sandbox.Script{Source: `board.setVar("n", (board.getVar("n") || 0) + 1)`}
+	ev := sandbox.Evaluation{Node: "edge", Expr: `tool_pending == true && __iterations < 10`,
+		Vars: map[string]any{"tool_pending": true, "__iterations": 3.0}}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"invoke", func() error {
+			d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: agent.Run{ID: "r"}, Node: "n"})
+			return rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board, ABI: d})
+		}},
+		{"eval", func() error { _, err := rt.Eval(context.Background(), ev); return err }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			f, err := js.NewFloor()
+			if err != nil {
+				b.Fatal(err)
+			}
+			var calls, floor time.Duration
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := f.Call(10); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				for range 10 {
+					if err := tc.call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				calls, floor, n = calls+time.Since(t1), floor+t1.Sub(t0), n+1
+			}
+			b.ReportMetric(float64(calls)/float64(floor), "x-floor")
+			b.ReportMetric(float64(floor.Nanoseconds())/float64(n), "floor-ns")
+			b.ReportMetric(float64(calls.Nanoseconds())/float64(n), "calls-ns")
+		})
 	}
 }

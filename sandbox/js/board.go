@@ -1,8 +1,6 @@
 package js
 
 import (
-	"encoding/json"
-
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -41,17 +39,18 @@ func entryBytes(name string, n int64) int64 { return int64(len(name)) + 4 + n }
 
 // jsonBytes is the size of v as JSON; 0 when it has none.
 func jsonBytes(v any) int64 {
-	data, err := json.Marshal(v)
+	n, err := sandbox.JSONBytes(v)
 	if err != nil {
 		return 0
 	}
-	return int64(len(data))
+	return n
 }
 
 // boardJSONBytes is the size of the board's vars and channels as JSON.
 func boardJSONBytes(b *agent.Board) int64 {
-	return jsonBytes(struct {
-		Vars     map[string]any `json:"vars"`
-		Channels any            `json:"channels"`
-	}{b.Vars, b.Channels})
+	n, err := sandbox.BoardJSONBytes(b)
+	if err != nil {
+		return 0
+	}
+	return n
 }

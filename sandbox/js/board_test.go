@@ -3,6 +3,7 @@ package js_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -17,7 +18,10 @@ import (
 // pass the limit does not happen.
 func TestBoardBytesLimit(t *testing.T) {
 	t.Parallel()
-	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20}})
+	// A generous wall time: thirty writes of 100 KB values run long under
+	// the race detector on a busy machine, and the limit under test is
+	// the board's.
+	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20, WallTime: time.Minute}})
 	tests := []struct {
 		name   string
 		src    string

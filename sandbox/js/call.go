@@ -11,32 +11,59 @@ import (
 	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
 
-// call is one VM running one Invoke or Eval. Everything but stop and the
-// watchdog runs on the goroutine that called Invoke or Eval.
+// call is one VM, a realm whose built-ins are frozen (see realm.go), and
+// the state of the Invoke or Eval it is running. A VM runs one call at a
+// time and many calls in its life: bind resets the per-call state and
+// starts a new generation, so that a late stop aimed at an earlier call
+// (a watchdog tick racing its end) never reaches the next one. Everything
+// but stop runs on the goroutine that called Invoke or Eval.
 type call struct {
-	vm     *goja.Runtime
-	rt     *Runtime
-	ctx    context.Context // carries the wall-time deadline; ABI calls use it
-	cancel context.CancelFunc
-	node   string
-	op     string // "invoke node \"x\"": the prefix of the call's errors
-	limits sandbox.Limits
+	vm *goja.Runtime
+	rt *Runtime
+	in intrinsics
+
+	// The realm: the frozen global object every call's global inherits
+	// from, the script API objects (made at the first Invoke) and how
+	// many calls the VM has run.
+	template *goja.Object
+	apis     *apis
+	uses     int
+	// funcs are the functions of the scripts the VM ran (scriptFunc).
+	funcs map[*compiled]goja.Callable
+	// overrides maps the getter of each overridable built-in property
+	// (realm.go) to the property's value.
+	overrides map[*goja.Object]goja.Value
+
+	// The call: set by bind and installGlobals, read by the API functions.
+	parent   context.Context
+	deadline time.Time
+	node     string
+	op       string // "invoke node \"x\"": the prefix of the call's errors
+	limits   sandbox.Limits
+	inv      sandbox.Invocation
+	board    *agent.Board
+	abi      sandbox.ABI // nil in an expression: no host, no clock
 	// prefixLen is how many columns the script wrapper adds to line 1.
 	prefixLen int
-	in        intrinsics
 	// ranCode is set once eval or the Function constructor has run code in
 	// the global scope: a let, const or class it declared stays in the VM,
-	// beyond the global object, so the VM must not run another expression.
+	// beyond the global object, so the VM must not run another call.
 	ranCode bool
+	// broken is set when the script engine failed: the VM is not reused.
+	broken bool
 
 	stopped atomic.Bool
 	mu      sync.Mutex
-	reason  error // why the call stopped; a doneSignal for signal.done
-	ended   bool  // the script returned; later stops are ignored
+	gen     uint64             // the call's generation; guarded by mu
+	reason  error              // why the call stopped; a doneSignal for signal.done
+	ended   bool               // the script returned; later stops are ignored
+	ctx     context.Context    // the host calls' context, made at the first one
+	cancel  context.CancelFunc // cancels ctx; never nil after bind
 
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
 	joining    []*goja.Object         // arrays being joined, outermost first
@@ -45,6 +72,10 @@ type call struct {
 	// call's first board write, then kept up to date by each write.
 	boardBytes int64
 	boardSized bool
+
+	// mem is the memory guard of the call being watched; only the
+	// runtime's watchdog goroutine touches it.
+	mem memoryGuard
 }
 
 // doneSignal is the stop reason of signal.done: the call succeeded.
@@ -60,6 +91,23 @@ type stopMark struct{}
 // is safe to call from any goroutine.
 func (c *call) stop(reason error) {
 	c.mu.Lock()
+	c.stopLocked(reason)
+}
+
+// stopGen stops the call of generation gen, if the VM still runs it, with
+// the error reason makes (under the call's lock, so that it reads the
+// fields of that call). It is safe to call from any goroutine.
+func (c *call) stopGen(gen uint64, reason func() error) {
+	c.mu.Lock()
+	if c.gen != gen {
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(reason())
+}
+
+// stopLocked stops the call; c.mu is held and is released.
+func (c *call) stopLocked(reason error) {
 	if c.ended {
 		c.mu.Unlock()
 		return
@@ -67,12 +115,26 @@ func (c *call) stop(reason error) {
 	if c.reason == nil {
 		c.reason = reason
 	}
-	c.mu.Unlock()
 	c.stopped.Store(true)
 	c.vm.Interrupt(stopMark{})
-	if c.cancel != nil {
-		c.cancel()
+	cancel := c.cancel
+	c.mu.Unlock()
+	cancel()
+}
+
+// hostCtx is the context of the call's host calls: the caller's, bounded
+// by the wall time, cancelled when the call stops. It is made at the first
+// host call, so that a call that makes none does not pay for it.
+func (c *call) hostCtx() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithDeadline(c.parent, c.deadline)
+		if c.reason != nil {
+			c.cancel()
+		}
 	}
+	return c.ctx
 }
 
 // end marks the script as returned: a stop that comes later (a wall-time
@@ -131,51 +193,6 @@ func (c *call) limitError(limit string) *sandbox.LimitError {
 	return e
 }
 
-// watch starts the call's watchdog: it stops the call when the wall time
-// passes (a LimitError), when parent is cancelled (Aborted or Timeout),
-// when closing is closed (Aborted), or when the process heap grows past
-// the memory budget. The returned function stops the watchdog and waits
-// for it.
-func (c *call) watch(parent context.Context, closing <-chan struct{}, mem *memoryGuard) (stopWatch func()) {
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		wall := time.NewTimer(c.limits.WallTime)
-		defer wall.Stop()
-		var tick <-chan time.Time
-		if mem != nil {
-			t := time.NewTicker(memorySampleInterval)
-			defer t.Stop()
-			tick = t.C
-		}
-		for {
-			select {
-			case <-done:
-				return
-			case <-wall.C:
-				c.stop(c.limitError(sandbox.LimitWallTime))
-				return
-			case <-parent.Done():
-				c.stop(c.contextStop(parent.Err()))
-				return
-			case <-closing:
-				c.stop(c.runtimeClosed())
-				return
-			case <-tick:
-				if mem.exceeded() {
-					c.stop(c.limitError(sandbox.LimitMemory))
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-exited
-	}
-}
-
 var proxyType = reflect.TypeOf(goja.Proxy{})
 
 func (c *call) runtimeClosed() error {
@@ -211,6 +228,7 @@ func (c *call) result(err error) error {
 	if errors.As(err, &ex) {
 		return c.exceptionError(ex)
 	}
+	c.broken = true
 	return fault.Wrap(fault.Internal, err, c.op, "")
 }
 
@@ -290,8 +308,12 @@ func (c *call) dataString(obj *goja.Object, key string) string {
 			return ""
 		}
 		if d, ok := desc.(*goja.Object); ok {
-			if v, ok := d.Get("value").(goja.String); ok {
-				return v.String()
+			v := d.Get("value")
+			if g, ok := d.Get("get").(*goja.Object); ok {
+				v = c.overrides[g] // an overridable built-in's value
+			}
+			if s, ok := v.(goja.String); ok {
+				return s.String()
 			}
 			return ""
 		}

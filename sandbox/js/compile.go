@@ -25,6 +25,12 @@ const (
 // shadow (with statements are refused).
 const spreadGuard = "\x00spread"
 
+// arraySpreadGuard is the global the compiler routes the sources of array
+// spread ([...a], f(...a), new F(...a)) through: an array whose length
+// does not fit the memory budget is refused before the engine loops over
+// it in Go.
+const arraySpreadGuard = "\x00spreadArray"
+
 // compiled is a program and the identifiers it mentions (an expression's
 // free names are defined as undefined so that a missing var reads as
 // undefined rather than throwing).
@@ -103,7 +109,7 @@ func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	}
 	out := &compiled{prog: p}
 	for id := range g.idents {
-		if id != spreadGuard {
+		if id != spreadGuard && id != arraySpreadGuard {
 			out.idents = append(out.idents, id)
 		}
 	}
@@ -180,6 +186,12 @@ func (g *astGuard) visit(n any) error {
 				s.Expression = guardCall(s.Expression)
 			}
 		}
+	case *ast.ArrayLiteral:
+		guardSpreads(t.Value)
+	case *ast.CallExpression:
+		guardSpreads(t.ArgumentList)
+	case *ast.NewExpression:
+		guardSpreads(t.ArgumentList)
 	case *ast.ForInStatement:
 		t.Source = guardCall(t.Source)
 	case *ast.Binding:
@@ -200,10 +212,22 @@ func (g *astGuard) visit(n any) error {
 	return nil
 }
 
-func guardCall(e ast.Expression) ast.Expression {
+// guardSpreads routes the source of every spread element of list through
+// arraySpreadGuard.
+func guardSpreads(list []ast.Expression) {
+	for _, e := range list {
+		if s, ok := e.(*ast.SpreadElement); ok {
+			s.Expression = guardCallOf(arraySpreadGuard, s.Expression)
+		}
+	}
+}
+
+func guardCall(e ast.Expression) ast.Expression { return guardCallOf(spreadGuard, e) }
+
+func guardCallOf(guard string, e ast.Expression) ast.Expression {
 	at := e.Idx0()
 	return &ast.CallExpression{
-		Callee:           &ast.Identifier{Name: unistring.String(spreadGuard), Idx: at},
+		Callee:           &ast.Identifier{Name: unistring.String(guard), Idx: at},
 		LeftParenthesis:  at,
 		ArgumentList:     []ast.Expression{e},
 		RightParenthesis: e.Idx1(),

@@ -23,20 +23,25 @@
 //
 // # Lifecycle
 //
-// New starts one goroutine that prepares VMs ahead of the calls that will
-// use them; Close stops it, stops running calls (Aborted), waits for them
-// and is idempotent. Every Invoke runs in a VM no other call has used and
-// that is dropped when it returns; compiled scripts are cached by the hash
-// of their kind (script, eval or Function code, expression), name and
-// source. Eval runs in pooled VMs whose built-ins are
-// frozen, with a new global object per expression.
+// New starts one watchdog goroutine; Close stops running calls (Aborted),
+// waits for them and for the watchdog, and is idempotent. VMs are pooled:
+// each is locked down once (every built-in frozen, SES-style) and runs
+// many calls, each with a new global object that inherits the script API
+// (frozen objects whose functions act on the running call) and the frozen
+// built-ins; docs/sandbox.md says what isolates what. A VM is dropped after
+// a stop, an engine failure, code run by eval or Function, or 10 000
+// calls. Compiled scripts are cached by their kind (script, eval or
+// Function code, expression), name and source.
 //
 // # Concurrency
 //
 // A Runtime is safe for concurrent use. At most Options.PoolSize calls run
-// at once; a call waits for a slot until its context ends (NotAvailable).
-// Each call runs on the caller's goroutine, watched by a watchdog
-// goroutine of its own that the call stops before it returns.
+// at once, each in a VM of its own; a call waits for a slot until its
+// context ends (NotAvailable). Each call runs on the caller's goroutine,
+// registered with the runtime's watchdog, which looks at every running call
+// every 2 ms (wall time, the caller's context, the memory guard); a stop
+// carries the call's generation, so that one that comes late never reaches
+// the next call on the VM.
 //
 // # Errors
 //

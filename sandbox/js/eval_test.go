@@ -38,16 +38,18 @@ func TestEvalPooledIsolation(t *testing.T) {
 	}
 }
 
-// In an expression the built-ins are frozen: assigning a property that a
-// frozen prototype holds does nothing (the same holds in strict code,
-// which throws). Defining it works.
+// In an expression the built-ins are frozen, yet assigning a property
+// that a frozen prototype holds works on the object assigned to, as
+// defining it does; the prototype itself keeps its property.
 func TestEvalFrozenPrototypes(t *testing.T) {
 	t.Parallel()
 	rt := mustNew(t, js.Options{})
 	got, err := rt.Eval(context.Background(), sandbox.Evaluation{Node: "e",
-		Expr: `[(o => (o.toString = () => "x", String(o)))({}), String({toString: () => "y"})]`})
+		Expr: `[(o => (o.toString = () => "x", String(o)))({}), String({toString: () => "y"}),
+			(Object.prototype.toString = () => "z", String({})),
+			(o => (o.name = "Mine", String(o)))(new TypeError("m"))]`})
 	require.NoError(t, err)
-	assert.Equal(t, []any{"[object Object]", "y"}, got)
+	assert.Equal(t, []any{"x", "y", "[object Object]", "Mine: m"}, got)
 }
 
 // A let, const or class that eval or the Function constructor declares in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,51 +55,109 @@ func (c *call) deepFreeze(v goja.Value) goja.Value {
 	return v
 }
 
-// defineGlobal sets a read-only, non-configurable global.
-func (c *call) defineGlobal(name string, v goja.Value) {
-	_ = c.vm.GlobalObject().DefineDataProperty(name, v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+// apis are the script API objects of a realm, made at its first Invoke
+// and frozen with their functions: the functions act on the invocation the
+// VM is running (the call's inv, board and abi), so that nothing of one
+// invocation is reachable from the next. layer is the frozen object that
+// holds them as globals: every invocation's global object inherits from
+// it, and it inherits from the realm's frozen global object.
+type apis struct {
+	signal, board, run, node, parallel, console *goja.Object
+	host                                        *goja.Object
+	hostNames                                   []string // the ABI functions host was made for
+	layer                                       *goja.Object
 }
 
-// installGlobals defines the script globals of an invocation (config,
-// signal, board, host, run, node, parallel, console) and routes Date and
-// Math.random through the host.
-func (c *call) installGlobals(inv sandbox.Invocation) {
-	board := inv.Board
-	if board == nil {
-		board = agent.NewBoard()
+func (c *call) newAPIs() *apis {
+	return &apis{
+		signal:  c.freezeAPI(c.signalAPI()),
+		board:   c.freezeAPI(c.boardAPI()),
+		run:     c.freezeAPI(c.runAPI()),
+		node:    c.freezeAPI(c.api(method{"id", c.nodeID}, method{"type", c.nodeType})),
+		console: c.freezeAPI(c.consoleAPI()),
+		parallel: c.freezeAPI(c.api(method{"cancelNode", func(fc goja.FunctionCall) goja.Value {
+			if c.inv.Parallel == nil {
+				return c.vm.ToValue(false)
+			}
+			return c.vm.ToValue(c.inv.Parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
+		}})),
 	}
-	cfg := goja.Value(c.vm.NewObject())
-	if inv.Config != nil {
-		cfg = c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory)
-	}
-	c.defineGlobal("config", c.deepFreeze(cfg))
-	c.defineGlobal("signal", c.freeze(c.signalAPI()))
-	c.defineGlobal("board", c.freeze(c.boardAPI(board)))
-	c.installHost(inv.ABI)
-	c.defineGlobal("run", c.freeze(c.runAPI(inv.Run)))
-	c.defineGlobal("node", c.freeze(c.api(
-		method{"id", c.constant(inv.Node)},
-		method{"type", c.constant(inv.Type)},
-	)))
-	c.defineGlobal("parallel", c.freeze(c.api(method{"cancelNode", func(fc goja.FunctionCall) goja.Value {
-		if inv.Parallel == nil {
-			return c.vm.ToValue(false)
+}
+
+// freezeAPI freezes o and the functions it holds.
+func (c *call) freezeAPI(o *goja.Object) *goja.Object {
+	for _, k := range o.Keys() {
+		if f, ok := o.Get(k).(*goja.Object); ok {
+			c.freeze(f)
 		}
-		return c.vm.ToValue(inv.Parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
-	}})))
+	}
+	return c.freeze(o)
 }
 
-func (c *call) constant(s string) func(goja.FunctionCall) goja.Value {
-	return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(s) }
+// globalsLayer returns the frozen object holding the script globals for
+// the ABI's functions: the realm's when its host object was made for the
+// same names, else a new one, kept for the next invocation. Its config is
+// an empty frozen object; an invocation with a config shadows it.
+func (c *call) globalsLayer(names []string) *goja.Object {
+	a := c.apis
+	if a.layer != nil && slices.Equal(names, a.hostNames) {
+		return a.layer
+	}
+	methods := make([]method, 0, len(names))
+	for _, n := range names {
+		methods = append(methods, method{n, c.hostFunc(n)})
+	}
+	a.host, a.hostNames = c.freezeAPI(c.api(methods...)), slices.Clone(names)
+	layer := c.vm.CreateObject(c.template)
+	for _, g := range []struct {
+		name string
+		v    *goja.Object
+	}{
+		{"config", c.freeze(c.vm.NewObject())}, {"signal", a.signal}, {"board", a.board}, {"host", a.host},
+		{"console", a.console}, {"run", a.run}, {"node", a.node}, {"parallel", a.parallel},
+	} {
+		_ = layer.DefineDataProperty(g.name, g.v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	}
+	a.layer = c.freeze(layer)
+	return a.layer
 }
 
-func (c *call) runAPI(r sandbox.RunInfo) *goja.Object {
+// installGlobals gives the invocation a new global object that inherits
+// its globals (config, signal, board, host, run, node, parallel, console)
+// from the realm's frozen layer; Date and Math.random read the
+// invocation's host.
+func (c *call) installGlobals(inv sandbox.Invocation) {
+	c.inv, c.board, c.abi = inv, inv.Board, inv.ABI
+	if c.board == nil {
+		c.board = agent.NewBoard()
+	}
+	if c.abi == nil {
+		c.abi = noABI{}
+	}
+	if c.apis == nil {
+		c.apis = c.newAPIs()
+	}
+	global := c.vm.CreateObject(c.globalsLayer(c.abi.Functions()))
+	c.vm.SetGlobalObject(global)
+	if len(inv.Config) > 0 {
+		cfg := c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory))
+		_ = global.DefineDataProperty("config", cfg, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	}
+}
+
+func (c *call) nodeID(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.inv.Node) }
+func (c *call) nodeType(goja.FunctionCall) goja.Value { return c.vm.ToValue(c.inv.Type) }
+
+func (c *call) runAPI() *goja.Object {
+	run := func(field func(sandbox.RunInfo) string) func(goja.FunctionCall) goja.Value {
+		return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(field(c.inv.Run)) }
+	}
 	return c.api(
-		method{"get_run_id", c.constant(r.RunID)},
-		method{"get_task_id", c.constant(r.TaskID)},
-		method{"get_agent_id", c.constant(r.AgentID)},
-		method{"get_context_id", c.constant(r.ContextID)},
-		method{"get_parent_run_id", c.constant(r.ParentRunID)},
+		method{"get_run_id", run(func(r sandbox.RunInfo) string { return r.RunID })},
+		method{"get_task_id", run(func(r sandbox.RunInfo) string { return r.TaskID })},
+		method{"get_agent_id", run(func(r sandbox.RunInfo) string { return r.AgentID })},
+		method{"get_context_id", run(func(r sandbox.RunInfo) string { return r.ContextID })},
+		method{"get_parent_run_id", run(func(r sandbox.RunInfo) string { return r.ParentRunID })},
 	)
 }
 
@@ -158,7 +217,7 @@ func interruptCause(kind string) agent.InterruptCause {
 
 // consoleAPI routes console.log and its siblings to host.log. A refused
 // or failing log is dropped; a limit still stops the call.
-func (c *call) consoleAPI(abi sandbox.ABI) *goja.Object {
+func (c *call) consoleAPI() *goja.Object {
 	logAt := func(level string) func(goja.FunctionCall) goja.Value {
 		return func(fc goja.FunctionCall) goja.Value {
 			parts := make([]string, len(fc.Arguments))
@@ -170,7 +229,7 @@ func (c *call) consoleAPI(abi sandbox.ABI) *goja.Object {
 				}
 			}
 			args, _ := json.Marshal([]string{level, strings.Join(parts, " ")})
-			if _, err := abi.Call(c.ctx, "log", args); err != nil && isLimit(err) {
+			if _, err := c.abi.Call(c.hostCtx(), "log", args); err != nil && isLimit(err) {
 				c.abort(err)
 			}
 			c.checkStop()
@@ -191,15 +250,16 @@ func isLimit(err error) bool {
 // the value (at most max_value_bytes). Names starting with "__" are the
 // kernel's: a script may read them but not write them, except the main
 // channel.
-func (c *call) boardAPI(b *agent.Board) *goja.Object {
-	o := c.api(append(c.boardVarMethods(b), c.boardChannelMethods(b)...)...)
+func (c *call) boardAPI() *goja.Object {
+	o := c.api(append(c.boardVarMethods(), c.boardChannelMethods()...)...)
 	_ = o.Set("MAIN_CHANNEL", agent.MainChannel)
 	return o
 }
 
-func (c *call) boardVarMethods(b *agent.Board) []method {
+func (c *call) boardVarMethods() []method {
 	return []method{
 		{"getVar", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			v, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
 			if !ok {
 				return goja.Undefined()
@@ -207,11 +267,11 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
 		}},
 		{"setVar", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			name := c.varName(fc.Argument(0), "setVar")
-			data := c.toJSON(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
-			v := c.decodeValue(data)
+			size, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
 			old, had := b.Vars[name]
-			c.growBoard(b, entryBytes(name, int64(len(data))), replaced(name, had, old))
+			c.growBoard(b, entryBytes(name, size), replaced(name, had, old))
 			if b.Vars == nil {
 				b.Vars = map[string]any{}
 			}
@@ -219,6 +279,7 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 			return goja.Undefined()
 		}},
 		{"deleteVar", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			name := c.varName(fc.Argument(0), "deleteVar")
 			if old, had := b.Vars[name]; had && c.boardSized {
 				c.boardBytes -= replaced(name, had, old)
@@ -227,13 +288,15 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 			return goja.Undefined()
 		}},
 		{"hasVar", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			_, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
 			return c.vm.ToValue(ok)
 		}},
 		{"getVars", func(goja.FunctionCall) goja.Value {
-			return c.fromGo(maps.Clone(b.Vars), c.budget(), sandbox.LimitMemory)
+			return c.fromGo(maps.Clone(c.board.Vars), c.budget(), sandbox.LimitMemory)
 		}},
 		{"resolve", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			v, err := sandbox.Resolve(b.Vars, c.toStr(fc.Argument(0)).String())
 			if err != nil {
 				c.throw(err)
@@ -241,6 +304,7 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
 		}},
 		{"resolveString", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			s, err := sandbox.ResolveString(b.Vars, c.toStr(fc.Argument(0)).String())
 			if err != nil {
 				c.throw(err)
@@ -250,9 +314,10 @@ func (c *call) boardVarMethods(b *agent.Board) []method {
 	}
 }
 
-func (c *call) boardChannelMethods(b *agent.Board) []method {
+func (c *call) boardChannelMethods() []method {
 	return []method{
 		{"channel", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			msgs := b.Channel(c.toStr(fc.Argument(0)).String())
 			if msgs == nil {
 				msgs = []message.Message{}
@@ -260,6 +325,7 @@ func (c *call) boardChannelMethods(b *agent.Board) []method {
 			return c.fromGo(msgs, c.budget(), sandbox.LimitMemory)
 		}},
 		{"setChannel", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			name := c.channelName(fc.Argument(0), "setChannel")
 			msgs, n := c.messages(fc.Argument(1), "setChannel", true)
 			old, had := b.Channels[name]
@@ -271,6 +337,7 @@ func (c *call) boardChannelMethods(b *agent.Board) []method {
 			return goja.Undefined()
 		}},
 		{"appendChannel", func(fc goja.FunctionCall) goja.Value {
+			b := c.board
 			name := c.channelName(fc.Argument(0), "appendChannel")
 			if msgs, n := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
 				if _, had := b.Channels[name]; !had {
@@ -345,30 +412,12 @@ func (noABI) Call(_ context.Context, name string, _ json.RawMessage) (json.RawMe
 	return nil, fault.New(fault.NotAvailable, "host "+name, "this call has no host functions")
 }
 
-// installHost defines host (one function per ABI name, granted or not),
-// console (routed to host.log) and backs Date and Math.random with
-// host.now and host.random.
-func (c *call) installHost(abi sandbox.ABI) {
-	if abi == nil {
-		abi = noABI{}
-	}
-	names := abi.Functions()
-	methods := make([]method, 0, len(names))
-	for _, n := range names {
-		methods = append(methods, method{n, c.hostFunc(abi, n)})
-	}
-	c.defineGlobal("host", c.freeze(c.api(methods...)))
-	c.defineGlobal("console", c.freeze(c.consoleAPI(abi)))
-	c.vm.SetTimeSource(func() time.Time { return c.hostNow(abi) })
-	c.vm.SetRandSource(func() float64 { return c.hostRandom(abi) })
-}
-
 // hostFunc calls the host function name with the script's arguments as a
 // JSON array and returns the JSON result as a fresh value. A host error is
 // thrown as an Error with code and message; a limit stops the call.
-func (c *call) hostFunc(abi sandbox.ABI, name string) func(goja.FunctionCall) goja.Value {
+func (c *call) hostFunc(name string) func(goja.FunctionCall) goja.Value {
 	return func(fc goja.FunctionCall) goja.Value {
-		res := c.callHost(abi, name, fc.Arguments)
+		res := c.callHost(name, fc.Arguments)
 		if len(res) == 0 {
 			return goja.Undefined()
 		}
@@ -376,13 +425,13 @@ func (c *call) hostFunc(abi sandbox.ABI, name string) func(goja.FunctionCall) go
 	}
 }
 
-func (c *call) callHost(abi sandbox.ABI, name string, argv []goja.Value) json.RawMessage {
+func (c *call) callHost(name string, argv []goja.Value) json.RawMessage {
 	c.checkStop()
 	args := json.RawMessage("[]")
 	if len(argv) > 0 {
 		args = c.toJSON(c.vm.NewArray(toAny(argv)...), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
 	}
-	res, err := abi.Call(c.ctx, name, args)
+	res, err := c.abi.Call(c.hostCtx(), name, args)
 	if err != nil {
 		c.throw(err)
 	}
@@ -395,8 +444,8 @@ func (c *call) callHost(abi sandbox.ABI, name string, argv []goja.Value) json.Ra
 
 // hostNow is the VM's clock: host.now, decoded. It accepts an RFC 3339
 // string, a number of Unix milliseconds, or an object holding either.
-func (c *call) hostNow(abi sandbox.ABI) time.Time {
-	res := c.callHost(abi, "now", nil)
+func (c *call) hostNow() time.Time {
+	res := c.callHost("now", nil)
 	if t, ok := decodeNow(res); ok {
 		return t
 	}
@@ -432,8 +481,8 @@ func decodeNow(res json.RawMessage) (time.Time, bool) {
 }
 
 // hostRandom is the VM's Math.random: host.random, a number in [0, 1).
-func (c *call) hostRandom(abi sandbox.ABI) float64 {
-	res := c.callHost(abi, "random", nil)
+func (c *call) hostRandom() float64 {
+	res := c.callHost("random", nil)
 	var f float64
 	if json.Unmarshal(res, &f) != nil || f < 0 || f >= 1 || math.IsNaN(f) {
 		c.throw(fault.New(fault.Internal, "host random", "node %q: unexpected random value %.64s", c.node, res))

@@ -242,6 +242,13 @@ func (c *call) guardObjects() {
 		return fc.Argument(0)
 	})
 	_ = c.vm.GlobalObject().DefineDataProperty(spreadGuard, guard, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	arrays := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		if o, ok := fc.Argument(0).(*goja.Object); ok && c.isArray(o) {
+			c.needElements(c.arrayLength(o))
+		}
+		return fc.Argument(0)
+	})
+	_ = c.vm.GlobalObject().DefineDataProperty(arraySpreadGuard, arrays, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
 // typedArrays are the constructors whose first argument sets a size in

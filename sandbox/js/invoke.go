@@ -2,7 +2,6 @@ package js
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,11 +11,12 @@ import (
 	"github.com/dop251/goja"
 )
 
-// Invoke runs one node script in a fresh VM; see sandbox.Runtime for the
-// errors. The script is the body of a function run with the globals in
-// scope (docs/sandbox.md).
+// Invoke runs one node script in a realm no other call is using, with a
+// global object of its own; see sandbox.Runtime for the errors. The script
+// is the body of a function run with the globals in scope
+// (docs/sandbox.md).
 func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
-	op := opFor("invoke", inv.Node)
+	op := r.opFor("invoke", inv.Node)
 	if err := ctx.Err(); err != nil {
 		return fault.FromContext(err, op)
 	}
@@ -43,22 +43,50 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	defer r.release(c)
 	c.bind(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
-	return c.run(ctx, r.closing, func() {
+	return c.run(func() {
 		c.installGlobals(inv)
 	}, func() error {
-		fn, err := c.vm.RunProgram(comp.prog)
+		f, err := c.scriptFunc(comp)
 		if err != nil {
 			return err
-		}
-		f, ok := goja.AssertFunction(fn)
-		if !ok {
-			return fault.New(fault.Validation, op, "the script is not a function body")
 		}
 		_, err = f(goja.Undefined())
 		return err
 	})
+}
+
+// maxScriptFuncs bounds the script functions a VM keeps.
+const maxScriptFuncs = 256
+
+// scriptFunc returns the function a compiled script makes in this VM,
+// made at its first call and kept for the next ones. It is frozen, with
+// its prototype object: a script reaches its own function
+// (arguments.callee) and must not leave anything on it.
+func (c *call) scriptFunc(comp *compiled) (goja.Callable, error) {
+	if f, ok := c.funcs[comp]; ok {
+		return f, nil
+	}
+	v, err := c.vm.RunProgram(comp.prog)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := goja.AssertFunction(v)
+	if !ok {
+		return nil, fault.New(fault.Validation, c.op, "the script is not a function body")
+	}
+	obj := v.(*goja.Object)
+	if p, ok := obj.Get("prototype").(*goja.Object); ok {
+		c.freeze(p)
+	}
+	c.freeze(obj)
+	if c.funcs == nil || len(c.funcs) >= maxScriptFuncs {
+		c.funcs = map[*compiled]goja.Callable{}
+	}
+	c.funcs[comp] = f
+	return f, nil
 }
 
 func scriptName(inv sandbox.Invocation) string {
@@ -71,21 +99,17 @@ func scriptName(inv sandbox.Invocation) string {
 	return "script"
 }
 
-// run runs setup and then body under the call's watchdog and maps how they
-// ended to the call's error. Setup and body run on the calling goroutine;
-// a stop (a limit, a signal, a cancel) unwinds them.
-func (c *call) run(parent context.Context, closing <-chan struct{}, setup func(), body func() error) (err error) {
-	var mem *memoryGuard
-	if c.limits.MemoryBytes > 0 {
-		mem = newMemoryGuard(c.limits.MemoryBytes)
-	}
-	stopWatch := c.watch(parent, closing, mem)
+// run runs setup and then body under the runtime's watchdog and maps how
+// they ended to the call's error. Setup and body run on the calling
+// goroutine; a stop (a limit, a signal, a cancel) unwinds them.
+func (c *call) run(setup func(), body func() error) (err error) {
+	c.rt.watchdog.add(c, watch{gen: c.gen, parent: c.parent, deadline: c.deadline, budget: c.limits.MemoryBytes})
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
 		c.end()
-		stopWatch()
+		c.rt.watchdog.remove(c)
 		c.cancel()
 	}()
 	if ex := c.vm.Try(setup); ex != nil {
@@ -114,6 +138,7 @@ func (c *call) panicked(p any) error {
 	if err, ok := p.(error); ok {
 		return c.result(err)
 	}
+	c.broken = true
 	return fault.New(fault.Internal, c.op, "script engine failure: %v", p)
 }
 
@@ -128,7 +153,7 @@ func (c *call) panicked(p any) error {
 // compile, Internal (a *sandbox.ScriptError) for one that throws, and the
 // wall-time, stack and memory limits as for Invoke.
 func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
-	op := opFor("eval", ev.Node)
+	op := r.opFor("eval", ev.Node)
 	if err := ctx.Err(); err != nil {
 		return nil, fault.FromContext(err, op)
 	}
@@ -147,19 +172,15 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 		return nil, err
 	}
 	defer release()
-	e, err := r.exprVM()
+	c, err := r.fresh()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	c := e.c
+	defer r.release(c)
 	c.bind(ctx, op, ev.Node, limits)
 	var out any
-	err = c.run(ctx, r.closing, func() {
-		global := c.vm.CreateObject(e.template)
-		// globalThis is the expression's own global, not the frozen one.
-		_ = global.DefineDataProperty("globalThis", global, goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
-		c.vm.SetGlobalObject(global)
-		c.defineVars(global, ev.Vars, comp.idents)
+	err = c.run(func() {
+		c.defineVars(c.newGlobal(), ev.Vars, comp.idents)
 	}, func() error {
 		v, err := c.vm.RunProgram(comp.prog)
 		if err != nil {
@@ -170,11 +191,6 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 		}
 		return nil
 	})
-	// A VM is reused after a normal end or a script exception; a stop
-	// (limit, cancel), an engine failure or code run by eval or Function
-	// (which may have declared a global let, const or class) drops it.
-	var se *sandbox.ScriptError
-	r.release(e, (err == nil || errors.As(err, &se)) && !c.stopped.Load() && !c.ranCode)
 	if err != nil {
 		return nil, err
 	}

@@ -25,33 +25,37 @@ type heapStats struct {
 // memoryGuard watches the process heap on behalf of one call. goja has no
 // per-VM accounting, so the guard reads the heap of the whole process
 // (runtime/metrics). It trips when the live heap, as the last GC measured
-// it, exceeds the lowest live heap seen since the call started by more
-// than the budget. The live heap is only measured by a GC, so when more
-// than the budget has been allocated since the last GC the guard forces
-// one (runtime.GC) to measure it: a call is thus stopped after holding
-// about its budget, plus what it allocates while that GC runs. Only the
-// watchdog goroutine uses it.
+// it, exceeds the lowest live heap seen since the guard's first look by
+// more than the budget. The live heap is only measured by a GC, so when
+// more than the budget has been allocated since the last GC the guard
+// forces one (runtime.GC) to measure it: a call is thus stopped after
+// holding about its budget, plus what it allocates while that GC runs.
+// Only the runtime's watchdog goroutine uses it; its first look at a call
+// is at its first tick after the call began (within
+// memorySampleInterval).
 //
-// A GC that was running when the call started measured the heap before
-// it; the guard trusts the live heap only from the second GC after the
-// start, or from one it forced.
+// A GC that was running at the first look measured the heap before it;
+// the guard trusts the live heap only from the second GC after that, or
+// from one it forced.
 type memoryGuard struct {
+	gen      uint64 // the generation of the call the guard watches
 	budget   int64
 	minLive  int64
-	start    uint64 // GC cycles when the call started
+	start    uint64 // GC cycles at the first look
 	cycles   uint64 // GC cycles at the last look
 	sinceGC  int64  // lowest allocated heap seen since the last GC
 	samples  []metrics.Sample
 	forceGCs int // GCs this guard forced
 }
 
-func newMemoryGuard(budget int64) *memoryGuard {
-	g := &memoryGuard{budget: budget, samples: []metrics.Sample{
-		{Name: metricHeapObjects}, {Name: metricHeapLive}, {Name: metricGCCycles},
-	}}
+// reset makes g watch the call of generation gen from now on.
+func (g *memoryGuard) reset(gen uint64, budget int64) {
+	if g.samples == nil {
+		g.samples = []metrics.Sample{{Name: metricHeapObjects}, {Name: metricHeapLive}, {Name: metricGCCycles}}
+	}
+	g.gen, g.budget, g.forceGCs = gen, budget, 0
 	now := g.read()
 	g.minLive, g.cycles, g.sinceGC, g.start = now.live, now.cycles, now.objects, now.cycles
-	return g
 }
 
 func (g *memoryGuard) read() heapStats {

@@ -40,18 +40,23 @@ type Options struct {
 	ProgramCacheSize int
 }
 
-// Runtime runs JavaScript node scripts in goja, a fresh VM per call. It
-// implements sandbox.Runtime and io.Closer and is safe for concurrent use.
+// Runtime runs JavaScript node scripts and expressions in goja: pooled VMs
+// whose built-ins are frozen, a new global object per call
+// (docs/sandbox.md). It implements sandbox.Runtime and io.Closer and is
+// safe for concurrent use.
 type Runtime struct {
 	limits   sandbox.Limits
 	slots    chan struct{}
 	programs *programCache
 	exprs    *programCache
 	kinds    []*goja.Program // each makes one async, generator or async generator function
+	hidden   *goja.Program   // lists the built-ins no property path reaches
 
-	spares  chan *call    // VMs prepared ahead, each for one call
-	filled  chan struct{} // closed when the goroutine filling spares ends
-	exprVMs chan *exprVM  // pooled expression VMs
+	realms   chan *call // pooled VMs, frozen, between calls
+	watchdog *watchdog
+
+	opsMu sync.Mutex
+	ops   map[[2]string]string // error prefixes by verb and node
 
 	mu       sync.Mutex
 	closed   bool
@@ -99,18 +104,22 @@ func New(o Options) (*Runtime, error) {
 			kinds = append(kinds, p)
 		}
 	}
+	hidden, err := goja.Compile("intrinsics", hiddenIntrinsicsSource, false)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, op, "")
+	}
 	r := &Runtime{
 		kinds:    kinds,
+		hidden:   hidden,
 		limits:   o.Limits.WithDefaults(),
 		slots:    make(chan struct{}, o.PoolSize),
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
-		spares:   make(chan *call, min(o.PoolSize, maxSpares)),
-		filled:   make(chan struct{}),
-		exprVMs:  make(chan *exprVM, o.PoolSize),
+		realms:   make(chan *call, o.PoolSize),
+		ops:      map[[2]string]string{},
+		watchdog: newWatchdog(),
 		closing:  make(chan struct{}),
 	}
-	go r.fill()
 	return r, nil
 }
 
@@ -126,7 +135,7 @@ func (r *Runtime) PoolSize() int { return cap(r.slots) }
 
 // Close stops the runtime: new calls fail with NotAvailable, running calls
 // are stopped (Aborted) and Close waits for them to return, and for the
-// goroutine that prepares VMs. Close is idempotent and returns nil.
+// watchdog goroutine. Close is idempotent and returns nil.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	if !r.closed {
@@ -134,9 +143,16 @@ func (r *Runtime) Close() error {
 		close(r.closing)
 	}
 	r.mu.Unlock()
+	r.watchdog.closeAll()
 	r.calls.Wait()
-	<-r.filled
-	return r.closeErr
+	r.watchdog.shutdown()
+	for {
+		select {
+		case <-r.realms:
+		default:
+			return r.closeErr
+		}
+	}
 }
 
 // acquire takes a slot for one call; release must be called when it ends.
@@ -169,4 +185,22 @@ func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits,
 	return r.limits.Tighten(l), nil
 }
 
-func opFor(verb, node string) string { return fmt.Sprintf("%s node %q", verb, node) }
+// opFor is the prefix of a call's errors: invoke node "x". The runtime
+// keeps the last ones made, since the same nodes run again and again.
+func (r *Runtime) opFor(verb, node string) string {
+	key := [2]string{verb, node}
+	r.opsMu.Lock()
+	defer r.opsMu.Unlock()
+	if op, ok := r.ops[key]; ok {
+		return op
+	}
+	if len(r.ops) >= maxOps {
+		clear(r.ops)
+	}
+	op := fmt.Sprintf("%s node %q", verb, node)
+	r.ops[key] = op
+	return op
+}
+
+// maxOps bounds the error prefixes a runtime keeps.
+const maxOps = 1024

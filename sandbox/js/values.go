@@ -2,7 +2,10 @@ package js
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -60,6 +63,9 @@ func (c *call) fromJSON(data []byte) goja.Value {
 // fromGo marshals a JSON-compatible Go value and returns it as a fresh JS
 // value. JSON longer than max stops the call with the limit named.
 func (c *call) fromGo(v any, max int64, limit string) goja.Value {
+	if pv, ok := c.fromPrimitive(v, max); ok {
+		return pv
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		c.throw(fault.Wrap(fault.Internal, err, "board", "node %q: value is not JSON-compatible", c.node))
@@ -85,7 +91,101 @@ func (c *call) toJSON(v goja.Value, max int64, limit string) []byte {
 // toGo turns a script value into a Go value through JSON (map[string]any,
 // []any, float64, string, bool, nil), at most max bytes of it.
 func (c *call) toGo(v goja.Value, max int64, limit string) any {
+	if n, out, ok := primitiveJSON(v); ok && n <= max {
+		return out
+	}
 	return c.decodeValue(c.toJSON(v, max, limit))
+}
+
+// toValue is the size of toJSON's text and its decoded Go value, at once.
+func (c *call) toValue(v goja.Value, max int64, limit string) (int64, any) {
+	if n, out, ok := primitiveJSON(v); ok && n <= max {
+		return n, out
+	}
+	data := c.toJSON(v, max, limit)
+	return int64(len(data)), c.decodeValue(data)
+}
+
+// primitiveJSON is the size of the JSON text JSON.stringify makes of a
+// number, a boolean, a string, null or undefined, and the Go value
+// decoding that text gives, both found without making the text; ok is
+// false for anything else (objects, symbols, BigInts) and for a string
+// holding U+FFFD (which may stand for a lone surrogate, written as an
+// escape).
+func primitiveJSON(v goja.Value) (size int64, out any, ok bool) {
+	if isNullish(v) {
+		return 4, nil, true
+	}
+	switch x := v.(type) {
+	case *goja.Object, *goja.Symbol:
+		return 0, nil, false
+	case goja.String:
+		text := x.String()
+		if strings.ContainsRune(text, utf8.RuneError) {
+			return 0, nil, false
+		}
+		return quotedLen(text), text, true
+	}
+	switch x := v.Export().(type) {
+	case bool:
+		if x {
+			return 4, true, true
+		}
+		return 5, false, true
+	case int64:
+		return int64(len(strconv.FormatInt(x, 10))), float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 4, nil, true
+		}
+		text := v.String() // JSON.stringify writes a finite number as String does
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return 0, nil, false
+		}
+		return int64(len(text)), f, true
+	}
+	return 0, nil, false
+}
+
+// quotedLen is the length in UTF-8 of JSON.stringify(s) for a string
+// without lone surrogates: the quotes, \b \t \n \f \r \" and \\ in two
+// characters, other control characters in six.
+func quotedLen(s string) int64 {
+	n := int64(len(s)) + 2
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '"' || b == '\\' || b == '\b' || b == '\t' || b == '\n' || b == '\f' || b == '\r':
+			n++
+		case b < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
+
+// fromPrimitive is fromGo of a JSON primitive (nil, a bool, a finite
+// float64, a short valid UTF-8 string), made without JSON text: the value
+// is the same.
+func (c *call) fromPrimitive(v any, max int64) (goja.Value, bool) {
+	switch x := v.(type) {
+	case nil:
+		return goja.Null(), max >= 4
+	case bool:
+		return c.vm.ToValue(x), max >= 5
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+		return c.vm.ToValue(x), max >= 32
+	case string:
+		// At most 6 bytes of JSON a byte (\u00XX), and the quotes.
+		if int64(len(x))*6+2 > max || !utf8.ValidString(x) {
+			return nil, false
+		}
+		return c.vm.ToValue(x), true
+	}
+	return nil, false
 }
 
 // decodeValue decodes the JSON form of a script value.

@@ -1,0 +1,167 @@
+package js
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// idleTicks is how many ticks without a call the watchdog waits before it
+// sleeps: calls back to back do not wake it each time.
+const idleTicks = 64
+
+// watchdog stops the running calls of a runtime: a call past its wall
+// time (a LimitError), a call whose caller's context ended (Aborted or
+// Timeout), a call whose memory guard trips, and every call when the
+// runtime closes. One goroutine per runtime does it, ticking every
+// memorySampleInterval while calls run and sleeping otherwise, so that a
+// call costs a registration rather than a goroutine and timers of its own;
+// a stop lands within a tick of its cause.
+type watchdog struct {
+	mu     sync.Mutex
+	calls  map[*call]watch
+	closed bool
+
+	wake   chan struct{} // a call was registered
+	quit   chan struct{} // closed by shutdown
+	exited chan struct{} // closed when the goroutine ends
+	snap   []watched     // the goroutine's copy of calls
+}
+
+// watch is what the watchdog needs to know of one call, copied at
+// registration: the call's fields may change once it ends.
+type watch struct {
+	gen      uint64
+	parent   context.Context
+	deadline time.Time
+	budget   int64 // memory_bytes; 0 means no memory guard
+}
+
+type watched struct {
+	c *call
+	w watch
+}
+
+func newWatchdog() *watchdog {
+	d := &watchdog{calls: map[*call]watch{}, wake: make(chan struct{}, 1),
+		quit: make(chan struct{}), exited: make(chan struct{})}
+	go d.loop()
+	return d
+}
+
+// add starts watching c's current call; remove must follow. A call added
+// after closeAll is stopped at once.
+func (d *watchdog) add(c *call, w watch) {
+	d.mu.Lock()
+	closed := d.closed
+	if !closed {
+		d.calls[c] = w
+	}
+	d.mu.Unlock()
+	if closed {
+		c.stopGen(w.gen, c.runtimeClosed)
+		return
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// remove stops watching c.
+func (d *watchdog) remove(c *call) {
+	d.mu.Lock()
+	delete(d.calls, c)
+	d.mu.Unlock()
+}
+
+// closeAll stops every watched call and every call added later.
+func (d *watchdog) closeAll() {
+	d.mu.Lock()
+	d.closed = true
+	stops := make([]watched, 0, len(d.calls))
+	for c, w := range d.calls {
+		stops = append(stops, watched{c, w})
+	}
+	d.mu.Unlock()
+	for _, s := range stops {
+		s.c.stopGen(s.w.gen, s.c.runtimeClosed)
+	}
+}
+
+// shutdown ends the goroutine and waits for it. It is idempotent.
+func (d *watchdog) shutdown() {
+	d.mu.Lock()
+	select {
+	case <-d.quit:
+	default:
+		close(d.quit)
+	}
+	d.mu.Unlock()
+	<-d.exited
+}
+
+func (d *watchdog) loop() {
+	defer close(d.exited)
+	t := time.NewTicker(memorySampleInterval)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-d.wake:
+		case <-d.quit:
+			return
+		}
+		t.Reset(memorySampleInterval)
+		for idle := 0; idle < idleTicks; {
+			select {
+			case now := <-t.C:
+				if d.check(now) == 0 {
+					idle++
+				} else {
+					idle = 0
+				}
+			case <-d.quit:
+				return
+			}
+		}
+		t.Stop()
+	}
+}
+
+// check looks at every watched call once and returns how many there were.
+func (d *watchdog) check(now time.Time) int {
+	d.mu.Lock()
+	d.snap = d.snap[:0]
+	for c, w := range d.calls {
+		d.snap = append(d.snap, watched{c, w})
+	}
+	d.mu.Unlock()
+	for i, s := range d.snap {
+		d.checkOne(now, s.c, s.w)
+		d.snap[i] = watched{}
+	}
+	return len(d.snap)
+}
+
+func (d *watchdog) checkOne(now time.Time, c *call, w watch) {
+	switch {
+	case w.parent.Err() != nil:
+		c.stopGen(w.gen, func() error { return c.contextStop(w.parent.Err()) })
+		return
+	case !now.Before(w.deadline):
+		c.stopGen(w.gen, func() error { return c.limitError(sandbox.LimitWallTime) })
+		return
+	case w.budget <= 0:
+		return
+	}
+	if c.mem.gen != w.gen || c.mem.samples == nil {
+		c.mem.reset(w.gen, w.budget)
+		return
+	}
+	if c.mem.exceeded() {
+		c.stopGen(w.gen, func() error { return c.limitError(sandbox.LimitMemory) })
+	}
+}
