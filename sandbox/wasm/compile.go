@@ -1,0 +1,123 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Exports every module must have (docs/hostabi.md).
+const (
+	ExportMemory     = "memory"
+	ExportABIVersion = "corral_abi_version"
+	ExportAlloc      = "corral_alloc"
+	exportInitialize = "_initialize"
+)
+
+// module is one compiled module of a Runtime.
+type module struct {
+	ready    chan struct{} // closed when compiled or err is set
+	compiled wazero.CompiledModule
+	err      error
+	// heavy modules have a start routine (_initialize: a Go guest's
+	// runtime); their instances are reused within a run.
+	heavy bool
+}
+
+// compile returns the compiled module of bin, compiling it once per
+// Runtime (and once per process through the shared compilation cache).
+func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module, error) {
+	if int64(len(bin)) > r.maxModule {
+		return nil, fault.New(fault.Validation, "", "the module is %d bytes, more than the limit of %d", len(bin), r.maxModule)
+	}
+	key := sha256.Sum256(bin)
+	r.mu.Lock()
+	m, ok := r.modules[key]
+	if !ok {
+		m = &module{ready: make(chan struct{})}
+		r.modules[key] = m
+	}
+	r.mu.Unlock()
+	if ok {
+		<-m.ready
+		return m, m.err
+	}
+	m.compiled, m.err = r.wz.CompileModule(ctx, bin)
+	if m.err != nil {
+		m.err = compileError(node, m.err, r.limits)
+		r.mu.Lock()
+		delete(r.modules, key) // a context error must not stick
+		r.mu.Unlock()
+	} else {
+		_, m.heavy = m.compiled.ExportedFunctions()[exportInitialize]
+	}
+	close(m.ready)
+	return m, m.err
+}
+
+// compileError classifies a compile failure: a memory declared past the
+// limit is a memory_bytes LimitError, anything else a Validation error.
+func compileError(node string, err error, l sandbox.Limits) error {
+	if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "over limit") {
+		return &sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: l.MemoryBytes}
+	}
+	return fault.Wrap(fault.Validation, err, "", "compile the module")
+}
+
+// checkExports checks that m has the memory, the ABI exports and entry,
+// each of the right type.
+func (m *module) checkExports(entry string) error {
+	fns := m.compiled.ExportedFunctions()
+	want := []struct {
+		name    string
+		params  []api.ValueType
+		results []api.ValueType
+	}{
+		{ExportABIVersion, nil, []api.ValueType{api.ValueTypeI32}},
+		{ExportAlloc, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+		{entry, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil},
+	}
+	for _, w := range want {
+		f, ok := fns[w.name]
+		if !ok {
+			return fault.New(fault.Validation, "", "the module does not export function %q", w.name)
+		}
+		if !sameTypes(f.ParamTypes(), w.params) || !sameTypes(f.ResultTypes(), w.results) {
+			return fault.New(fault.Validation, "", "export %q has type %s, want %s", w.name,
+				signature(f.ParamTypes(), f.ResultTypes()), signature(w.params, w.results))
+		}
+	}
+	if _, ok := m.compiled.ExportedMemories()[ExportMemory]; !ok {
+		return fault.New(fault.Validation, "", "the module does not export its memory as %q", ExportMemory)
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func signature(params, results []api.ValueType) string {
+	name := func(ts []api.ValueType) string {
+		parts := make([]string, len(ts))
+		for i, t := range ts {
+			parts[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	}
+	return name(params) + " -> " + name(results)
+}
+
