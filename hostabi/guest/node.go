@@ -133,7 +133,6 @@ func apply(out Output) error {
 	return nil
 }
 
-
 // HostFunctions lists the functions the host binds in module "host",
 // sorted: every function of the catalog, granted or not.
 func HostFunctions() ([]string, error) {

@@ -120,4 +120,3 @@ func signature(params, results []api.ValueType) string {
 	}
 	return name(params) + " -> " + name(results)
 }
-

@@ -117,8 +117,8 @@ func (st *callState) input() ([]byte, error) {
 		cfg = map[string]any{}
 	}
 	in := struct {
-		Node   string         `json:"node"`
-		Type   string         `json:"type"`
+		Node   string          `json:"node"`
+		Type   string          `json:"type"`
 		Run    sandbox.RunInfo `json:"run"`
 		Limits struct {
 			StackDepth    int   `json:"stack_depth"`
@@ -171,6 +171,9 @@ func (st *callState) failure(ctx context.Context, inst *instance, err error, dur
 		return st.limitError(sandbox.LimitStack)
 	case inst != nil && inst.mem.exhausted(), strings.Contains(output, "out of memory"):
 		return st.limitError(sandbox.LimitMemory)
+	}
+	if during == "instantiate" && !isExit && !strings.HasPrefix(msg, "wasm error") {
+		return fault.New(fault.Validation, "", "instantiate the module: %s", clip(firstLine(msg), maxMessageLen))
 	}
 	text := firstLine(msg)
 	if isExit {

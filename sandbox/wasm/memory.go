@@ -90,7 +90,7 @@ func (m *linearMemory) setLimit(limit uint64) {
 func (m *linearMemory) exhausted() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.refused || uint64(len(m.buf))+pageSize > min(m.max, m.limit)
+	return m.refused || (m.grown && uint64(len(m.buf))+pageSize > min(m.max, m.limit))
 }
 
 const pageSize = 1 << 16

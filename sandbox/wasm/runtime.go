@@ -58,7 +58,7 @@ type Runtime struct {
 	modules  map[[32]byte]*module
 	runs     map[string]*runScope
 	closed   bool
-	closing  chan struct{} // closed by Close: running calls stop
+	closing  chan struct{}   // closed by Close: running calls stop
 	closeCtx context.Context // cancelled by Close
 	cancel   context.CancelFunc
 	calls    sync.WaitGroup
@@ -98,8 +98,14 @@ func New(o Options) (*Runtime, error) {
 		return nil, fault.Wrap(fault.Validation, err, op, "engine")
 	}
 	limits := o.Limits.WithDefaults()
+	// The memory ceiling is the largest a 32-bit memory can be, so that
+	// every growth reaches the instance's allocator, which holds each call
+	// to its own memory limit and remembers a refusal (a growth past the
+	// ceiling would be refused silently, and the failure could not be told
+	// from any other). Capacity from max: the allocator reserves the
+	// call's limit up front, so growth never copies.
 	cfg = cfg.WithCloseOnContextDone(true).
-		WithMemoryLimitPages(pagesFor(limits.MemoryBytes)).
+		WithMemoryLimitPages(maxPages).
 		WithMemoryCapacityFromMax(true).
 		WithCompilationCache(sharedCache())
 	ctx := context.Background()
@@ -130,12 +136,10 @@ func runtimeConfig(engine string) (wazero.RuntimeConfig, error) {
 	return nil, fmt.Errorf("want %q or %q, got %q", EngineCompiler, EngineInterpreter, engine)
 }
 
-// pagesFor is the number of 64 KiB pages that hold n bytes, at most the
-// 4 GiB of a 32-bit memory.
-func pagesFor(n int64) uint32 {
-	p := (n + pageSize - 1) / pageSize
-	return uint32(min(max(p, 1), 65536))
-}
+// maxPages is the page count of a 4 GiB memory, the most a 32-bit memory
+// can address.
+const maxPages = 65536
+
 
 // instantiateHost instantiates WASI (clock, random, stdout and stderr, no
 // files, environment or arguments: see the module config) and the modules

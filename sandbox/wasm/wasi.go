@@ -19,9 +19,9 @@ import (
 // the run and node ids when the call may not read it). A guest's runtime
 // is therefore as deterministic as its host.
 type guestClock struct {
-	inst  *instance
-	mono  int64
-	rng   *rand.ChaCha8
+	inst *instance
+	mono int64
+	rng  *rand.ChaCha8
 }
 
 // monoStep is how far the monotonic clock moves at each reading.

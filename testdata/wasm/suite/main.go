@@ -33,7 +33,9 @@ func code(err error) string {
 }
 
 //go:wasmexport noop
-func noop(p, n uint32) { guest.Run(p, n, func(guest.Input) (guest.Output, error) { return guest.Output{}, nil }) }
+func noop(p, n uint32) {
+	guest.Run(p, n, func(guest.Input) (guest.Output, error) { return guest.Output{}, nil })
+}
 
 //go:wasmexport emit
 func emit(p, n uint32) {
@@ -210,7 +212,9 @@ func recurse(n int) int { return recurse(n+1) + 1 }
 
 //go:wasmexport recurse
 func recurseExport(p, n uint32) {
-	guest.Run(p, n, func(guest.Input) (guest.Output, error) { return guest.Output{Vars: map[string]any{"n": recurse(0)}}, nil })
+	guest.Run(p, n, func(guest.Input) (guest.Output, error) {
+		return guest.Output{Vars: map[string]any{"n": recurse(0)}}, nil
+	})
 }
 
 func recurseCatch() (r int) {
@@ -224,7 +228,9 @@ func recurseCatch() (r int) {
 
 //go:wasmexport recurse_catch
 func recurseCatchExport(p, n uint32) {
-	guest.Run(p, n, func(guest.Input) (guest.Output, error) { return guest.Output{Vars: map[string]any{"n": recurseCatch()}}, nil })
+	guest.Run(p, n, func(guest.Input) (guest.Output, error) {
+		return guest.Output{Vars: map[string]any{"n": recurseCatch()}}, nil
+	})
 }
 
 //go:wasmexport double_string
