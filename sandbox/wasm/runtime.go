@@ -140,7 +140,6 @@ func runtimeConfig(engine string) (wazero.RuntimeConfig, error) {
 // can address.
 const maxPages = 65536
 
-
 // instantiateHost instantiates WASI (clock, random, stdout and stderr, no
 // files, environment or arguments: see the module config) and the modules
 // "host" and "corral".
