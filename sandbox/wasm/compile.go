@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -27,6 +29,10 @@ type module struct {
 	// heavy modules have a start routine (_initialize: a Go guest's
 	// runtime); their instances are reused within a run.
 	heavy bool
+
+	mu        sync.Mutex
+	entries   map[string]error // checkExports by entry
+	versioned bool             // an instance answered the right ABI version
 }
 
 // compile returns the compiled module of bin, compiling it once per
@@ -35,8 +41,16 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 	if int64(len(bin)) > r.maxModule {
 		return nil, fault.New(fault.Validation, "", "the module is %d bytes, more than the limit of %d", len(bin), r.maxModule)
 	}
-	key := sha256.Sum256(bin)
 	r.mu.Lock()
+	key, known := r.hashes[identity(bin)]
+	r.mu.Unlock()
+	if !known {
+		key = sha256.Sum256(bin)
+	}
+	r.mu.Lock()
+	if !known && len(r.hashes) < maxIdentities {
+		r.hashes[identity(bin)] = key
+	}
 	m, ok := r.modules[key]
 	if !ok {
 		m = &module{ready: make(chan struct{})}
@@ -67,6 +81,36 @@ func compileError(node string, err error, l sandbox.Limits) error {
 		return &sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: l.MemoryBytes}
 	}
 	return fault.Wrap(fault.Validation, err, "", "compile the module")
+}
+
+// maxIdentities bounds the module identities a Runtime remembers.
+const maxIdentities = 4096
+
+// moduleIdentity is where a module's bytes are: the graph engine hands the
+// same bytes to every call of a node, which then skips hashing them. The
+// bytes of a Script must not change once it has run.
+type moduleIdentity struct {
+	data *byte
+	n    int
+}
+
+func identity(bin []byte) moduleIdentity { return moduleIdentity{unsafe.SliceData(bin), len(bin)} }
+
+// exportsFor is checkExports, remembered per entry.
+func (m *module) exportsFor(entry string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err, ok := m.entries[entry]; ok {
+		return err
+	}
+	err := m.checkExports(entry)
+	if m.entries == nil {
+		m.entries = map[string]error{}
+	}
+	if len(m.entries) < 1024 {
+		m.entries[entry] = err
+	}
+	return err
 }
 
 // checkExports checks that m has the memory, the ABI exports and entry,

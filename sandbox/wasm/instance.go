@@ -67,7 +67,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 	}
 	inst.mod = mod
 	inst.alloc = mod.ExportedFunction(ExportAlloc)
-	if err := inst.checkVersion(ictx); err != nil {
+	if err := inst.checkVersion(ictx, m); err != nil {
 		inst.close()
 		if st.stopReason() != nil || ctx.Err() != nil {
 			return nil, st.failure(ctx, inst, err, "instantiate")
@@ -81,8 +81,14 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 	return inst, nil
 }
 
-// checkVersion calls corral_abi_version.
-func (i *instance) checkVersion(ctx context.Context) error {
+// checkVersion calls corral_abi_version, once per module.
+func (i *instance) checkVersion(ctx context.Context, m *module) error {
+	m.mu.Lock()
+	done := m.versioned
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
 	f := i.mod.ExportedFunction(ExportABIVersion)
 	stack := []uint64{0}
 	if err := f.CallWithStack(ctx, stack); err != nil {
@@ -91,6 +97,9 @@ func (i *instance) checkVersion(ctx context.Context) error {
 	if v := api.DecodeI32(stack[0]); v != ABIVersion {
 		return fault.New(fault.Validation, "", "the module speaks host ABI version %d, this host speaks version %d", v, ABIVersion)
 	}
+	m.mu.Lock()
+	m.versioned = true
+	m.mu.Unlock()
 	return nil
 }
 

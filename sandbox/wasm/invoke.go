@@ -31,7 +31,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	}
 	m, err := r.compile(ctx, inv.Node, inv.Script.Module)
 	if err == nil {
-		err = m.checkExports(inv.Script.Entry)
+		err = m.exportsFor(inv.Script.Entry)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)

@@ -29,7 +29,7 @@ const monoStep = int64(time.Microsecond)
 
 func (c *guestClock) walltime() (sec int64, nsec int32) {
 	st := c.inst.current()
-	if st == nil {
+	if st == nil || st.inv.ABI == nil {
 		return 0, 0
 	}
 	res, err := st.inv.ABI.Call(st.ctx, hostabi.FuncNow, nil)
@@ -70,7 +70,7 @@ func (c *guestClock) Read(p []byte) (int, error) {
 func (c *guestClock) seed() [32]byte {
 	h := sha256.New()
 	st := c.inst.current()
-	if st != nil {
+	if st != nil && st.inv.ABI != nil {
 		_, _ = h.Write([]byte(st.inv.Run.RunID + "\x00" + st.inv.Node))
 		if res, err := st.inv.ABI.Call(st.ctx, hostabi.FuncRandom, nil); err == nil {
 			var f float64
