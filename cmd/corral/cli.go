@@ -20,6 +20,7 @@ import (
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/workspace"
 	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/wasm"
 )
 
 //go:embed default.yaml
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // registry returns a registry with every factory Corral ships.
 func registry() *resource.Registry {
 	reg := resource.NewRegistry()
-	reg.MustRegister(event.NewFactory(), workspace.Factory(), checkpoint.Factory(), js.Factory(), graph.Factory())
+	reg.MustRegister(event.NewFactory(), workspace.Factory(), checkpoint.Factory(), js.Factory(), wasm.Factory(), graph.Factory())
 	return reg
 }
 
