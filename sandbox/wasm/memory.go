@@ -6,10 +6,10 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// linearMemory backs one instance's memory. Its bytes are reserved up
-// front for the whole limit (the memory's capacity is its maximum, so
-// growth never copies) and are committed by the OS as the guest touches
-// them. A growth past the limit of the running call is refused and
+// linearMemory backs one instance's memory. It starts small; its first
+// growth past that reserves the whole limit at once (the memory's capacity
+// is then its maximum, so growth never copies again), committed by the OS
+// as the guest touches it. A growth past the limit of the running call is refused and
 // remembered: it is how the runner knows that a guest failed for lack of
 // memory.
 type linearMemory struct {
@@ -31,8 +31,10 @@ func allocatorFor(mem *linearMemory) experimental.MemoryAllocator {
 		mem.mu.Lock()
 		defer mem.mu.Unlock()
 		mem.max = max
-		reserve := min(max, mem.limit)
-		mem.buf, mem.free = reserveBytes(reserve)
+		// A memory starts on the Go heap at its declared minimum; its first
+		// growth reserves the whole limit (one copy), so that modules that
+		// do not grow never map memory and the others never copy again.
+		mem.buf = nil
 		return mem
 	})
 }
@@ -50,7 +52,12 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 			return nil
 		}
 	}
+	first := !m.grown
 	m.grown = true
+	if first {
+		m.buf = make([]byte, size)
+		return m.buf
+	}
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
 		return m.buf
