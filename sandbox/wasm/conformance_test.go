@@ -24,6 +24,9 @@ func newRuntime(t *testing.T) sandbox.Runtime {
 // SEED-SPEC 5.4
 // SEED-SPEC 9.3
 // SEED-SPEC 9.4
+// SEED-SPEC 9.5 (host.publish confined to the run's own namespace)
+// SEED-SPEC 9.8
+// SEED-SPEC 9.9
 func TestConformance(t *testing.T) {
 	progs := sandboxtest.WasmPrograms(guests.Build(t, suiteGuest))
 	sandboxtest.RunPrograms(t, newRuntime, progs)

@@ -15,7 +15,7 @@ import (
 // time.Now is the host clock, its sleeps move only its own clock, and
 // another seed gives other random numbers. Without the clock and random
 // grants the guest still runs, deterministically.
-// SEED-SPEC 9.M9 (the guest's clock and randomness come from the host)
+// SEED-SPEC 9.M3 (the guest reaches nothing but the host: its WASI clock and random are the host's)
 func TestWASIClockAndRandomAreTheHosts(t *testing.T) {
 	env := &sandboxtest.Env{Runtime: newRuntime(t), Programs: sandboxtest.Programs{
 		"wasi": sandbox.Script{Module: guests.Build(t, suiteGuest), Entry: "wasi"}}}
