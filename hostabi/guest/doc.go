@@ -29,8 +29,9 @@
 // Emit, Publish, Log, DrainSteer, CheckInterrupt, AskUser, ReportUsage);
 // Call reaches any of them by name with JSON arguments. A refused or
 // malformed call returns an *Error whose Code is the error's kind
-// ("policy_denied", "validation"). The board (Board), the signals (Done,
-// Interrupt, Fail) and parallel.cancelNode (CancelNode) are the node API
+// ("policy_denied", "validation"). The board (GetVar, SetVar, Channel,
+// AppendChannel, ...), the signals (Done, InterruptRun, Fail) and
+// parallel.cancelNode (CancelNode) are the node API
 // of the host, imported from module "corral".
 //
 // # Determinism

@@ -102,7 +102,7 @@ type guestFunc func(ctx context.Context, st *callState, args []byte) (json.RawMe
 // returns the i64 the guest sees. A pointer or length out of the guest's
 // memory is a validation error of that call; arguments larger than
 // max_value_bytes, and a limit fn hits, stop the call.
-func (st *callState) dispatch(ctx context.Context, mod api.Module, name string, ptr, n uint32, fn guestFunc) uint64 {
+func (st *callState) dispatch(ctx context.Context, mod api.Module, ptr, n uint32, fn guestFunc) uint64 {
 	if int64(n) > st.limits.MaxValueBytes {
 		st.halt(st.limitError(sandbox.LimitValueBytes))
 	}
@@ -131,7 +131,6 @@ func (st *callState) dispatch(ctx context.Context, mod api.Module, name string, 
 		st.hostErrs[info] = err
 	}
 	st.pending, _ = json.Marshal(info)
-	_ = name
 	return uint64(len(st.pending)) | resultErrFlag
 }
 

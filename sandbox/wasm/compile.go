@@ -42,14 +42,18 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 		return nil, fault.New(fault.Validation, "", "the module is %d bytes, more than the limit of %d", len(bin), r.maxModule)
 	}
 	r.mu.Lock()
-	key, known := r.hashes[identity(bin)]
+	seen, known := r.hashes[identity(bin)]
 	r.mu.Unlock()
+	key := seen.key
 	if !known {
 		key = sha256.Sum256(bin)
 	}
 	r.mu.Lock()
-	if !known && len(r.hashes) < maxIdentities {
-		r.hashes[identity(bin)] = key
+	if !known {
+		if len(r.hashes) >= maxIdentities {
+			clear(r.hashes)
+		}
+		r.hashes[identity(bin)] = identityEntry{key: key, bin: bin}
 	}
 	m, ok := r.modules[key]
 	if !ok {
@@ -84,14 +88,21 @@ func compileError(node string, err error, l sandbox.Limits) error {
 }
 
 // maxIdentities bounds the module identities a Runtime remembers.
-const maxIdentities = 4096
+const maxIdentities = 256
 
 // moduleIdentity is where a module's bytes are: the graph engine hands the
 // same bytes to every call of a node, which then skips hashing them. The
-// bytes of a Script must not change once it has run.
+// entry keeps the bytes alive, so that no other module can take their
+// place while they are remembered. The bytes of a Script must not change
+// once it has run.
 type moduleIdentity struct {
 	data *byte
 	n    int
+}
+
+type identityEntry struct {
+	key [32]byte
+	bin []byte
 }
 
 func identity(bin []byte) moduleIdentity { return moduleIdentity{unsafe.SliceData(bin), len(bin)} }

@@ -80,7 +80,7 @@ func (ft *fuzzTarget) call(t *testing.T, st *callState, fn guestFunc, data []byt
 			}
 		}
 	}()
-	r := st.dispatch(st.ctx, ft.inst.mod, "fuzz", ptr, n, fn)
+	r := st.dispatch(st.ctx, ft.inst.mod, ptr, n, fn)
 	if got := uint32(r); int(got) != len(st.pending) {
 		t.Fatalf("length %d for a pending result of %d bytes", got, len(st.pending))
 	}

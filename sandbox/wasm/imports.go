@@ -56,7 +56,7 @@ func guestCall(name string, fn guestFunc) api.GoModuleFunc {
 			stack[0] = noCall(name)
 			return
 		}
-		stack[0] = st.dispatch(ctx, mod, name, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), fn)
+		stack[0] = st.dispatch(ctx, mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), fn)
 	}
 }
 

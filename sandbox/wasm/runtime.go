@@ -56,7 +56,7 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	modules  map[[32]byte]*module
-	hashes   map[moduleIdentity][32]byte
+	hashes   map[moduleIdentity]identityEntry
 	runs     map[string]*runScope
 	closed   bool
 	closing  chan struct{}   // closed by Close: running calls stop
@@ -115,7 +115,7 @@ func New(o Options) (*Runtime, error) {
 		wz:      wazero.NewRuntimeWithConfig(ctx, cfg),
 		slots:   make(chan struct{}, o.PoolSize),
 		modules: map[[32]byte]*module{},
-		hashes:  map[moduleIdentity][32]byte{},
+		hashes:  map[moduleIdentity]identityEntry{},
 		runs:    map[string]*runScope{},
 		closing: make(chan struct{}),
 	}
