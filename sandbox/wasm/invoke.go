@@ -22,6 +22,9 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	if err := ctx.Err(); err != nil {
 		return fault.FromContext(err, op)
 	}
+	if r.isClosed() {
+		return fault.New(fault.NotAvailable, op, "runtime closed")
+	}
 	if len(inv.Script.Module) == 0 {
 		return fault.New(fault.Validation, op, "the wasm runtime runs a WebAssembly module, not JavaScript source")
 	}

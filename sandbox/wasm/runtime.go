@@ -198,6 +198,12 @@ func (r *Runtime) Close() error {
 	return r.closeErr
 }
 
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
 // acquire takes a slot for one call; release must be called when it ends.
 func (r *Runtime) acquire(ctx context.Context, op string) (release func(), err error) {
 	r.mu.Lock()
