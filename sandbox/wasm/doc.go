@@ -30,8 +30,9 @@
 // process through a shared compilation cache. Each Invoke runs in a fresh
 // instance; a module with a start routine (_initialize: a Go guest, whose
 // runtime takes milliseconds to start) is instantiated once per run
-// instead, when the engine begins the run (sandbox.RunScoper), and its
-// instance serves the run's calls one at a time. An instance whose call
+// instead, at the first call of a run the engine began (sandbox.RunScoper),
+// and its instance serves the run's later calls one at a time until the
+// run ends. An instance whose call
 // failed is never reused. Close stops running calls (Aborted), waits for
 // them and is idempotent.
 //
