@@ -16,6 +16,7 @@ import (
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/workspace"
 	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/wasm"
 )
 
 // registry returns a registry with every factory Corral ships: one line
@@ -26,6 +27,7 @@ func registry() *resource.Registry {
 	reg.MustRegister(workspace.Factory())
 	reg.MustRegister(checkpoint.Factory())
 	reg.MustRegister(js.Factory())
+	reg.MustRegister(wasm.Factory())
 	reg.MustRegister(graph.Factory())
 	reg.MustRegister(openai.Factory())
 	reg.MustRegister(scripted.Factory())

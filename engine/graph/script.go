@@ -60,6 +60,9 @@ func (scriptType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := runtimeRuns(rt, name, script); err != nil {
+		return nil, err
+	}
 	if !isAbsent(c.Config) && !strings.HasPrefix(strings.TrimSpace(string(c.Config)), "{") {
 		return nil, fault.New(fault.Validation, "", "config: want an object, got %s", jsonKind(c.Config))
 	}
@@ -98,6 +101,18 @@ func loadScript(ctx context.Context, in NodeInput, c ScriptConfig) (sandbox.Scri
 		s.Module = []byte(bin)
 	}
 	return s, nil
+}
+
+// runtimeRuns refuses a module on the JavaScript runtime and source on
+// the WebAssembly runtime at build time, rather than at the first call.
+func runtimeRuns(rt sandbox.Runtime, name string, s sandbox.Script) error {
+	switch {
+	case rt.Name() == "js" && len(s.Module) > 0:
+		return fault.New(fault.Validation, "", "module: runtime %q runs JavaScript source; a module needs a wasm runtime", name)
+	case rt.Name() == "wasm" && s.Source != "":
+		return fault.New(fault.Validation, "", "source: runtime %q runs WebAssembly modules; JavaScript needs a js runtime", name)
+	}
+	return nil
 }
 
 func boundNames(rts map[string]sandbox.Runtime) string {

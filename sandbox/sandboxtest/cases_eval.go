@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,7 +11,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// evalNotAvailable reports whether the runtime declares that it evaluates
+// no expressions (the NoEval program); it then checks that it refuses each
+// of the programs' expressions with NotAvailable, naming the node, as the
+// contract says.
+func (e *Env) evalNotAvailable(t *testing.T, programs ...string) bool {
+	t.Helper()
+	if _, ok := e.Programs[NoEval]; !ok {
+		return false
+	}
+	js := JSPrograms()
+	for _, p := range programs {
+		_, err := e.Runtime.Eval(context.Background(), sandbox.Evaluation{Node: "cond", Expr: js[p].Source})
+		RequireKind(t, err, fault.NotAvailable)
+		assert.Contains(t, err.Error(), "cond")
+	}
+	return true
+}
+
 func evalCondition(t *testing.T, env *Env) {
+	if env.evalNotAvailable(t, "expr_condition", "expr_value") {
+		return
+	}
 	got, err := env.Eval(t, "expr_condition", map[string]any{"tool_pending": true, "count": float64(3)}, sandbox.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, true, got)
@@ -23,6 +45,9 @@ func evalCondition(t *testing.T, env *Env) {
 }
 
 func evalMissing(t *testing.T, env *Env) {
+	if env.evalNotAvailable(t, "expr_missing") {
+		return
+	}
 	got, err := env.Eval(t, "expr_missing", nil, sandbox.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, true, got)
@@ -32,6 +57,9 @@ func evalMissing(t *testing.T, env *Env) {
 }
 
 func evalLimits(t *testing.T, env *Env) {
+	if env.evalNotAvailable(t, "expr_loop", "expr_recurse") {
+		return
+	}
 	_, err := evalBounded(t, env, "expr_loop", sandbox.Limits{WallTime: 200 * time.Millisecond})
 	RequireLimit(t, err, sandbox.LimitWallTime, "cond")
 	_, err = evalBounded(t, env, "expr_recurse", sandbox.Limits{StackDepth: 32})
@@ -60,6 +88,9 @@ func evalBounded(t *testing.T, env *Env, program string, limits sandbox.Limits) 
 }
 
 func evalIsolation(t *testing.T, env *Env) {
+	if env.evalNotAvailable(t, "expr_pollute", "expr_inspect") {
+		return
+	}
 	got, err := env.Eval(t, "expr_pollute", nil, sandbox.Limits{})
 	require.NoError(t, err)
 	require.Equal(t, true, got)
@@ -69,6 +100,9 @@ func evalIsolation(t *testing.T, env *Env) {
 }
 
 func evalSyntax(t *testing.T, env *Env) {
+	if env.evalNotAvailable(t, "expr_syntax", "expr_statements") {
+		return
+	}
 	for _, p := range []string{"expr_syntax", "expr_statements"} {
 		_, err := env.Eval(t, p, map[string]any{"count": float64(1)}, sandbox.Limits{})
 		RequireKind(t, err, fault.Validation)

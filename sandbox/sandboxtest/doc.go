@@ -19,13 +19,16 @@
 // A case runs named programs, not code: the code is per runtime. Programs
 // maps a program name to the sandbox.Script of one runtime; ProgramsFor
 // returns the suite's own programs for a runtime name (JSPrograms for
-// "js"). A runtime whose programs are not in this package (WebAssembly
+// "js"); WasmPrograms makes the wasm runtime's from the module built from
+// testdata/wasm/suite. A runtime whose programs are not in this package (WebAssembly
 // modules built elsewhere) passes its own to RunPrograms. A case whose
 // program the runtime lacks is skipped with a message naming it, so a new
 // runner can grow into the suite case by case.
 //
 // Programs whose names start with expr_ are expressions for Eval; the
-// others are node scripts. Each program's behaviour is what its cases
+// others are node scripts. A runtime that evaluates no expressions says
+// so with the NoEval program: the expression cases then require Eval to
+// refuse each expression with NotAvailable (WasmPrograms does this). Each program's behaviour is what its cases
 // check; a port to another language must keep it.
 //
 // # Host ABI

@@ -1,0 +1,43 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/corral-rt/corral/engine/graph"
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// namedRuntime is a runtime that only has a name.
+type namedRuntime struct {
+	sandbox.Runtime
+	name string
+}
+
+func (n namedRuntime) Name() string { return n.name }
+
+// A script node's code must suit its runtime: a module on the js runtime
+// or source on the wasm runtime is a Validation error at build, naming
+// the node's config key.
+// SEED-SPEC 5.3.3
+func TestScriptCodeMustSuitItsRuntime(t *testing.T) {
+	rts := map[string]sandbox.Runtime{"js": namedRuntime{name: "js"}, "wasm": namedRuntime{name: "wasm"}}
+	for _, tc := range []struct{ config, want string }{
+		{`{"runtime": "js", "module": {"embed": "m"}, "entry": "node"}`, "module: runtime \"js\" runs JavaScript"},
+		{`{"runtime": "wasm", "source": "board.setVar(\"a\", 1)"}`, "source: runtime \"wasm\" runs WebAssembly"},
+	} {
+		doc := &graph.Document{Name: "g", Entry: "n", Nodes: []graph.Node{{ID: "n", Type: "script", Config: json.RawMessage(tc.config)}}}
+		_, err := graph.Build(context.Background(), doc, graph.Options{Runtimes: rts, ScriptRuntimeName: "js",
+			Logger:      slog.New(slog.DiscardHandler),
+			ResolveText: func(context.Context, json.RawMessage) (string, error) { return "\x00asm", nil }})
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, fault.Validation), "%v", err)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}

@@ -1,0 +1,177 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Exports every module must have (docs/hostabi.md).
+const (
+	ExportMemory     = "memory"
+	ExportABIVersion = "corral_abi_version"
+	ExportAlloc      = "corral_alloc"
+	exportInitialize = "_initialize"
+)
+
+// module is one compiled module of a Runtime.
+type module struct {
+	ready    chan struct{} // closed when compiled or err is set
+	compiled wazero.CompiledModule
+	err      error
+	// heavy modules have a start routine (_initialize: a Go guest's
+	// runtime); their instances are reused within a run.
+	heavy bool
+
+	mu        sync.Mutex
+	entries   map[string]error // checkExports by entry
+	versioned bool             // an instance answered the right ABI version
+}
+
+// compile returns the compiled module of bin, compiling it once per
+// Runtime (and once per process through the shared compilation cache).
+func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module, error) {
+	if int64(len(bin)) > r.maxModule {
+		return nil, fault.New(fault.Validation, "", "the module is %d bytes, more than the limit of %d", len(bin), r.maxModule)
+	}
+	r.mu.Lock()
+	seen, known := r.hashes[identity(bin)]
+	r.mu.Unlock()
+	key := seen.key
+	if !known {
+		key = sha256.Sum256(bin)
+	}
+	r.mu.Lock()
+	if !known {
+		if len(r.hashes) >= maxIdentities {
+			clear(r.hashes)
+		}
+		r.hashes[identity(bin)] = identityEntry{key: key, bin: bin}
+	}
+	m, ok := r.modules[key]
+	if !ok {
+		m = &module{ready: make(chan struct{})}
+		r.modules[key] = m
+	}
+	r.mu.Unlock()
+	if ok {
+		<-m.ready
+		return m, m.err
+	}
+	m.compiled, m.err = r.wz.CompileModule(ctx, bin)
+	if m.err != nil {
+		m.err = compileError(node, m.err, r.limits)
+		r.mu.Lock()
+		delete(r.modules, key) // a context error must not stick
+		r.mu.Unlock()
+	} else {
+		_, m.heavy = m.compiled.ExportedFunctions()[exportInitialize]
+	}
+	close(m.ready)
+	return m, m.err
+}
+
+// compileError classifies a compile failure: a memory declared past the
+// limit is a memory_bytes LimitError, anything else a Validation error.
+func compileError(node string, err error, l sandbox.Limits) error {
+	if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "over limit") {
+		return &sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: l.MemoryBytes}
+	}
+	return fault.Wrap(fault.Validation, err, "", "compile the module")
+}
+
+// maxIdentities bounds the module identities a Runtime remembers.
+const maxIdentities = 256
+
+// moduleIdentity is where a module's bytes are: the graph engine hands the
+// same bytes to every call of a node, which then skips hashing them. The
+// entry keeps the bytes alive, so that no other module can take their
+// place while they are remembered. The bytes of a Script must not change
+// once it has run.
+type moduleIdentity struct {
+	data *byte
+	n    int
+}
+
+type identityEntry struct {
+	key [32]byte
+	bin []byte
+}
+
+func identity(bin []byte) moduleIdentity { return moduleIdentity{unsafe.SliceData(bin), len(bin)} }
+
+// exportsFor is checkExports, remembered per entry.
+func (m *module) exportsFor(entry string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err, ok := m.entries[entry]; ok {
+		return err
+	}
+	err := m.checkExports(entry)
+	if m.entries == nil {
+		m.entries = map[string]error{}
+	}
+	if len(m.entries) < 1024 {
+		m.entries[entry] = err
+	}
+	return err
+}
+
+// checkExports checks that m has the memory, the ABI exports and entry,
+// each of the right type.
+func (m *module) checkExports(entry string) error {
+	fns := m.compiled.ExportedFunctions()
+	want := []struct {
+		name    string
+		params  []api.ValueType
+		results []api.ValueType
+	}{
+		{ExportABIVersion, nil, []api.ValueType{api.ValueTypeI32}},
+		{ExportAlloc, []api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+		{entry, []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil},
+	}
+	for _, w := range want {
+		f, ok := fns[w.name]
+		if !ok {
+			return fault.New(fault.Validation, "", "the module does not export function %q", w.name)
+		}
+		if !sameTypes(f.ParamTypes(), w.params) || !sameTypes(f.ResultTypes(), w.results) {
+			return fault.New(fault.Validation, "", "export %q has type %s, want %s", w.name,
+				signature(f.ParamTypes(), f.ResultTypes()), signature(w.params, w.results))
+		}
+	}
+	if _, ok := m.compiled.ExportedMemories()[ExportMemory]; !ok {
+		return fault.New(fault.Validation, "", "the module does not export its memory as %q", ExportMemory)
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func signature(params, results []api.ValueType) string {
+	name := func(ts []api.ValueType) string {
+		parts := make([]string, len(ts))
+		for i, t := range ts {
+			parts[i] = api.ValueTypeName(t)
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
+	}
+	return name(params) + " -> " + name(results)
+}

@@ -1,0 +1,236 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Name is what Runtime.Name returns and the resource impl of Factory.
+const Name = "wasm"
+
+// Engines a Runtime can run modules with.
+const (
+	EngineCompiler    = "compiler"    // ahead-of-time compilation to machine code (the default where supported)
+	EngineInterpreter = "interpreter" // portable, slower
+)
+
+// DefaultMaxModuleBytes caps the size of a module when
+// Options.MaxModuleBytes is zero.
+const DefaultMaxModuleBytes = 64 << 20
+
+// Options configure a Runtime. The zero value is usable.
+type Options struct {
+	// Limits are the runtime's limits; zero fields take the defaults
+	// (sandbox.DefaultLimits). An Invocation may only tighten them. The
+	// memory limit is also the ceiling of every module's memory.
+	Limits sandbox.Limits
+	// PoolSize is how many calls run at once; more wait for a free slot.
+	// Zero means GOMAXPROCS.
+	PoolSize int
+	// MaxModuleBytes caps the size of a module; zero means
+	// DefaultMaxModuleBytes.
+	MaxModuleBytes int64
+	// Engine is EngineCompiler (the default; the interpreter where the
+	// compiler is not supported) or EngineInterpreter.
+	Engine string
+}
+
+// Runtime runs WebAssembly node scripts in wazero. It implements
+// sandbox.Runtime, sandbox.RunScoper and io.Closer and is safe for
+// concurrent use.
+type Runtime struct {
+	limits    sandbox.Limits
+	engine    string
+	maxModule int64
+	wz        wazero.Runtime
+	hostNames []string // the functions of module "host"
+	slots     chan struct{}
+
+	mu       sync.Mutex
+	modules  map[[32]byte]*module
+	hashes   map[moduleIdentity]identityEntry
+	runs     map[string]*runScope
+	closed   bool
+	closing  chan struct{}   // closed by Close: running calls stop
+	closeCtx context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	calls    sync.WaitGroup
+	closeErr error
+}
+
+var (
+	_ sandbox.Runtime   = (*Runtime)(nil)
+	_ sandbox.RunScoper = (*Runtime)(nil)
+	_ io.Closer         = (*Runtime)(nil)
+)
+
+// sharedCache is the process-wide compilation cache: modules compiled by
+// one Runtime are compiled again by another from the cache, keyed by the
+// module's hash.
+var sharedCache = sync.OnceValue(wazero.NewCompilationCache)
+
+// New returns a Runtime. Options are validated: negative limits, pool
+// size or module size, or an unknown engine are Validation errors.
+func New(o Options) (*Runtime, error) {
+	const op = "new wasm runtime"
+	if err := o.Limits.Validate(); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "limits")
+	}
+	if o.PoolSize < 0 || o.MaxModuleBytes < 0 {
+		return nil, fault.New(fault.Validation, op, "pool_size and max_module_bytes must be >= 0, got %d and %d",
+			o.PoolSize, o.MaxModuleBytes)
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = runtime.GOMAXPROCS(0)
+	}
+	if o.MaxModuleBytes == 0 {
+		o.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	cfg, err := runtimeConfig(o.Engine)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "engine")
+	}
+	limits := o.Limits.WithDefaults()
+	// The memory ceiling is the largest a 32-bit memory can be, so that
+	// every growth reaches the instance's allocator, which holds each call
+	// to its own memory limit and remembers a refusal (a growth past the
+	// ceiling would be refused silently, and the failure could not be told
+	// from any other). Capacity from max: the allocator reserves the
+	// call's limit up front, so growth never copies.
+	cfg = cfg.WithCloseOnContextDone(true).
+		WithMemoryLimitPages(maxPages).
+		WithMemoryCapacityFromMax(true).
+		WithCompilationCache(sharedCache())
+	ctx := context.Background()
+	r := &Runtime{
+		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes,
+		wz:      wazero.NewRuntimeWithConfig(ctx, cfg),
+		slots:   make(chan struct{}, o.PoolSize),
+		modules: map[[32]byte]*module{},
+		hashes:  map[moduleIdentity]identityEntry{},
+		runs:    map[string]*runScope{},
+		closing: make(chan struct{}),
+	}
+	r.closeCtx, r.cancel = context.WithCancel(context.Background())
+	if err := r.instantiateHost(ctx); err != nil {
+		_ = r.wz.Close(ctx)
+		r.cancel()
+		return nil, fault.Wrap(fault.Internal, err, op, "host modules")
+	}
+	return r, nil
+}
+
+func runtimeConfig(engine string) (wazero.RuntimeConfig, error) {
+	switch engine {
+	case "", EngineCompiler:
+		return wazero.NewRuntimeConfig(), nil
+	case EngineInterpreter:
+		return wazero.NewRuntimeConfigInterpreter(), nil
+	}
+	return nil, fmt.Errorf("want %q or %q, got %q", EngineCompiler, EngineInterpreter, engine)
+}
+
+// maxPages is the page count of a 4 GiB memory, the most a 32-bit memory
+// can address.
+const maxPages = 65536
+
+// instantiateHost instantiates WASI (clock, random, stdout and stderr, no
+// files, environment or arguments: see the module config) and the modules
+// "host" and "corral".
+func (r *Runtime) instantiateHost(ctx context.Context) error {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wz); err != nil {
+		return err
+	}
+	names, err := r.instantiateCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	r.hostNames = names
+	return r.instantiateNodeAPI(ctx)
+}
+
+// Name returns "wasm".
+func (r *Runtime) Name() string { return Name }
+
+// Limits returns the runtime's limits, defaults filled in.
+func (r *Runtime) Limits() sandbox.Limits { return r.limits }
+
+// Engine returns the engine modules run with.
+func (r *Runtime) Engine() string {
+	if r.engine == "" {
+		return EngineCompiler
+	}
+	return r.engine
+}
+
+// Close stops the runtime: new calls fail with NotAvailable, running calls
+// are stopped (Aborted), and Close waits for them before it releases the
+// compiled modules and instances. Close is idempotent.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	first := !r.closed
+	if first {
+		r.closed = true
+		close(r.closing)
+		r.cancel()
+	}
+	r.mu.Unlock()
+	r.calls.Wait()
+	if first {
+		r.mu.Lock()
+		for _, s := range r.runs {
+			s.closeIdle()
+		}
+		r.runs = map[string]*runScope{}
+		r.closeErr = r.wz.Close(context.Background())
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closeErr
+}
+
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// acquire takes a slot for one call; release must be called when it ends.
+func (r *Runtime) acquire(ctx context.Context, op string) (release func(), err error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+	r.calls.Add(1)
+	r.mu.Unlock()
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots; r.calls.Done() }, nil
+	case <-ctx.Done():
+		r.calls.Done()
+		return nil, fault.Wrap(fault.NotAvailable, fault.FromContext(ctx.Err(), op), op,
+			"no free slot in a pool of %d", cap(r.slots))
+	case <-r.closing:
+		r.calls.Done()
+		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+}
+
+// Eval is not available: the wasm runtime runs modules, not expressions.
+// Graph conditions are evaluated by a JavaScript runtime.
+func (r *Runtime) Eval(_ context.Context, ev sandbox.Evaluation) (any, error) {
+	return nil, fault.New(fault.NotAvailable, opFor("eval", ev.Node),
+		"the wasm runtime does not evaluate expressions; bind a js runtime for conditions")
+}
+
+func opFor(verb, node string) string { return fmt.Sprintf("%s node %q", verb, node) }

@@ -1,0 +1,71 @@
+package wasm_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/wasm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Inside a run begun with BeginRun, a Go guest's instance serves the
+// run's calls one after the other, so its package state lives as long as
+// the run; outside a run, and in the next run, every call starts fresh. A
+// call that fails never leaves its instance to the next one.
+func TestGoGuestInstanceLivesForTheRun(t *testing.T) {
+	rt, err := wasm.New(wasm.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	bin := guests.Build(t, suiteGuest)
+	invoke := func(run, entry string) (*agent.Board, error) {
+		b := agent.NewBoard()
+		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b,
+			Script: sandbox.Script{Module: bin, Entry: entry}, Run: sandbox.RunInfo{RunID: run}})
+		return b, err
+	}
+	seen := func(run string) any {
+		b, err := invoke(run, "inspect")
+		require.NoError(t, err)
+		return b.Vars["seen"].(map[string]any)["polluted"]
+	}
+	end := rt.BeginRun(context.Background(), sandbox.RunInfo{RunID: "r1"})
+	_, err = invoke("r1", "pollute")
+	require.NoError(t, err)
+	assert.Equal(t, "yes", seen("r1"), "the run's next call shares the instance")
+	assert.Equal(t, "no", seen("other"), "a call outside the run starts fresh")
+	_, err = invoke("r1", "throw")
+	require.Error(t, err)
+	assert.Equal(t, "no", seen("r1"), "a failed call's instance is dropped")
+	end()
+	end()
+	assert.Equal(t, "no", seen("r1"), "a new run starts fresh")
+}
+
+// Calls of one run in parallel (a parallel wave) get an instance each.
+func TestParallelCallsOfARunGetTheirOwnInstance(t *testing.T) {
+	rt, err := wasm.New(wasm.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	bin := guests.Build(t, suiteGuest)
+	defer rt.BeginRun(context.Background(), sandbox.RunInfo{RunID: "r"})()
+	var wg sync.WaitGroup
+	boards := make([]*agent.Board, 4)
+	for i := range boards {
+		boards[i] = agent.NewBoard()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: boards[i],
+				Script: sandbox.Script{Module: bin, Entry: "concurrent"}, Run: sandbox.RunInfo{RunID: "r"},
+				Config: map[string]any{"id": string(rune('a' + i))}}))
+		}()
+	}
+	wg.Wait()
+	for i, b := range boards {
+		assert.Equal(t, string(rune('a'+i)), b.Vars["who"])
+	}
+}

@@ -1,0 +1,6 @@
+;; Its entry has the wrong type.
+(module
+  (memory (export "memory") 1)
+  (func (export "corral_abi_version") (result i32) (i32.const 1))
+  (func (export "corral_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "run") (param i32)))

@@ -1,0 +1,17 @@
+;; Fetches a result to a place outside its memory, and with a wrong length.
+(module
+  (import "host" "now" (func $now (param i32 i32) (result i64)))
+  (import "corral" "result" (func $result (param i32 i32) (result i32)))
+  (import "corral" "signal.error" (func $fail (param i32 i32) (result i64)))
+  (data (i32.const 0) "[{\"kind\":\"validation\",\"message\":\"host call failed\"}]")
+  (memory (export "memory") 1)
+  (func (export "corral_abi_version") (result i32) (i32.const 1))
+  (func (export "corral_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "dst_past_end") (param i32 i32) (local $r i64)
+    (local.set $r (call $now (i32.const 0) (i32.const 0)))
+    (if (call $result (i32.const 0xfffffff0) (i32.wrap_i64 (local.get $r)))
+      (then (drop (call $fail (i32.const 0) (i32.const 52))))))
+  (func (export "wrong_length") (param i32 i32) (local $r i64)
+    (local.set $r (call $now (i32.const 0) (i32.const 0)))
+    (if (call $result (i32.const 8192) (i32.add (i32.wrap_i64 (local.get $r)) (i32.const 100)))
+      (then (drop (call $fail (i32.const 0) (i32.const 52)))))))

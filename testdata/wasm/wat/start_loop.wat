@@ -1,0 +1,8 @@
+;; Loops forever in its start function, before any entry runs.
+(module
+  (memory (export "memory") 1)
+  (func (export "corral_abi_version") (result i32) (i32.const 1))
+  (func (export "corral_alloc") (param i32) (result i32) (i32.const 4096))
+  (func $start (loop $l (br $l)))
+  (start $start)
+  (func (export "run") (param i32 i32)))
