@@ -20,6 +20,10 @@ type attachment struct {
 	cfg     attachConfig
 	subs    map[Bus]Subscription
 	changed chan struct{} // signalled when subs changes
+	// removed are subscriptions of buses RemoveBus took away, closed but
+	// maybe still holding queued envelopes: the goroutine delivers those
+	// before it forgets them (guarded by r.mu).
+	removed []Subscription
 }
 
 // Attach subscribes sink to pattern on every bus of the router, now and
@@ -143,6 +147,9 @@ func (a *attachment) loop() error {
 		case i == selDone:
 			return nil
 		case i == selChanged:
+			if err := a.drainRemoved(); err != nil {
+				return err
+			}
 			sel.reset(a)
 		case !ok:
 			a.dropSub(sel.buses[i], sel.subs[i])
@@ -155,6 +162,35 @@ func (a *attachment) loop() error {
 			}
 		}
 	}
+}
+
+// drainRemoved delivers what the subscriptions of removed buses still
+// held when RemoveBus closed them: an envelope published before the
+// removal is not lost. A closed subscription's channel closes once it is
+// empty; the drain also ends with the attachment.
+func (a *attachment) drainRemoved() error {
+	a.r.mu.Lock()
+	subs := a.removed
+	a.removed = nil
+	a.r.mu.Unlock()
+	for _, sub := range subs {
+		for {
+			var env Envelope
+			var ok bool
+			select {
+			case <-a.ctx.Done():
+				return nil
+			case env, ok = <-sub.C():
+			}
+			if !ok {
+				break
+			}
+			if err := a.call(env); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dropSub forgets a subscription whose channel closed (its bus closed).

@@ -94,7 +94,9 @@ func (r *Router) AddBus(bus Bus) error {
 }
 
 // RemoveBus closes the router's subscriptions on bus and forgets it. The
-// bus itself stays open. Removing an unknown bus is a no-op.
+// bus itself stays open. Envelopes the bus had already queued for an
+// attachment are still delivered to it, in order, before the attachment
+// goes on. Removing an unknown bus is a no-op.
 func (r *Router) RemoveBus(bus Bus) {
 	if bus == nil || !reflect.TypeOf(bus).Comparable() {
 		return
@@ -110,6 +112,7 @@ func (r *Router) RemoveBus(bus Bus) {
 		if sub, ok := a.subs[bus]; ok {
 			delete(a.subs, bus)
 			_ = sub.Close()
+			a.removed = append(a.removed, sub)
 			a.notify()
 		}
 	}

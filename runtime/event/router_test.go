@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,4 +288,34 @@ func TestRouterCloseLeaksNoGoroutines(t *testing.T) { // not parallel: counts go
 	require.NoError(t, b1.Close())
 	require.NoError(t, b2.Close())
 	check()
+}
+
+// Envelopes a bus queued for an attachment before RemoveBus took the bus
+// away are still delivered, in the bus's order: a retiring generation's last events
+// reach the sinks attached to the runtime.
+func TestRouterRemoveBusDeliversWhatWasQueued(t *testing.T) {
+	t.Parallel()
+	b1, b2 := newBus(t), newBus(t)
+	r := newRouter(t, b1, b2)
+	sink := newGateSink()
+	attach(t, r, ">", sink)
+	for _, s := range []string{"a", "b", "c"} {
+		eventtest.Publish(t, b1, s, nil)
+	}
+	first := <-sink.started // the sink holds "a"; "b" and "c" wait in b1's queue
+	r.RemoveBus(b1)
+	eventtest.Publish(t, b2, "d", nil)
+	close(sink.release)
+	got := []string{first.Subject}
+	for range 3 {
+		select {
+		case env := <-sink.started:
+			got = append(got, env.Subject)
+		case <-time.After(eventtest.Wait):
+			require.FailNow(t, "missing deliveries", "got %v", got)
+		}
+	}
+	// Order holds per bus; "d" came from the other bus.
+	assert.Equal(t, []string{"a", "b", "c"}, slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s == "d" }))
+	assert.Contains(t, got, "d")
 }
