@@ -47,6 +47,7 @@ type wireRequest struct {
 // chatServer is an OpenAI-wire server that replays a streamed exchange:
 // a tool call to the first request, text after the tool result.
 type chatServer struct {
+	args     []string // the pieces of the call's arguments; nil: 12.5 * 8
 	mu       sync.Mutex
 	requests []wireRequest
 	auth     []string
@@ -69,18 +70,22 @@ func chunk(id, choice, usage string) string {
 		`"model":"gpt-4o-mini-2024-07-18","choices":%s,"usage":%s}`+"\n\n", id, choices, usage)
 }
 
-// toolCallStream asks for calculate(12.5 * 8), its arguments split across
-// chunks as servers send them.
-var toolCallStream = strings.Join([]string{
-	chunk("chatcmpl-1", `{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_Q7x",`+
-		`"type":"function","function":{"name":"calculate","arguments":""}}]},"finish_reason":null}`, "null"),
-	chunk("chatcmpl-1", `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":12"}}]},"finish_reason":null}`, "null"),
-	chunk("chatcmpl-1", `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":".5,\"op\":\"*\","}}]},"finish_reason":null}`, "null"),
-	chunk("chatcmpl-1", `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"b\":8}"}}]},"finish_reason":null}`, "null"),
-	chunk("chatcmpl-1", `{"index":0,"delta":{},"finish_reason":"tool_calls"}`, "null"),
-	chunk("chatcmpl-1", "", `{"prompt_tokens":96,"completion_tokens":21,"total_tokens":117}`),
-	"data: [DONE]\n\n",
-}, "")
+// toolCallStream asks for calculate with the arguments in pieces, split
+// across chunks as servers send them.
+func toolCallStream(pieces ...string) string {
+	out := []string{chunk("chatcmpl-1", `{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,`+
+		`"id":"call_Q7x","type":"function","function":{"name":"calculate","arguments":""}}]},"finish_reason":null}`, "null")}
+	for _, p := range pieces {
+		arg, _ := json.Marshal(p)
+		out = append(out, chunk("chatcmpl-1",
+			`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`+string(arg)+`}}]},"finish_reason":null}`, "null"))
+	}
+	out = append(out,
+		chunk("chatcmpl-1", `{"index":0,"delta":{},"finish_reason":"tool_calls"}`, "null"),
+		chunk("chatcmpl-1", "", `{"prompt_tokens":96,"completion_tokens":21,"total_tokens":117}`),
+		"data: [DONE]\n\n")
+	return strings.Join(out, "")
+}
 
 // textStream answers from the tool result, the usage in the last chunk.
 var textStream = strings.Join([]string{
@@ -116,7 +121,11 @@ func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, textStream)
 		return
 	}
-	_, _ = io.WriteString(w, toolCallStream)
+	args := s.args
+	if args == nil {
+		args = []string{`{"a":12`, `.5,"op":"*",`, `"b":8}`}
+	}
+	_, _ = io.WriteString(w, toolCallStream(args...))
 }
 
 // chatEnv is the environment of a corral process pointed at url.
@@ -190,6 +199,23 @@ func TestCLIOpenAIChatSendsTheToolResult(t *testing.T) {
 	assert.Equal(t, "tool", msgs[3].Role)
 	assert.Equal(t, "call_Q7x", msgs[3].ToolCallID)
 	assert.Equal(t, "100", msgs[3].Content)
+}
+
+// A tool that fails is an error result the model reads, not a failed
+// turn.
+func TestCLIOpenAIChatToolError(t *testing.T) {
+	t.Parallel()
+	srv := &chatServer{args: []string{`{"a":1,"op":"/","b":0}`}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	stdout, stderr, code := runWithEnv(t, chatEnv(ts.URL), "run", openaiChat, "--message", "What is 1 / 0?")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, `[tool result tool "calculate" failed: validation: division by zero]`)
+	reqs, _ := srv.seen()
+	require.Len(t, reqs, 2)
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	assert.Equal(t, "call_Q7x", last.ToolCallID)
+	assert.Equal(t, `error: tool "calculate" failed: validation: division by zero`, last.Content)
 }
 
 func TestCLIOpenAIChatJSON(t *testing.T) {
