@@ -88,8 +88,15 @@ func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	res, err := turn.Wait(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, agent.StatusCompleted, res.Status, "%v", res.Err)
-	require.Len(t, res.Output, 1)
-	assert.Equal(t, "Nice to meet you, Grace. The conversation holds 1 message.", res.Output[0].Text())
+	require.Len(t, res.Output, 3, "the model's tool call, its answer, the closing line")
+	calls := res.Output[0].ToolCalls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, "word_count", calls[0].Name)
+	assert.JSONEq(t, `{"text":"Grace"}`, string(calls[0].Arguments))
+	assert.Equal(t, "My tool counted 1 word: Grace.", res.Output[1].Text())
+	assert.Equal(t, "That was the scripted model calling a JavaScript tool. Nice to meet you, Grace. "+
+		"The conversation holds 5 messages.", res.Output[2].Text())
+	assert.Positive(t, res.Usage.TotalTokens, "the model's usage is reported")
 }
 
 // loadDocument extracts the demo into a directory of its own and removes

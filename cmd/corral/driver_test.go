@@ -65,8 +65,9 @@ func TestRunSteerThenAnswer(t *testing.T) {
 	waitFor(t, p.stderr, "? What should I call you?")
 	p.write(t, "Lin")
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
+	assert.Contains(t, p.stdout.String(), "My tool counted 4 words: Lin, mind, the, time.\n")
 	assert.Contains(t, p.stdout.String(),
-		`Nice to meet you, Lin. While I ran you told me: "mind the time". The conversation holds 2 messages.`)
+		`Nice to meet you, Lin. While I ran you told me: "mind the time". The conversation holds 5 messages.`)
 	assert.Equal(t, 1, strings.Count(p.stderr.String(), "steered:"))
 }
 
@@ -89,7 +90,8 @@ func TestRunAnswerThenEndOfInput(t *testing.T) {
 	p.write(t, "Bo")
 	require.NoError(t, p.stdin.Close())
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
-	assert.Contains(t, p.stdout.String(), "Nice to meet you, Bo. The conversation holds 1 message.")
+	assert.Contains(t, p.stdout.String(), "My tool counted 1 word: Bo.\nThat was the scripted model calling a JavaScript tool. "+
+		"Nice to meet you, Bo. The conversation holds 5 messages.")
 	assert.NotContains(t, p.stderr.String(), "steered")
 	assert.Contains(t, p.stderr.String(), "? What should I call you? Bo\n", "the answer is echoed after its prompt")
 }

@@ -127,14 +127,20 @@ func runCorral(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return c.stdout.String(), c.stderr.String(), code
 }
 
-// The demo runs offline, streams its output and completes; with stdin
-// closed its question gets an empty answer.
+// The demo runs offline, streams its output (script nodes, the scripted
+// model, a tool call and its result) and completes; with stdin closed its
+// question gets an empty answer.
 func TestCLIDemoStreams(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := runCorral(t, "run", "--message", "hi")
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "Hello! I am Corral's demo agent: a graph of sandboxed scripts, streaming to you as I run.\n"+
-		"Nice to meet you, friend. The conversation holds 1 message.\n", stdout)
+		"Let me count the words of what you told me.\n"+
+		"[tool call word_count {\"text\":\"hi\"}]\n"+
+		"[tool result 1 word: hi]\n"+
+		"My tool counted 1 word: hi.\n"+
+		"That was the scripted model calling a JavaScript tool. Nice to meet you, friend. The conversation holds 4 messages.\n",
+		stdout)
 	assert.Contains(t, stderr, "? What should I call you?")
 	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}\)\n$`, stderr)
 }
@@ -217,7 +223,8 @@ func TestCLIExitCodes(t *testing.T) {
 }
 
 // A line typed while the turn runs steers it; the line typed after the
-// question appears answers it. The demo's answer shows both.
+// question appears answers it. The model's tool call, its reply and the
+// closing line show both.
 func TestCLISteerAndAnswer(t *testing.T) {
 	t.Parallel()
 	c := start(t, "run", "--message", "hi")
@@ -227,6 +234,9 @@ func TestCLISteerAndAnswer(t *testing.T) {
 	code := c.wait(t)
 	assert.Equal(t, exitOK, code, c.stderr.String())
 	assert.Contains(t, c.stderr.String(), `corral: steered: "please be brief"`)
-	assert.Contains(t, c.stdout.String(),
-		`Nice to meet you, Ada. While I ran you told me: "please be brief". The conversation holds 2 messages.`)
+	out := c.stdout.String()
+	assert.Contains(t, out, `[tool call word_count {"text":"Ada\nplease be brief"}]`, "the model reads the answer and the steer")
+	assert.Contains(t, out, "My tool counted 4 words: Ada, please, be, brief.\n", "the model's reply uses both")
+	assert.Contains(t, out,
+		`Nice to meet you, Ada. While I ran you told me: "please be brief". The conversation holds 5 messages.`)
 }

@@ -12,7 +12,7 @@ import (
 // Document is the name of the deployment document within FS.
 const Document = "deploy.yaml"
 
-//go:embed deploy.yaml graph.yaml scripts/*.js
+//go:embed deploy.yaml graph.yaml replies.yaml scripts/*.js tools/*.js
 var files embed.FS
 
 // FS returns the demo's files.

@@ -39,6 +39,8 @@ func TestExtractWritesEveryFile(t *testing.T) {
 	assert.Contains(t, names, demo.Document)
 	assert.Contains(t, names, "graph.yaml")
 	assert.Contains(t, names, "scripts/ask.js")
+	assert.Contains(t, names, "replies.yaml")
+	assert.Contains(t, names, "tools/word_count.js")
 }
 
 func TestExtractCreatesDirectories(t *testing.T) {

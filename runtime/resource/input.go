@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -201,8 +202,10 @@ func expandValue(v any, expand func(string) (string, error)) (any, error) {
 	case string:
 		return expand(t)
 	case map[string]any:
-		for k, e := range t {
-			x, err := expandValue(e, expand)
+		// Keys in order, so that of several bad strings the same one is
+		// reported every time.
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			x, err := expandValue(t[k], expand)
 			if err != nil {
 				return nil, err
 			}

@@ -178,6 +178,18 @@ func TestExpandJSON(t *testing.T) {
 	assert.ErrorIs(t, err, fault.Validation)
 }
 
+// Of several strings that fail, the one under the first key in order is
+// reported, every time.
+func TestExpandJSONReportsTheFirstKey(t *testing.T) {
+	t.Parallel()
+	refuse := func(s string) (string, error) { return "", errors.New("unset: " + s) }
+	for range 20 {
+		_, err := resource.ExpandJSON(json.RawMessage(`{"z":"z","a":{"y":"y","b":"b"},"c":"c"}`), refuse)
+		require.Error(t, err)
+		assert.Equal(t, "unset: b", err.Error())
+	}
+}
+
 func TestYAMLToJSON(t *testing.T) {
 	// SEED-SPEC 3.2.3
 	t.Parallel()
