@@ -135,6 +135,7 @@ func TestCLIDemoStreams(t *testing.T) {
 	stdout, stderr, code := runCorral(t, "run", "--message", "hi")
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "Hello! I am Corral's demo agent: a graph of sandboxed scripts, streaming to you as I run.\n"+
+		"(a WebAssembly node checked in)\n"+
 		"Let me count the words of what you told me.\n"+
 		"[tool call word_count {\"text\":\"hi\"}]\n"+
 		"[tool result 1 word: hi]\n"+

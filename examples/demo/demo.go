@@ -9,10 +9,12 @@ import (
 	"github.com/corral-rt/corral/fault"
 )
 
+//go:generate wat2wasm wasm/stamp.wat -o wasm/stamp.wasm
+
 // Document is the name of the deployment document within FS.
 const Document = "deploy.yaml"
 
-//go:embed deploy.yaml graph.yaml replies.yaml scripts/*.js tools/*.js
+//go:embed deploy.yaml graph.yaml replies.yaml scripts/*.js tools/*.js wasm/stamp.wasm
 var files embed.FS
 
 // FS returns the demo's files.
