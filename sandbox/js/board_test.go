@@ -2,6 +2,7 @@ package js_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -66,4 +67,27 @@ func TestBoardBytesCountsTheStartingBoard(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
 	assert.NotContains(t, b.Vars, "more")
+}
+
+// Overwriting a var cannot lower the board's accounted size below what it
+// holds: a write is charged with the measure a replace refunds, so the
+// board never passes max_board_bytes ("<" is one byte to JSON.stringify
+// and six as the board's JSON escapes it).
+func TestBoardOverwritesCannotDriftPastTheLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 1 << 20
+	rt, err := js.New(js.Options{Limits: sandbox.Limits{MaxBoardBytes: limit, MaxValueBytes: limit, WallTime: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	board := agent.NewBoard()
+	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: `
+		const lt = "<".repeat(100000), big = "x".repeat(300000);
+		for (let i = 0; i < 20; i++) { board.setVar("a", lt); board.setVar("a", 0); }
+		for (let i = 0; i < 30; i++) board.setVar("big" + i, big);`}})
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+	data, err := json.Marshal(board.Vars)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(data), limit)
 }

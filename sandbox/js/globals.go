@@ -269,9 +269,11 @@ func (c *call) boardVarMethods() []method {
 		{"setVar", func(fc goja.FunctionCall) goja.Value {
 			b := c.board
 			name := c.varName(fc.Argument(0), "setVar")
-			size, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
+			_, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
 			old, had := b.Vars[name]
-			c.growBoard(b, entryBytes(name, size), replaced(name, had, old))
+			// Charged with the measure a later replace refunds (jsonBytes),
+			// so that overwrites cannot drive the count down.
+			c.growBoard(b, entryBytes(name, jsonBytes(v)), replaced(name, had, old))
 			if b.Vars == nil {
 				b.Vars = map[string]any{}
 			}
@@ -327,9 +329,9 @@ func (c *call) boardChannelMethods() []method {
 		{"setChannel", func(fc goja.FunctionCall) goja.Value {
 			b := c.board
 			name := c.channelName(fc.Argument(0), "setChannel")
-			msgs, n := c.messages(fc.Argument(1), "setChannel", true)
+			msgs, _ := c.messages(fc.Argument(1), "setChannel", true)
 			old, had := b.Channels[name]
-			c.growBoard(b, entryBytes(name, n), replaced(name, had, old))
+			c.growBoard(b, entryBytes(name, jsonBytes(msgs)), replaced(name, had, old))
 			if b.Channels == nil {
 				b.Channels = map[string][]message.Message{}
 			}
@@ -339,7 +341,8 @@ func (c *call) boardChannelMethods() []method {
 		{"appendChannel", func(fc goja.FunctionCall) goja.Value {
 			b := c.board
 			name := c.channelName(fc.Argument(0), "appendChannel")
-			if msgs, n := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
+			if msgs, _ := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
+				n := jsonBytes(msgs)
 				if _, had := b.Channels[name]; !had {
 					n += entryBytes(name, 0)
 				}

@@ -126,7 +126,9 @@ func boardSetVar(_ context.Context, st *callState, args []byte) (json.RawMessage
 	}
 	b := board(st)
 	old, had := b.Vars[name]
-	if err := st.growBoard(b, entryBytes(name, int64(len(a[1]))), replaced(name, had, old)); err != nil {
+	// Charged with the measure a later replace refunds (jsonBytes), so
+	// that overwrites cannot drive the count down.
+	if err := st.growBoard(b, entryBytes(name, jsonBytes(v)), replaced(name, had, old)); err != nil {
 		return nil, err
 	}
 	if b.Vars == nil {
@@ -225,7 +227,7 @@ func boardSetChannel(_ context.Context, st *callState, args []byte) (json.RawMes
 	}
 	b := board(st)
 	old, had := b.Channels[name]
-	if err := st.growBoard(b, entryBytes(name, int64(len(a[1]))), replaced(name, had, old)); err != nil {
+	if err := st.growBoard(b, entryBytes(name, jsonBytes(msgs)), replaced(name, had, old)); err != nil {
 		return nil, err
 	}
 	if b.Channels == nil {
@@ -250,7 +252,7 @@ func boardAppendChannel(_ context.Context, st *callState, args []byte) (json.Raw
 		return nil, err
 	}
 	b := board(st)
-	n := int64(len(a[1]))
+	n := jsonBytes(msgs)
 	if _, had := b.Channels[name]; !had {
 		n += entryBytes(name, 0)
 	}
