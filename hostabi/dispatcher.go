@@ -101,6 +101,9 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 	if err := ctx.Err(); err != nil {
 		return nil, d.hostError(f.Name, err)
 	}
+	if f.NonDeterministic && d.cfg.Journal.Full() {
+		return nil, d.limitError(sandbox.LimitJournalBytes, MaxJournalBytes)
+	}
 	res, err := f.handler(ctx, d, argv)
 	if err == nil && int64(len(res)) > d.limits.MaxValueBytes {
 		res, err = nil, d.limitError(sandbox.LimitValueBytes, d.limits.MaxValueBytes)

@@ -36,12 +36,25 @@ func (e Entry) clone() Entry {
 	return out
 }
 
+// MaxJournalBytes bounds the arguments and results one journal holds. A
+// run's journal is in memory for the length of the run, so a script that
+// calls a non-deterministic host function in a loop (host.now, host.random)
+// would otherwise grow it without bound: once a journal holds this much,
+// the dispatcher refuses further non-deterministic calls with a
+// max_journal_bytes *sandbox.LimitError (BudgetExceeded).
+const MaxJournalBytes = 64 << 20
+
+// entryOverhead is what Full counts for an entry besides its arguments
+// and result: the Entry itself and its node and function names.
+const entryOverhead = 128
+
 // Journal records the non-deterministic host calls of a run, in order, so
 // that the run can be replayed. It is in memory and safe for concurrent
 // use; the methods of a nil *Journal do nothing (Record returns 0).
 type Journal struct {
 	mu      sync.Mutex
 	entries []Entry
+	bytes   int64 // what the entries hold, as Full counts it
 }
 
 // NewJournal returns an empty journal.
@@ -58,7 +71,26 @@ func (j *Journal) Record(e Entry) int {
 	defer j.mu.Unlock()
 	e.Seq = len(j.entries) + 1
 	j.entries = append(j.entries, e)
+	j.bytes += entrySize(e)
 	return e.Seq
+}
+
+// Full reports whether the journal holds MaxJournalBytes or more.
+func (j *Journal) Full() bool {
+	if j == nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.bytes >= MaxJournalBytes
+}
+
+func entrySize(e Entry) int64 {
+	n := int64(entryOverhead + len(e.Node) + len(e.Func) + len(e.Args) + len(e.Result))
+	if e.Err != nil {
+		n += int64(len(e.Err.Code) + len(e.Err.Message))
+	}
+	return n
 }
 
 // Entries returns copies of the entries, in order.
@@ -112,7 +144,7 @@ func (j *Journal) UnmarshalJSON(data []byte) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.entries = entries
+	j.entries, j.bytes = entries, entriesSize(entries)
 	return nil
 }
 
@@ -122,7 +154,15 @@ func DecodeJournal(data []byte) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{entries: entries}, nil
+	return &Journal{entries: entries, bytes: entriesSize(entries)}, nil
+}
+
+func entriesSize(entries []Entry) int64 {
+	var n int64
+	for _, e := range entries {
+		n += entrySize(e)
+	}
+	return n
 }
 
 func decodeJournal(data []byte) ([]Entry, error) {

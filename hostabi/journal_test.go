@@ -2,6 +2,7 @@ package hostabi_test
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -190,4 +191,37 @@ func TestJournalDecodeRejects(t *testing.T) {
 	j, err := hostabi.DecodeJournal([]byte(`{"version":1,"entries":[` + ok + `]}`))
 	require.NoError(t, err)
 	assert.Equal(t, 1, j.Len())
+}
+
+// A journal is bounded: once it holds MaxJournalBytes, non-deterministic
+// calls are refused with a max_journal_bytes limit (and recorded no
+// more), while deterministic ones go on; a script looping on host.now
+// cannot grow a run's journal without bound.
+func TestJournalIsBounded(t *testing.T) {
+	t.Parallel()
+	big, err := json.Marshal(strings.Repeat("x", 1<<20))
+	require.NoError(t, err)
+	j := hostabi.NewJournal()
+	for !j.Full() {
+		j.Record(hostabi.Entry{Node: "n", Func: hostabi.FuncRandom, Args: []byte(`[]`), Result: big})
+	}
+	n := j.Len()
+	assert.Equal(t, hostabi.MaxJournalBytes>>20, n, "about one entry per MiB")
+	r := newRecorder()
+	d := newDispatcher(r.fullHost(), allCaps(), j, sandbox.Limits{})
+	_, err = call(t, d, hostabi.FuncNow, `[]`)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, sandbox.LimitJournalBytes, le.Limit)
+	requireKind(t, err, fault.BudgetExceeded)
+	assert.Equal(t, n, j.Len(), "the refused call is not journaled")
+	_, err = call(t, d, hostabi.FuncEmit, `["token","x"]`)
+	require.NoError(t, err, "a deterministic call goes on")
+
+	// A journal read back counts what it holds.
+	data, err := json.Marshal(j)
+	require.NoError(t, err)
+	back, err := hostabi.DecodeJournal(data)
+	require.NoError(t, err)
+	assert.True(t, back.Full())
 }

@@ -129,6 +129,9 @@ const (
 	LimitEventBytes = "max_event_bytes"
 	LimitLogBytes   = "max_log_bytes"
 	LimitBoardBytes = "max_board_bytes"
+	// LimitJournalBytes is the size of a run's journal of
+	// non-deterministic host calls (hostabi.MaxJournalBytes).
+	LimitJournalBytes = "max_journal_bytes"
 )
 
 // LimitError reports a limit a script hit. Its kind is Timeout for the

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"sync"
 )
 
@@ -109,12 +110,25 @@ type usageMeter struct {
 func (m *usageMeter) wrap(h Host) Host {
 	return &HostFuncs{Inner: h, ReportUsageFn: func(ctx context.Context, u Usage) error {
 		m.mu.Lock()
-		m.sum.InputTokens += u.InputTokens
-		m.sum.OutputTokens += u.OutputTokens
-		m.sum.TotalTokens += u.TotalTokens
+		m.sum.InputTokens = addTokens(m.sum.InputTokens, u.InputTokens)
+		m.sum.OutputTokens = addTokens(m.sum.OutputTokens, u.OutputTokens)
+		m.sum.TotalTokens = addTokens(m.sum.TotalTokens, u.TotalTokens)
 		m.mu.Unlock()
 		return h.ReportUsage(ctx, u)
 	}}
+}
+
+// addTokens adds two counts, saturating at math.MaxInt64 (and at
+// math.MinInt64 for negative counts, which hosts refuse) so that a
+// reported count cannot wrap the run's total around.
+func addTokens(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 func (m *usageMeter) total() Usage {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"sync"
 	"testing"
@@ -467,4 +468,20 @@ func TestExecuteWithHistory(t *testing.T) {
 	require.Len(t, res.Output, 1, "output holds only what this run added")
 	assert.Equal(t, "now", res.Output[0].Text())
 	assert.Len(t, history.Channel(agent.MainChannel), 2, "the caller's history is not modified")
+}
+
+// The run's usage saturates instead of wrapping: reported counts near
+// math.MaxInt64 cannot bring the total back to a small number.
+func TestExecuteUsageSaturates(t *testing.T) {
+	t.Parallel()
+	eng := agent.EngineFunc(func(ctx context.Context, _ agent.Run, h agent.Host, b *agent.Board) (*agent.Board, error) {
+		for _, n := range []int64{12345, math.MaxInt64, math.MaxInt64 - 12345 + 2} {
+			_ = h.ReportUsage(ctx, agent.Usage{InputTokens: n, TotalTokens: n})
+		}
+		return b, nil
+	})
+	a := &agent.Agent{ID: "bot", Engine: eng}
+	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("x"))
+	require.NoError(t, err)
+	assert.Equal(t, agent.Usage{InputTokens: math.MaxInt64, TotalTokens: math.MaxInt64}, res.Usage)
 }
