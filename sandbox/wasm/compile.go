@@ -29,6 +29,9 @@ type module struct {
 	// heavy modules have a start routine (_initialize: a Go guest's
 	// runtime); their instances are reused within a run.
 	heavy bool
+	// minMemory is the largest declared minimum of the module's
+	// memories, in bytes.
+	minMemory uint64
 
 	mu        sync.Mutex
 	entries   map[string]error // checkExports by entry
@@ -73,9 +76,23 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 		r.mu.Unlock()
 	} else {
 		_, m.heavy = m.compiled.ExportedFunctions()[exportInitialize]
+		m.minMemory = minMemory(m.compiled)
 	}
 	close(m.ready)
 	return m, m.err
+}
+
+// minMemory is the largest declared minimum of c's memories, exported or
+// imported, in bytes.
+func minMemory(c wazero.CompiledModule) uint64 {
+	var n uint64
+	for _, d := range c.ExportedMemories() {
+		n = max(n, uint64(d.Min())*pageSize)
+	}
+	for _, d := range c.ImportedMemories() {
+		n = max(n, uint64(d.Min())*pageSize)
+	}
+	return n
 }
 
 // compileError classifies a compile failure: a memory declared past the

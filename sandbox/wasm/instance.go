@@ -48,6 +48,11 @@ func (i *instance) close() { _ = i.mod.Close(context.Background()) }
 // the host's deterministic clock and random source; then checks its ABI
 // version.
 func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*instance, error) {
+	if m.minMemory > uint64(st.limits.MemoryBytes) {
+		// Refused before any guest code (a start function,
+		// corral_abi_version) could run on memory past the limit.
+		return nil, st.limitError(sandbox.LimitMemory)
+	}
 	inst := &instance{mem: &linearMemory{limit: uint64(st.limits.MemoryBytes)}, output: &tail{}}
 	inst.clock = &guestClock{inst: inst}
 	inst.setCurrent(st)

@@ -70,6 +70,11 @@ func (r *Runtime) run(ctx, parent context.Context, m *module, st *callState) err
 	if scope != nil {
 		inst = scope.take(m)
 	}
+	if inst != nil && inst.mem.size() > uint64(st.limits.MemoryBytes) {
+		// The instance grew past this call's tighter limit: a fresh one.
+		inst.close()
+		inst = nil
+	}
 	if inst == nil {
 		var err error
 		if inst, err = r.instantiate(ctx, m, st); err != nil {
