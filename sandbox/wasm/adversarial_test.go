@@ -44,6 +44,7 @@ func attacks() []attack {
 		{name: "memory declared past the limit", module: "memory_declared", entry: "run", limit: memory},
 		{name: "declared minimum past the limit, filled during instantiate", module: "memory_min_runs", entry: "run", limit: memory},
 		{name: "start-routine module growing past the limit", module: "heavy_grow", entry: "run", limit: memory},
+		{name: "realtime clock read in a loop", module: "clock_loop", entry: "run", limit: wall, grants: []string{agent.CapClock}},
 		{name: "unreachable", module: "unreachable", entry: "run", kind: fault.Internal, text: "unreachable"},
 		{name: "recursion", module: "recursion", entry: "run", limit: stack},
 		{name: "argument pointer past the end", module: "args_oob", entry: "ptr_past_end", kind: fault.Validation, text: "host call failed"},
