@@ -33,10 +33,11 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return err
 	}
 	m, err := r.compile(ctx, inv.Node, inv.Script.Module)
-	if err == nil {
-		err = m.exportsFor(inv.Script.Entry)
-	}
 	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer r.release(m)
+	if err := m.exportsFor(inv.Script.Entry); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	release, err := r.acquire(ctx, op)
