@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
@@ -63,7 +64,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 		WithNanosleep(inst.clock.nanosleep).WithOsyield(func() {}).
 		WithRandSource(inst.clock)
 	ictx := experimental.WithMemoryAllocator(context.WithValue(ctx, callKey{}, st), allocatorFor(inst.mem))
-	mod, err := r.wz.InstantiateModule(ictx, m.compiled, cfg)
+	mod, err := instantiateModule(ictx, r.wz, m.compiled, cfg)
 	if err != nil {
 		if mod != nil {
 			_ = mod.Close(context.Background())
@@ -84,6 +85,19 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 		return nil, st.limitError(sandbox.LimitMemory)
 	}
 	return inst, nil
+}
+
+// instantiateModule is wazero's InstantiateModule, with a panic turned
+// into an error: wazero indexes the first allocation of a memory without
+// checking it, and the allocator refuses (nil) a minimum past the limit.
+func instantiateModule(ctx context.Context, wz wazero.Runtime, c wazero.CompiledModule,
+	cfg wazero.ModuleConfig) (mod api.Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			mod, err = nil, fmt.Errorf("instantiate: %v", p)
+		}
+	}()
+	return wz.InstantiateModule(ctx, c, cfg)
 }
 
 // checkVersion calls corral_abi_version, once per module.
