@@ -42,8 +42,12 @@ func attacks() []attack {
 		{name: "memory.grow bomb", module: "grow_bomb", entry: "run", limit: memory},
 		{name: "one huge memory.grow", module: "grow_huge", entry: "run", limit: memory},
 		{name: "memory declared past the limit", module: "memory_declared", entry: "run", limit: memory},
+		{name: "declared minimum past the limit, filled during instantiate", module: "memory_min_runs", entry: "run", limit: memory},
+		{name: "start-routine module growing past the limit", module: "heavy_grow", entry: "run", limit: memory},
+		{name: "realtime clock read in a loop", module: "clock_loop", entry: "run", limit: wall, grants: []string{agent.CapClock}},
 		{name: "unreachable", module: "unreachable", entry: "run", kind: fault.Internal, text: "unreachable"},
 		{name: "recursion", module: "recursion", entry: "run", limit: stack},
+		{name: "recursion with large frames", module: "deep_recursion", entry: "run", limit: stack},
 		{name: "argument pointer past the end", module: "args_oob", entry: "ptr_past_end", kind: fault.Validation, text: "host call failed"},
 		{name: "argument range across the end", module: "args_oob", entry: "range_across_end", kind: fault.Validation, text: "host call failed"},
 		{name: "argument length huge", module: "args_oob", entry: "length_huge", limit: sandbox.LimitValueBytes},
@@ -189,4 +193,24 @@ func resetPeak() {
 	runtime.GC()
 	debug.FreeOSMemory()
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// stack_depth does not bound a module's call stack (docs/sandbox.md): a
+// runaway recursion ends at the engine's own ceiling, labelled a
+// stack_depth LimitError, having raised the process's peak RSS by at most
+// what that ceiling costs.
+func TestRecursionEndsAtTheEnginesCeiling(t *testing.T) {
+	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: time.Minute, MemoryBytes: 1 << 20, StackDepth: 100}})
+	require.NoError(t, err)
+	defer rt.Close()
+	for _, name := range []string{"recursion", "deep_recursion"} {
+		resetPeak()
+		before, _ := rss()
+		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "deep", Board: agent.NewBoard(),
+			Script: sandbox.Script{Module: watModule(t, name), Entry: "run"}})
+		_, peak := rss()
+		t.Logf("%s: peak RSS %d MiB (%d MiB before)", name, peak>>20, before>>20)
+		sandboxtest.RequireLimit(t, err, sandbox.LimitStack, "deep")
+		assert.Less(t, peak-before, int64(stackRSSGrowth), "%s: peak RSS growth", name)
+	}
 }

@@ -24,11 +24,16 @@ const (
 // module is one compiled module of a Runtime.
 type module struct {
 	ready    chan struct{} // closed when compiled or err is set
+	key      [32]byte      // the module's SHA-256
+	users    int           // calls using it (guarded by the Runtime's mu)
 	compiled wazero.CompiledModule
 	err      error
 	// heavy modules have a start routine (_initialize: a Go guest's
 	// runtime); their instances are reused within a run.
 	heavy bool
+	// minMemory is the largest declared minimum of the module's
+	// memories, in bytes.
+	minMemory uint64
 
 	mu        sync.Mutex
 	entries   map[string]error // checkExports by entry
@@ -37,6 +42,7 @@ type module struct {
 
 // compile returns the compiled module of bin, compiling it once per
 // Runtime (and once per process through the shared compilation cache).
+// A module it returns without an error is in use until r.release(m).
 func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module, error) {
 	if int64(len(bin)) > r.maxModule {
 		return nil, fault.New(fault.Validation, "", "the module is %d bytes, more than the limit of %d", len(bin), r.maxModule)
@@ -57,25 +63,48 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 	}
 	m, ok := r.modules[key]
 	if !ok {
-		m = &module{ready: make(chan struct{})}
+		m = &module{ready: make(chan struct{}), key: key}
 		r.modules[key] = m
 	}
+	r.touchLocked(m)
+	evicted := r.evictLocked()
 	r.mu.Unlock()
+	closeModules(evicted)
 	if ok {
 		<-m.ready
+		if m.err != nil {
+			r.release(m)
+		}
 		return m, m.err
 	}
 	m.compiled, m.err = r.wz.CompileModule(ctx, bin)
 	if m.err != nil {
 		m.err = compileError(node, m.err, r.limits)
 		r.mu.Lock()
-		delete(r.modules, key) // a context error must not stick
+		r.forgetLocked(key, m) // a context error must not stick
 		r.mu.Unlock()
 	} else {
 		_, m.heavy = m.compiled.ExportedFunctions()[exportInitialize]
+		m.minMemory = minMemory(m.compiled)
 	}
 	close(m.ready)
+	if m.err != nil {
+		r.release(m)
+	}
 	return m, m.err
+}
+
+// minMemory is the largest declared minimum of c's memories, exported or
+// imported, in bytes.
+func minMemory(c wazero.CompiledModule) uint64 {
+	var n uint64
+	for _, d := range c.ExportedMemories() {
+		n = max(n, uint64(d.Min())*pageSize)
+	}
+	for _, d := range c.ImportedMemories() {
+		n = max(n, uint64(d.Min())*pageSize)
+	}
+	return n
 }
 
 // compileError classifies a compile failure: a memory declared past the

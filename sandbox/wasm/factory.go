@@ -18,6 +18,8 @@ type Settings struct {
 	PoolSize int `json:"pool_size"`
 	// MaxModuleBytes caps a module's size (0: DefaultMaxModuleBytes).
 	MaxModuleBytes int64 `json:"max_module_bytes"`
+	// MaxModules caps the compiled modules kept (0: DefaultMaxModules).
+	MaxModules int `json:"max_modules"`
 	// Engine is "compiler" (the default) or "interpreter".
 	Engine string `json:"engine"`
 }
@@ -84,7 +86,7 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "settings")
 	}
-	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, MaxModuleBytes: s.MaxModuleBytes, Engine: s.Engine})
+	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, MaxModuleBytes: s.MaxModuleBytes, MaxModules: s.MaxModules, Engine: s.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -28,11 +28,12 @@ func TestFactorySettings(t *testing.T) {
 		ok             bool
 	}{
 		{"empty", `{}`, true},
-		{"all", `{"pool_size": 2, "max_module_bytes": 1048576, "engine": "interpreter",
+		{"all", `{"pool_size": 2, "max_module_bytes": 1048576, "max_modules": 8, "engine": "interpreter",
 			"limits": {"wall_time": "2s", "memory_bytes": 33554432, "stack_depth": 64}}`, true},
 		{"unknown key", `{"pool": 2}`, false},
 		{"bad duration", `{"limits": {"wall_time": "soon"}}`, false},
 		{"negative", `{"pool_size": -1}`, false},
+		{"negative max_modules", `{"max_modules": -1}`, false},
 		{"unknown engine", `{"engine": "jit"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
@@ -48,6 +49,11 @@ func (i *instance) close() { _ = i.mod.Close(context.Background()) }
 // the host's deterministic clock and random source; then checks its ABI
 // version.
 func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*instance, error) {
+	if m.minMemory > uint64(st.limits.MemoryBytes) {
+		// Refused before any guest code (a start function,
+		// corral_abi_version) could run on memory past the limit.
+		return nil, st.limitError(sandbox.LimitMemory)
+	}
 	inst := &instance{mem: &linearMemory{limit: uint64(st.limits.MemoryBytes)}, output: &tail{}}
 	inst.clock = &guestClock{inst: inst}
 	inst.setCurrent(st)
@@ -58,7 +64,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 		WithNanosleep(inst.clock.nanosleep).WithOsyield(func() {}).
 		WithRandSource(inst.clock)
 	ictx := experimental.WithMemoryAllocator(context.WithValue(ctx, callKey{}, st), allocatorFor(inst.mem))
-	mod, err := r.wz.InstantiateModule(ictx, m.compiled, cfg)
+	mod, err := instantiateModule(ictx, r.wz, m.compiled, cfg)
 	if err != nil {
 		if mod != nil {
 			_ = mod.Close(context.Background())
@@ -79,6 +85,19 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 		return nil, st.limitError(sandbox.LimitMemory)
 	}
 	return inst, nil
+}
+
+// instantiateModule is wazero's InstantiateModule, with a panic turned
+// into an error: wazero indexes the first allocation of a memory without
+// checking it, and the allocator refuses (nil) a minimum past the limit.
+func instantiateModule(ctx context.Context, wz wazero.Runtime, c wazero.CompiledModule,
+	cfg wazero.ModuleConfig) (mod api.Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			mod, err = nil, fmt.Errorf("instantiate: %v", p)
+		}
+	}()
+	return wz.InstantiateModule(ctx, c, cfg)
 }
 
 // checkVersion calls corral_abi_version, once per module.

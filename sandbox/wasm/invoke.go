@@ -33,10 +33,11 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return err
 	}
 	m, err := r.compile(ctx, inv.Node, inv.Script.Module)
-	if err == nil {
-		err = m.exportsFor(inv.Script.Entry)
-	}
 	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer r.release(m)
+	if err := m.exportsFor(inv.Script.Entry); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	release, err := r.acquire(ctx, op)
@@ -69,6 +70,11 @@ func (r *Runtime) run(ctx, parent context.Context, m *module, st *callState) err
 	var inst *instance
 	if scope != nil {
 		inst = scope.take(m)
+	}
+	if inst != nil && inst.mem.size() > uint64(st.limits.MemoryBytes) {
+		// The instance grew past this call's tighter limit: a fresh one.
+		inst.close()
+		inst = nil
 	}
 	if inst == nil {
 		var err error

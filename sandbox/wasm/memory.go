@@ -40,17 +40,16 @@ func allocatorFor(mem *linearMemory) experimental.MemoryAllocator {
 }
 
 // Reallocate grows the memory to size bytes, or refuses (nil) past the
-// limit. The first call sizes the memory to its declared minimum and never
-// fails (wazero requires it); a minimum past the limit is then reported
-// as a refusal.
+// limit, the first call (the declared minimum) included: the runner
+// refuses a module whose minimum is past the limit before instantiating
+// it, so a refusal here is a defence that never lets memory past the
+// limit be allocated.
 func (m *linearMemory) Reallocate(size uint64) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if size > m.limit {
 		m.refused = true
-		if m.grown {
-			return nil
-		}
+		return nil
 	}
 	first := !m.grown
 	m.grown = true
@@ -90,6 +89,13 @@ func (m *linearMemory) setLimit(limit uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.limit, m.refused = limit, false
+}
+
+// size is the memory's current size in bytes.
+func (m *linearMemory) size() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return uint64(len(m.buf))
 }
 
 // exhausted reports whether the running call asked for more memory than

@@ -38,6 +38,10 @@ type Options struct {
 	// MaxModuleBytes caps the size of a module; zero means
 	// DefaultMaxModuleBytes.
 	MaxModuleBytes int64
+	// MaxModules caps the compiled modules the Runtime keeps: past it, the
+	// least recently used one that no call is using is released. Zero
+	// means DefaultMaxModules.
+	MaxModules int
 	// Engine is EngineCompiler (the default; the interpreter where the
 	// compiler is not supported) or EngineInterpreter.
 	Engine string
@@ -54,16 +58,18 @@ type Runtime struct {
 	hostNames []string // the functions of module "host"
 	slots     chan struct{}
 
-	mu       sync.Mutex
-	modules  map[[32]byte]*module
-	hashes   map[moduleIdentity]identityEntry
-	runs     map[string]*runScope
-	closed   bool
-	closing  chan struct{}   // closed by Close: running calls stop
-	closeCtx context.Context // cancelled by Close
-	cancel   context.CancelFunc
-	calls    sync.WaitGroup
-	closeErr error
+	mu         sync.Mutex
+	modules    map[[32]byte]*module
+	order      []*module // modules, least recently used first
+	maxModules int
+	hashes     map[moduleIdentity]identityEntry
+	runs       map[string]*runScope
+	closed     bool
+	closing    chan struct{}   // closed by Close: running calls stop
+	closeCtx   context.Context // cancelled by Close
+	cancel     context.CancelFunc
+	calls      sync.WaitGroup
+	closeErr   error
 }
 
 var (
@@ -84,9 +90,12 @@ func New(o Options) (*Runtime, error) {
 	if err := o.Limits.Validate(); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "limits")
 	}
-	if o.PoolSize < 0 || o.MaxModuleBytes < 0 {
-		return nil, fault.New(fault.Validation, op, "pool_size and max_module_bytes must be >= 0, got %d and %d",
-			o.PoolSize, o.MaxModuleBytes)
+	if o.PoolSize < 0 || o.MaxModuleBytes < 0 || o.MaxModules < 0 {
+		return nil, fault.New(fault.Validation, op, "pool_size, max_module_bytes and max_modules must be >= 0, got %d, %d and %d",
+			o.PoolSize, o.MaxModuleBytes, o.MaxModules)
+	}
+	if o.MaxModules == 0 {
+		o.MaxModules = DefaultMaxModules
 	}
 	if o.PoolSize == 0 {
 		o.PoolSize = runtime.GOMAXPROCS(0)
@@ -111,7 +120,7 @@ func New(o Options) (*Runtime, error) {
 		WithCompilationCache(sharedCache())
 	ctx := context.Background()
 	r := &Runtime{
-		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes,
+		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
 		wz:      wazero.NewRuntimeWithConfig(ctx, cfg),
 		slots:   make(chan struct{}, o.PoolSize),
 		modules: map[[32]byte]*module{},

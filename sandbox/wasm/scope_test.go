@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
 	"github.com/corral-rt/corral/sandbox/wasm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,25 @@ func TestParallelCallsOfARunGetTheirOwnInstance(t *testing.T) {
 	for i, b := range boards {
 		assert.Equal(t, string(rune('a'+i)), b.Vars["who"])
 	}
+}
+
+// An instance kept for a run is not lent to a call whose memory limit is
+// below the memory it already has: that call gets a fresh instance, held
+// to its own limit.
+// SEED-SPEC 9.M1 (a per-instance memory limit in pages)
+func TestRunInstanceHeldToTheNextCallsLimit(t *testing.T) {
+	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{MemoryBytes: 64 << 20}})
+	require.NoError(t, err)
+	defer rt.Close()
+	bin := watModule(t, "heavy_grow")
+	defer rt.BeginRun(context.Background(), sandbox.RunInfo{RunID: "r"})()
+	invoke := func(limit int64) error {
+		return rt.Invoke(context.Background(), sandbox.Invocation{Node: "grower", Board: agent.NewBoard(),
+			Script: sandbox.Script{Module: bin, Entry: "run"}, Run: sandbox.RunInfo{RunID: "r"},
+			Limits: sandbox.Limits{MemoryBytes: limit}})
+	}
+	require.NoError(t, invoke(64<<20), "the first call grows to about 60 MiB")
+	require.NoError(t, invoke(64<<20), "the run's next call shares the instance")
+	sandboxtest.RequireLimit(t, invoke(1<<20), sandbox.LimitMemory, "grower")
+	require.NoError(t, invoke(64<<20))
 }

@@ -1,11 +1,15 @@
 package wasm_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/corral-rt/corral/sandbox/wasm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +46,22 @@ func TestWASIClockAndRandomAreTheHosts(t *testing.T) {
 	assert.Equal(t, bare1.Board, bare2.Board, "without grants the guest is deterministic whatever the host")
 	assert.Equal(t, float64(0), sandboxtest.Var(t, bare1, "now"), "without the clock grant the wall clock is the epoch")
 	assert.Empty(t, bare1.Journal.Entries())
+}
+
+// A guest reading the WASI realtime clock in a loop costs one journaled
+// host.now per call, not one per reading: the host's clock is read once
+// and later readings move with the guest's monotonic clock.
+// SEED-SPEC 9.M3 (the guest's WASI clock is the host's)
+func TestWASIClockLoopJournalsOneReading(t *testing.T) {
+	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: 500 * time.Millisecond, MemoryBytes: 1 << 20}})
+	require.NoError(t, err)
+	defer rt.Close()
+	j := hostabi.NewJournal()
+	run := agent.Run{ID: sandboxtest.RunID, AgentID: "agent", Capabilities: []string{agent.CapClock}}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(1), Run: run, Node: "clock", Journal: j})
+	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "clock", Board: agent.NewBoard(), ABI: d,
+		Script: sandbox.Script{Module: watModule(t, "clock_loop"), Entry: "run"}})
+	sandboxtest.RequireLimit(t, err, sandbox.LimitWallTime, "clock")
+	require.Equal(t, 1, j.Len(), "journal entries")
+	assert.Equal(t, hostabi.FuncNow, j.Entries()[0].Func)
 }
