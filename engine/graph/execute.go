@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,12 +48,16 @@ type runState struct {
 	runPart string
 	// maxBoard is the run's max_board_bytes (maxBoardBytes).
 	maxBoard int64
-	// detached is the run's context without its cancellation: the
-	// checkpoints of a run being cancelled are still saved.
-	detached context.Context
+	// save is the context of the run's checkpoint saves, made at the
+	// first: without the run's cancellation (the checkpoints of a run being
+	// cancelled are still saved), each save bounded by its own timeout.
+	save *saveCtx
+	// attrs are the attributes of the run's checkpoints.
+	attrs map[string]string
 	// runCtx is the run's context and hostCtx the same carrying the host
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
+	headers         headerCache
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -236,19 +241,20 @@ func (r *runState) contextError(ctx context.Context) error {
 // checkpoint writes the wave-boundary checkpoint through the host; a
 // failure is only logged.
 func (r *runState) checkpoint(ctx context.Context, steps []string) {
+	if r.save == nil {
+		r.save = newSaveCtx(context.WithoutCancel(ctx))
+		r.attrs = map[string]string{"graph": r.e.doc.Name}
+	}
 	cp := agent.Checkpoint{
 		ExecID: r.run.ID, Steps: slices.Clone(steps), Iteration: r.iterations, Board: r.board.Clone(),
-		Attributes: map[string]string{"graph": r.e.doc.Name}, Timestamp: time.Now().UTC(),
+		Attributes: r.attrs, Timestamp: time.Now().UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	if r.detached == nil {
-		r.detached = context.WithoutCancel(ctx)
-	}
-	cctx, cancel := context.WithTimeout(r.detached, r.e.opts.RunEndPublishTimeout)
-	defer cancel()
-	if err := r.host.Checkpoint(cctx, cp); err != nil {
+	err := r.host.Checkpoint(r.save.arm(r.e.opts.RunEndPublishTimeout), cp)
+	r.save.disarm()
+	if err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"iteration", r.iterations, "error", err)
 	}
@@ -282,8 +288,18 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 	return next, nil
 }
 
-// dedup removes repeated ids, keeping the first of each.
+// dedup removes repeated ids, keeping the first of each; ids without
+// repeats are returned as they are.
 func dedup(ids []string) []string {
+	for i := 1; i < len(ids); i++ {
+		if slices.Contains(ids[:i], ids[i]) {
+			return dedupCopy(ids)
+		}
+	}
+	return ids
+}
+
+func dedupCopy(ids []string) []string {
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if !slices.Contains(out, id) {
@@ -305,6 +321,9 @@ func (r *runState) publishRunStart(ctx context.Context) {
 // cancellation and bounded by run_end_publish_timeout (SEED-SPEC 5.7.2);
 // a failure is joined into the run's error (SEED-SPEC 5.7.4).
 func (r *runState) end(parent context.Context, runErr error) error {
+	if r.save != nil {
+		r.save.stop()
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.e.opts.RunEndPublishTimeout)
 	defer cancel()
 	p := event.RunPayload{Graph: r.e.doc.Name}
@@ -324,12 +343,47 @@ func (r *runState) publish(ctx context.Context, subject string, payload any, nod
 	if err != nil {
 		return err
 	}
-	env.Headers = make(map[string]string, 4)
-	env.Headers[event.HeaderRunID] = r.run.ID
-	env.Headers[event.HeaderAgentID] = r.run.AgentID
-	env.Headers[event.HeaderGraphID] = r.e.doc.Name
-	if node != "" {
-		env.Headers[event.HeaderNodeID] = node
-	}
+	env.Headers = r.headers.get(r, node)
 	return r.host.Publish(ctx, env)
+}
+
+// headerCache keeps the headers of a run's envelopes, one map per node
+// (and one without a node), made at its first event: envelopes are
+// read-only once published (event.Envelope), so the step events of a node
+// share one.
+type headerCache struct {
+	mu     sync.Mutex
+	run    map[string]string
+	byNode []map[string]string // by node index
+}
+
+func (h *headerCache) get(r *runState, node string) map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slot := &h.run
+	if node != "" {
+		n, ok := r.e.nodes[node]
+		if !ok {
+			return newHeaders(r, node)
+		}
+		if h.byNode == nil {
+			h.byNode = make([]map[string]string, len(r.e.doc.Nodes))
+		}
+		slot = &h.byNode[n.index]
+	}
+	if *slot == nil {
+		*slot = newHeaders(r, node)
+	}
+	return *slot
+}
+
+func newHeaders(r *runState, node string) map[string]string {
+	m := make(map[string]string, 4)
+	m[event.HeaderRunID] = r.run.ID
+	m[event.HeaderAgentID] = r.run.AgentID
+	m[event.HeaderGraphID] = r.e.doc.Name
+	if node != "" {
+		m[event.HeaderNodeID] = node
+	}
+	return m
 }
