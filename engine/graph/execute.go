@@ -347,34 +347,57 @@ func (r *runState) publish(ctx context.Context, subject string, payload any, nod
 	return r.host.Publish(ctx, env)
 }
 
-// headerCache keeps the headers of a run's envelopes, one map per node
-// (and one without a node), made at its first event: envelopes are
-// read-only once published (event.Envelope), so the step events of a node
-// share one.
+// headerCache keeps what a run's envelopes share, made at the first
+// event that needs it: the headers without a node, and per node its
+// headers and the subjects of its step start and step complete.
+// Envelopes are read-only once published (event.Envelope), so the events
+// of a node share one headers map.
 type headerCache struct {
 	mu     sync.Mutex
 	run    map[string]string
-	byNode []map[string]string // by node index
+	byNode []nodeEvents // by node index
+}
+
+// nodeEvents is what the step events of one node of a run share.
+type nodeEvents struct {
+	headers         map[string]string
+	start, complete string
 }
 
 func (h *headerCache) get(r *runState, node string) map[string]string {
+	if node == "" {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.run == nil {
+			h.run = newHeaders(r, "")
+		}
+		return h.run
+	}
+	n, ok := r.e.nodes[node]
+	if !ok {
+		return newHeaders(r, node)
+	}
+	return h.node(r, n).headers
+}
+
+// node returns what n's step events share, made at its first.
+func (h *headerCache) node(r *runState, n *builtNode) nodeEvents {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	slot := &h.run
-	if node != "" {
-		n, ok := r.e.nodes[node]
-		if !ok {
-			return newHeaders(r, node)
-		}
-		if h.byNode == nil {
-			h.byNode = make([]map[string]string, len(r.e.doc.Nodes))
-		}
-		slot = &h.byNode[n.index]
+	if h.byNode == nil {
+		h.byNode = make([]nodeEvents, len(r.e.doc.Nodes))
 	}
-	if *slot == nil {
-		*slot = newHeaders(r, node)
+	ev := &h.byNode[n.index]
+	if ev.headers == nil {
+		ev.headers = newHeaders(r, n.id)
+		// Both subjects in one string: the two are its halves.
+		actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
+		both := event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start" +
+			event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
+		half := len(both) - len(".complete") - (len(both)-len(".start")-len(".complete"))/2
+		ev.start, ev.complete = both[:half], both[half:]
 	}
-	return *slot
+	return *ev
 }
 
 func newHeaders(r *runState, node string) map[string]string {
