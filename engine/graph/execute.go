@@ -48,9 +48,10 @@ type runState struct {
 	runPart string
 	// maxBoard is the run's max_board_bytes (maxBoardBytes).
 	maxBoard int64
-	// save is the context of the run's checkpoint saves, made at the
-	// first: without the run's cancellation (the checkpoints of a run being
-	// cancelled are still saved), each save bounded by its own timeout.
+	// save is the context of the run's checkpoint saves and its run-end
+	// publish, made at the first: without the run's cancellation (the
+	// checkpoints of a run being cancelled are still saved, its run end
+	// still published), each bounded by its own timeout.
 	save *saveCtx
 	// attrs are the attributes of the run's checkpoints.
 	attrs map[string]string
@@ -243,6 +244,8 @@ func (r *runState) contextError(ctx context.Context) error {
 func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	if r.save == nil {
 		r.save = newSaveCtx(context.WithoutCancel(ctx))
+	}
+	if r.attrs == nil {
 		r.attrs = map[string]string{"graph": r.e.doc.Name}
 	}
 	cp := agent.Checkpoint{
@@ -321,11 +324,11 @@ func (r *runState) publishRunStart(ctx context.Context) {
 // cancellation and bounded by run_end_publish_timeout (SEED-SPEC 5.7.2);
 // a failure is joined into the run's error (SEED-SPEC 5.7.4).
 func (r *runState) end(parent context.Context, runErr error) error {
-	if r.save != nil {
-		r.save.stop()
+	if r.save == nil {
+		r.save = newSaveCtx(context.WithoutCancel(parent))
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.e.opts.RunEndPublishTimeout)
-	defer cancel()
+	defer r.save.stop()
+	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
 	p := event.RunPayload{Graph: r.e.doc.Name}
 	if runErr != nil {
 		p.Error = runErr.Error()
