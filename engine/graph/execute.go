@@ -240,7 +240,8 @@ func (r *runState) contextError(ctx context.Context) error {
 }
 
 // checkpoint writes the wave-boundary checkpoint through the host; a
-// failure is only logged.
+// failure is only logged. steps is the wave's own slice, which nothing
+// changes afterwards: the checkpoint holds it as it is.
 func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	if r.save == nil {
 		r.save = newSaveCtx(context.WithoutCancel(ctx))
@@ -249,7 +250,7 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 		r.attrs = map[string]string{"graph": r.e.doc.Name}
 	}
 	cp := agent.Checkpoint{
-		ExecID: r.run.ID, Steps: slices.Clone(steps), Iteration: r.iterations, Board: r.board.Clone(),
+		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board.Clone(),
 		Attributes: r.attrs, Timestamp: time.Now().UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
 	}
