@@ -455,6 +455,9 @@ func (c *call) callHost(name string, argv []goja.Value) json.RawMessage {
 // cancel or the wall time while it waits for the slot stops the call.
 func (c *call) callBlocking(name string, args json.RawMessage) (json.RawMessage, error) {
 	ctx := c.hostCtx()
+	if !c.slotHeld {
+		return c.abi.Call(ctx, name, args)
+	}
 	c.rt.leaveSlot()
 	c.slotHeld = false
 	res, err := c.abi.Call(ctx, name, args)

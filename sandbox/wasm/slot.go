@@ -77,8 +77,11 @@ func blockingFuncs() map[string]bool {
 // the one it waits for among them, can run; it takes a slot again before
 // the guest continues. The wall time keeps counting meanwhile. A cancel,
 // the wall time or the runtime's close while it waits for the slot stops
-// the call.
+// the call. A call without a slot (none was taken for it) just calls.
 func (st *callState) callBlocking(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if !st.slotHeld {
+		return st.inv.ABI.Call(ctx, name, args)
+	}
 	<-st.rt.slots
 	st.slotHeld = false
 	res, err := st.inv.ABI.Call(ctx, name, args)
@@ -86,7 +89,7 @@ func (st *callState) callBlocking(ctx context.Context, name string, args json.Ra
 		switch {
 		case errors.Is(serr, errClosed) || st.rt.closeCtx.Err() != nil:
 			st.halt(fault.New(fault.Aborted, st.op, "runtime closed"))
-		case st.parent.Err() != nil:
+		case st.parent != nil && st.parent.Err() != nil:
 			st.halt(fault.FromContext(st.parent.Err(), st.op))
 		}
 		st.halt(st.limitError(sandbox.LimitWallTime))
