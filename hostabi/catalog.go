@@ -40,6 +40,11 @@ type Func struct {
 	// randomness, the user, the steer queue, interrupts); their calls are
 	// journaled.
 	NonDeterministic bool
+	// Blocking functions may wait on something outside the runtime for as
+	// long as it takes (a person's answer, another agent's turn): a
+	// sandbox gives up its call slot while one runs and takes it back
+	// before the script continues.
+	Blocking bool
 	// Requires reports whether a host yields what the function needs
 	// (found with agent.CapabilityFromHost); nil means any host will do.
 	Requires func(agent.Host) bool
@@ -60,14 +65,14 @@ func has[T any](h agent.Host) bool {
 // catalog builds the function table, sorted by name.
 func catalog() []Func {
 	return []Func{
-		{Name: FuncAskUser, Capability: agent.CapAskUser, NonDeterministic: true,
+		{Name: FuncAskUser, Capability: agent.CapAskUser, NonDeterministic: true, Blocking: true,
 			Args:     `[{"parts": [part...], "schema"?: any, "source"?: string, "metadata"?: {string: string}}]`,
 			Result:   `{"parts": [part...], "metadata"?: {string: string}}`,
 			Requires: has[agent.UserPrompter], minArgs: 1, maxArgs: 1, handler: callAskUser},
 		{Name: FuncCheckInterrupt, Capability: agent.CapInterrupt, NonDeterministic: true,
 			Args: `[]`, Result: `{"cause": string, "detail": string} or null`,
 			Requires: has[agent.Interrupter], handler: callCheckInterrupt},
-		{Name: FuncDelegate, Capability: agent.CapDelegate, NonDeterministic: true,
+		{Name: FuncDelegate, Capability: agent.CapDelegate, NonDeterministic: true, Blocking: true,
 			Args:     `[agentId: string, message: string | message, options?: {"inputs"?: object, "metadata"?: {string: string}, "idempotency_key"?: string}]`,
 			Result:   `{"id": string, "target": string, "status": "succeeded"|"failed"|"canceled", "run_id": string, "output": [message...], "text": string, "error"?: {"code": string, "message": string}}`,
 			Requires: hasService, minArgs: 2, maxArgs: 3, handler: callDelegate},

@@ -38,6 +38,7 @@ func TestCatalog(t *testing.T) {
 		assert.Equal(t, w.name, f.Name)
 		assert.Equal(t, w.capability, f.Capability, f.Name)
 		assert.Equal(t, w.nonDeterministic, f.NonDeterministic, f.Name)
+		assert.Equal(t, f.Name == hostabi.FuncAskUser || f.Name == hostabi.FuncDelegate, f.Blocking, f.Name)
 		lo, hi := f.Arity()
 		assert.Equal(t, [2]int{w.lo, w.hi}, [2]int{lo, hi}, f.Name)
 		assert.NotEmpty(t, f.Args, f.Name)

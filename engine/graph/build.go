@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -170,6 +171,9 @@ type Engine struct {
 	// order.
 	scopers []sandbox.RunScoper
 	actors  actorCache
+	// hostNames are the host ABI's function names (hostabi.Names),
+	// read-only: every step's ABI lists them.
+	hostNames []string
 }
 
 var (
@@ -215,7 +219,8 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{}}
+	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{},
+		hostNames: hostabi.Names()}
 	for _, name := range slices.Sorted(maps.Keys(opts.Runtimes)) {
 		if s, ok := opts.Runtimes[name].(sandbox.RunScoper); ok {
 			e.scopers = append(e.scopers, s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,12 +48,17 @@ type runState struct {
 	runPart string
 	// maxBoard is the run's max_board_bytes (maxBoardBytes).
 	maxBoard int64
-	// detached is the run's context without its cancellation: the
-	// checkpoints of a run being cancelled are still saved.
-	detached context.Context
+	// save is the context of the run's checkpoint saves and its run-end
+	// publish, made at the first: without the run's cancellation (the
+	// checkpoints of a run being cancelled are still saved, its run end
+	// still published), each bounded by its own timeout.
+	save *saveCtx
+	// attrs are the attributes of the run's checkpoints.
+	attrs map[string]string
 	// runCtx is the run's context and hostCtx the same carrying the host
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
+	headers         headerCache
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -234,21 +240,25 @@ func (r *runState) contextError(ctx context.Context) error {
 }
 
 // checkpoint writes the wave-boundary checkpoint through the host; a
-// failure is only logged.
+// failure is only logged. steps is the wave's own slice, which nothing
+// changes afterwards: the checkpoint holds it as it is.
 func (r *runState) checkpoint(ctx context.Context, steps []string) {
+	if r.save == nil {
+		r.save = newSaveCtx(context.WithoutCancel(ctx))
+	}
+	if r.attrs == nil {
+		r.attrs = map[string]string{"graph": r.e.doc.Name}
+	}
 	cp := agent.Checkpoint{
-		ExecID: r.run.ID, Steps: slices.Clone(steps), Iteration: r.iterations, Board: r.board.Clone(),
-		Attributes: map[string]string{"graph": r.e.doc.Name}, Timestamp: time.Now().UTC(),
+		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board.Clone(),
+		Attributes: r.attrs, Timestamp: time.Now().UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	if r.detached == nil {
-		r.detached = context.WithoutCancel(ctx)
-	}
-	cctx, cancel := context.WithTimeout(r.detached, r.e.opts.RunEndPublishTimeout)
-	defer cancel()
-	if err := r.host.Checkpoint(cctx, cp); err != nil {
+	err := r.host.Checkpoint(r.save.arm(r.e.opts.RunEndPublishTimeout), cp)
+	r.save.disarm()
+	if err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"iteration", r.iterations, "error", err)
 	}
@@ -282,8 +292,18 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 	return next, nil
 }
 
-// dedup removes repeated ids, keeping the first of each.
+// dedup removes repeated ids, keeping the first of each; ids without
+// repeats are returned as they are.
 func dedup(ids []string) []string {
+	for i := 1; i < len(ids); i++ {
+		if slices.Contains(ids[:i], ids[i]) {
+			return dedupCopy(ids)
+		}
+	}
+	return ids
+}
+
+func dedupCopy(ids []string) []string {
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if !slices.Contains(out, id) {
@@ -305,8 +325,11 @@ func (r *runState) publishRunStart(ctx context.Context) {
 // cancellation and bounded by run_end_publish_timeout (SEED-SPEC 5.7.2);
 // a failure is joined into the run's error (SEED-SPEC 5.7.4).
 func (r *runState) end(parent context.Context, runErr error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.e.opts.RunEndPublishTimeout)
-	defer cancel()
+	if r.save == nil {
+		r.save = newSaveCtx(context.WithoutCancel(parent))
+	}
+	defer r.save.stop()
+	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
 	p := event.RunPayload{Graph: r.e.doc.Name}
 	if runErr != nil {
 		p.Error = runErr.Error()
@@ -324,12 +347,70 @@ func (r *runState) publish(ctx context.Context, subject string, payload any, nod
 	if err != nil {
 		return err
 	}
-	env.Headers = make(map[string]string, 4)
-	env.Headers[event.HeaderRunID] = r.run.ID
-	env.Headers[event.HeaderAgentID] = r.run.AgentID
-	env.Headers[event.HeaderGraphID] = r.e.doc.Name
-	if node != "" {
-		env.Headers[event.HeaderNodeID] = node
-	}
+	env.Headers = r.headers.get(r, node)
 	return r.host.Publish(ctx, env)
+}
+
+// headerCache keeps what a run's envelopes share, made at the first
+// event that needs it: the headers without a node, and per node its
+// headers and the subjects of its step start and step complete.
+// Envelopes are read-only once published (event.Envelope), so the events
+// of a node share one headers map.
+type headerCache struct {
+	mu     sync.Mutex
+	run    map[string]string
+	byNode []nodeEvents // by node index
+}
+
+// nodeEvents is what the step events of one node of a run share.
+type nodeEvents struct {
+	headers         map[string]string
+	start, complete string
+}
+
+func (h *headerCache) get(r *runState, node string) map[string]string {
+	if node == "" {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.run == nil {
+			h.run = newHeaders(r, "")
+		}
+		return h.run
+	}
+	n, ok := r.e.nodes[node]
+	if !ok {
+		return newHeaders(r, node)
+	}
+	return h.node(r, n).headers
+}
+
+// node returns what n's step events share, made at its first.
+func (h *headerCache) node(r *runState, n *builtNode) nodeEvents {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byNode == nil {
+		h.byNode = make([]nodeEvents, len(r.e.doc.Nodes))
+	}
+	ev := &h.byNode[n.index]
+	if ev.headers == nil {
+		ev.headers = newHeaders(r, n.id)
+		// Both subjects in one string: the two are its halves.
+		actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
+		both := event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start" +
+			event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
+		half := len(both) - len(".complete") - (len(both)-len(".start")-len(".complete"))/2
+		ev.start, ev.complete = both[:half], both[half:]
+	}
+	return *ev
+}
+
+func newHeaders(r *runState, node string) map[string]string {
+	m := make(map[string]string, 4)
+	m[event.HeaderRunID] = r.run.ID
+	m[event.HeaderAgentID] = r.run.AgentID
+	m[event.HeaderGraphID] = r.e.doc.Name
+	if node != "" {
+		m[event.HeaderNodeID] = node
+	}
+	return m
 }

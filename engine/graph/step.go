@@ -225,7 +225,7 @@ func (r *runState) abi(c *Call) sandbox.ABI {
 	return c.step.get(hostabi.Config{
 		Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
 		Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
-	})
+	}, r.e.hostNames)
 }
 
 // stepABI is the host ABI of one node step, shared by its attempts: the
@@ -237,11 +237,11 @@ type stepABI struct {
 }
 
 // get returns the step's ABI, making it with cfg on the first call.
-func (s *stepABI) get(cfg hostabi.Config) *lazyABI {
+func (s *stepABI) get(cfg hostabi.Config, names []string) *lazyABI {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.made {
-		s.abi.cfg, s.made = cfg, true
+		s.abi.cfg, s.abi.names, s.made = cfg, names, true
 	}
 	return &s.abi
 }
@@ -249,15 +249,16 @@ func (s *stepABI) get(cfg hostabi.Config) *lazyABI {
 // lazyABI makes its hostabi.Dispatcher on the first call, so that a script
 // that never calls the host does not pay for one.
 type lazyABI struct {
-	cfg  hostabi.Config
-	once sync.Once
-	d    *hostabi.Dispatcher
+	names []string // hostabi.Names, read-only
+	cfg   hostabi.Config
+	once  sync.Once
+	d     *hostabi.Dispatcher
 }
 
 var _ sandbox.ABI = (*lazyABI)(nil)
 
-// Functions lists the catalog's names.
-func (a *lazyABI) Functions() []string { return hostabi.Names() }
+// Functions lists the catalog's names: the engine's copy, made at build.
+func (a *lazyABI) Functions() []string { return a.names }
 
 // Call runs the host function through the call's dispatcher.
 func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {

@@ -41,13 +41,13 @@ func (a *actorCache) get(e *Engine, agentID string) []string {
 // stepSubject is the subject of a step event, as event.SubjectStepStart,
 // event.SubjectStepComplete and event.SubjectStepError make it.
 func (r *runState) stepSubject(kind stepKind, n *builtNode) string {
-	actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
 	switch kind {
 	case stepStart:
-		return event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start"
+		return r.headers.node(r, n).start
 	case stepComplete:
-		return event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
+		return r.headers.node(r, n).complete
 	}
+	actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
 	return event.SubjectPrefixRun + r.runPart + ".step." + actor + ".error"
 }
 

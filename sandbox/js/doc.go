@@ -37,11 +37,14 @@
 //
 // A Runtime is safe for concurrent use. At most Options.PoolSize calls run
 // at once, each in a VM of its own; a call waits for a slot until its
-// context ends (NotAvailable). Each call runs on the caller's goroutine,
-// registered with the runtime's watchdog, which looks at every running call
-// every 2 ms (wall time, the caller's context, the memory guard); a stop
-// carries the call's generation, so that one that comes late never reaches
-// the next call on the VM.
+// context ends (NotAvailable). A call waiting in a blocking host function
+// (hostabi.Func.Blocking: askUser, delegate) gives its slot up for the wait
+// and takes one again before it continues; its wall time keeps counting.
+// Each call runs on the caller's goroutine, registered with the runtime's
+// watchdog, which looks at every running call every 2 ms (wall time, the
+// caller's context, the memory guard); a stop carries the call's
+// generation, so that one that comes late never reaches the next call on
+// the VM.
 //
 // # Errors
 //

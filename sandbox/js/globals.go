@@ -434,7 +434,13 @@ func (c *call) callHost(name string, argv []goja.Value) json.RawMessage {
 	if len(argv) > 0 {
 		args = c.toJSON(c.vm.NewArray(toAny(argv)...), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
 	}
-	res, err := c.abi.Call(c.hostCtx(), name, args)
+	var res json.RawMessage
+	var err error
+	if c.rt.blocking[name] {
+		res, err = c.callBlocking(name, args)
+	} else {
+		res, err = c.abi.Call(c.hostCtx(), name, args)
+	}
 	if err != nil {
 		c.throw(err)
 	}
@@ -443,6 +449,36 @@ func (c *call) callHost(name string, argv []goja.Value) json.RawMessage {
 		c.abort(c.limitError(sandbox.LimitValueBytes))
 	}
 	return res
+}
+
+// callBlocking makes a host call that may wait for as long as it takes
+// (hostabi.Func.Blocking) without the call's slot, so that other calls,
+// the one it waits for among them, can run; it takes a slot again before
+// the script continues. The wall time keeps counting meanwhile. A stop, a
+// cancel or the wall time while it waits for the slot stops the call.
+func (c *call) callBlocking(name string, args json.RawMessage) (json.RawMessage, error) {
+	ctx := c.hostCtx()
+	if !c.slotHeld {
+		return c.abi.Call(ctx, name, args)
+	}
+	c.rt.leaveSlot()
+	c.slotHeld = false
+	res, err := c.abi.Call(ctx, name, args)
+	if serr := c.rt.takeSlot(ctx); serr != nil {
+		c.checkStop()
+		if errors.Is(serr, errClosed) {
+			c.abort(c.runtimeClosed())
+		}
+		c.mu.Lock()
+		parent := c.parent
+		c.mu.Unlock()
+		if perr := parent.Err(); perr != nil {
+			c.abort(c.contextStop(perr))
+		}
+		c.abort(c.limitError(sandbox.LimitWallTime))
+	}
+	c.slotHeld = true
+	return res, err
 }
 
 // hostNow is the VM's clock: host.now, decoded. It accepts an RFC 3339

@@ -34,16 +34,16 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	release, err := r.acquire(ctx, op)
-	if err != nil {
+	if err := r.acquire(ctx, op); err != nil {
 		return err
 	}
-	defer release()
 	c, err := r.fresh()
 	if err != nil {
+		r.leave(true)
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	defer r.release(c)
+	c.slotHeld = true
+	defer r.finish(c)
 	c.bind(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
 	return c.run(func() {
@@ -167,16 +167,16 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	release, err := r.acquire(ctx, op)
-	if err != nil {
+	if err := r.acquire(ctx, op); err != nil {
 		return nil, err
 	}
-	defer release()
 	c, err := r.fresh()
 	if err != nil {
+		r.leave(true)
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	defer r.release(c)
+	c.slotHeld = true
+	defer r.finish(c)
 	c.bind(ctx, op, ev.Node, limits)
 	var out any
 	err = c.run(func() {

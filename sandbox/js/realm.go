@@ -216,6 +216,15 @@ func (r *Runtime) fresh() (*call, error) {
 	}
 }
 
+// finish ends c's call: the realm goes back to the pool (release) and
+// the call leaves the runtime, freeing its slot if it holds one.
+func (r *Runtime) finish(c *call) {
+	held := c.slotHeld
+	c.slotHeld = false
+	r.release(c)
+	r.leave(held)
+}
+
 // release ends c's call and returns the VM to the pool when it may run
 // another: not after a stop (a limit, a signal, a cancel), an engine
 // failure or code run by eval or Function (a global let, const or class it

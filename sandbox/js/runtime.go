@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
@@ -54,6 +56,9 @@ type Runtime struct {
 
 	realms   chan *call // pooled VMs, frozen, between calls
 	watchdog *watchdog
+	// blocking names the host functions during which a call gives up its
+	// slot (hostabi.Func.Blocking).
+	blocking map[string]bool
 
 	opsMu sync.Mutex
 	ops   map[[2]string]string // error prefixes by verb and node
@@ -118,6 +123,7 @@ func New(o Options) (*Runtime, error) {
 		realms:   make(chan *call, o.PoolSize),
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
+		blocking: blockingFuncs(),
 		closing:  make(chan struct{}),
 	}
 	return r, nil
@@ -155,26 +161,69 @@ func (r *Runtime) Close() error {
 	}
 }
 
-// acquire takes a slot for one call; release must be called when it ends.
-func (r *Runtime) acquire(ctx context.Context, op string) (release func(), err error) {
+// acquire admits one call and takes a slot for it; leave must follow,
+// told whether the call still holds its slot.
+func (r *Runtime) acquire(ctx context.Context, op string) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+		return fault.New(fault.NotAvailable, op, "runtime closed")
 	}
 	r.calls.Add(1)
 	r.mu.Unlock()
+	if err := r.takeSlot(ctx); err != nil {
+		r.calls.Done()
+		if errors.Is(err, errClosed) {
+			return fault.New(fault.NotAvailable, op, "runtime closed")
+		}
+		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
+			"no free slot in a pool of %d", cap(r.slots))
+	}
+	return nil
+}
+
+// leave ends a call acquire admitted, freeing its slot when it holds one.
+func (r *Runtime) leave(held bool) {
+	if held {
+		r.leaveSlot()
+	}
+	r.calls.Done()
+}
+
+// leaveSlot frees a slot taken by acquire or takeSlot.
+func (r *Runtime) leaveSlot() { <-r.slots }
+
+// errClosed is what takeSlot returns when the runtime closes.
+var errClosed = fault.New(fault.NotAvailable, "take slot", "runtime closed")
+
+// takeSlot waits for a free slot: ctx's error when ctx ends first,
+// errClosed when the runtime closes.
+func (r *Runtime) takeSlot(ctx context.Context) error {
 	select {
 	case r.slots <- struct{}{}:
-		return func() { <-r.slots; r.calls.Done() }, nil
-	case <-ctx.Done():
-		r.calls.Done()
-		return nil, fault.Wrap(fault.NotAvailable, fault.FromContext(ctx.Err(), op), op,
-			"no free slot in a pool of %d", cap(r.slots))
-	case <-r.closing:
-		r.calls.Done()
-		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
+		return nil
+	default:
 	}
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.closing:
+		return errClosed
+	}
+}
+
+// blockingFuncs names the host functions that may block
+// (hostabi.Func.Blocking).
+func blockingFuncs() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range hostabi.Catalog() {
+		if f.Blocking {
+			out[f.Name] = true
+		}
+	}
+	return out
 }
 
 // callLimits is the runtime's limits tightened by a call's own.

@@ -20,9 +20,13 @@ import (
 type callState struct {
 	rt     *Runtime
 	ctx    context.Context
-	inv    sandbox.Invocation
-	op     string
-	limits sandbox.Limits
+	parent context.Context // the caller's ctx; ctx adds the wall time
+	// slotHeld is whether the call holds its pool slot: it gives it up
+	// during a blocking host call. Only the call's goroutine touches it.
+	slotHeld bool
+	inv      sandbox.Invocation
+	op       string
+	limits   sandbox.Limits
 
 	pending []byte // the result of the last call, until the guest fetches it
 

@@ -40,6 +40,9 @@
 //
 // A Runtime is safe for concurrent use. At most Options.PoolSize calls run
 // at once; a call waits for a slot until its context ends (NotAvailable).
+// A call waiting in a blocking host function (hostabi.Func.Blocking:
+// askUser, delegate) gives its slot up for the wait and takes one again
+// before it continues; its wall time keeps counting.
 // A call runs on the caller's goroutine; host functions run on it too.
 //
 // # Errors

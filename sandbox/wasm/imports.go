@@ -43,6 +43,9 @@ func abiCall(name string) guestFunc {
 		if len(args) == 0 {
 			args = []byte("[]")
 		}
+		if st.rt.blocking[name] {
+			return st.callBlocking(ctx, name, args)
+		}
 		return st.inv.ABI.Call(ctx, name, args)
 	}
 }

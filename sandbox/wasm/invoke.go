@@ -40,16 +40,15 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	if err := m.exportsFor(inv.Script.Entry); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	release, err := r.acquire(ctx, op)
-	if err != nil {
+	if err := r.acquire(ctx, op); err != nil {
 		return err
 	}
-	defer release()
 	callCtx, cancel := context.WithTimeout(ctx, limits.WallTime)
 	defer cancel()
 	stopOnClose := context.AfterFunc(r.closeCtx, cancel)
 	defer stopOnClose()
-	st := &callState{rt: r, ctx: callCtx, inv: inv, op: op, limits: limits}
+	st := &callState{rt: r, ctx: callCtx, parent: ctx, inv: inv, op: op, limits: limits, slotHeld: true}
+	defer func() { r.leave(st.slotHeld) }()
 	return r.run(callCtx, ctx, m, st)
 }
 

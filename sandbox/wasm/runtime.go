@@ -57,6 +57,9 @@ type Runtime struct {
 	wz        wazero.Runtime
 	hostNames []string // the functions of module "host"
 	slots     chan struct{}
+	// blocking names the host functions during which a call gives up its
+	// slot (hostabi.Func.Blocking).
+	blocking map[string]bool
 
 	mu         sync.Mutex
 	modules    map[[32]byte]*module
@@ -121,12 +124,13 @@ func New(o Options) (*Runtime, error) {
 	ctx := context.Background()
 	r := &Runtime{
 		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
-		wz:      wazero.NewRuntimeWithConfig(ctx, cfg),
-		slots:   make(chan struct{}, o.PoolSize),
-		modules: map[[32]byte]*module{},
-		hashes:  map[moduleIdentity]identityEntry{},
-		runs:    map[string]*runScope{},
-		closing: make(chan struct{}),
+		wz:       wazero.NewRuntimeWithConfig(ctx, cfg),
+		slots:    make(chan struct{}, o.PoolSize),
+		blocking: blockingFuncs(),
+		modules:  map[[32]byte]*module{},
+		hashes:   map[moduleIdentity]identityEntry{},
+		runs:     map[string]*runScope{},
+		closing:  make(chan struct{}),
 	}
 	r.closeCtx, r.cancel = context.WithCancel(context.Background())
 	if err := r.instantiateHost(ctx); err != nil {
@@ -211,28 +215,6 @@ func (r *Runtime) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
-}
-
-// acquire takes a slot for one call; release must be called when it ends.
-func (r *Runtime) acquire(ctx context.Context, op string) (release func(), err error) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
-	}
-	r.calls.Add(1)
-	r.mu.Unlock()
-	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots; r.calls.Done() }, nil
-	case <-ctx.Done():
-		r.calls.Done()
-		return nil, fault.Wrap(fault.NotAvailable, fault.FromContext(ctx.Err(), op), op,
-			"no free slot in a pool of %d", cap(r.slots))
-	case <-r.closing:
-		r.calls.Done()
-		return nil, fault.New(fault.NotAvailable, op, "runtime closed")
-	}
 }
 
 // Eval is not available: the wasm runtime runs modules, not expressions.

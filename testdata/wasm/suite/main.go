@@ -331,3 +331,14 @@ func utcDates(p, n uint32) {
 		}}}, nil
 	})
 }
+
+//go:wasmexport ask_user
+func askUser(p, n uint32) {
+	guest.Run(p, n, func(guest.Input) (guest.Output, error) {
+		r, err := guest.AskUser(guest.Prompt{})
+		if err != nil {
+			return guest.Output{}, err
+		}
+		return guest.Output{Vars: map[string]any{"answer": len(r.Parts)}}, nil
+	})
+}

@@ -1,0 +1,43 @@
+package graph
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type saveKey struct{}
+
+// A save context runs out of time per save: it carries the run's values,
+// ends with DeadlineExceeded when a save takes too long, and is live again
+// for the next save; a disarmed save never ends.
+func TestSaveCtx(t *testing.T) {
+	t.Parallel()
+	s := newSaveCtx(context.WithValue(context.Background(), saveKey{}, "v"))
+	defer s.stop()
+
+	ctx := s.arm(time.Millisecond)
+	assert.Equal(t, "v", ctx.Value(saveKey{}))
+	_, ok := ctx.Deadline()
+	assert.True(t, ok)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the save context never ran out of time")
+	}
+	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+
+	ctx = s.arm(time.Hour)
+	require.NoError(t, ctx.Err(), "a new save is live again")
+	s.disarm()
+	s.expire() // a late firing of an earlier timer
+	require.NoError(t, ctx.Err(), "a firing before the deadline changes nothing")
+	select {
+	case <-ctx.Done():
+		t.Fatal("a disarmed save ended")
+	default:
+	}
+}
