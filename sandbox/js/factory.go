@@ -3,7 +3,6 @@ package js
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -20,48 +19,8 @@ type Settings struct {
 	ProgramCacheSize int `json:"program_cache_size"`
 }
 
-// LimitSettings are sandbox.Limits as a document writes them: times are Go
-// durations ("5s", "250ms").
-type LimitSettings struct {
-	WallTime      string `json:"wall_time"`
-	RunTime       string `json:"run_time"`
-	MemoryBytes   int64  `json:"memory_bytes"`
-	StackDepth    int    `json:"stack_depth"`
-	MaxValueBytes int64  `json:"max_value_bytes"`
-	MaxEvents     int    `json:"max_events"`
-	MaxEventBytes int64  `json:"max_event_bytes"`
-	MaxLogBytes   int64  `json:"max_log_bytes"`
-	MaxBoardBytes int64  `json:"max_board_bytes"`
-}
-
-// Limits converts the settings; a malformed or negative duration is a
-// Validation error.
-func (s LimitSettings) Limits() (sandbox.Limits, error) {
-	dur := func(name, v string) (time.Duration, error) {
-		if v == "" {
-			return 0, nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return 0, fault.Wrap(fault.Validation, err, "limits", "%s: want a duration like \"5s\"", name)
-		}
-		return d, nil
-	}
-	wall, err := dur("wall_time", s.WallTime)
-	if err != nil {
-		return sandbox.Limits{}, err
-	}
-	run, err := dur("run_time", s.RunTime)
-	if err != nil {
-		return sandbox.Limits{}, err
-	}
-	l := sandbox.Limits{
-		WallTime: wall, RunTime: run, MemoryBytes: s.MemoryBytes, StackDepth: s.StackDepth,
-		MaxValueBytes: s.MaxValueBytes, MaxEvents: s.MaxEvents, MaxEventBytes: s.MaxEventBytes, MaxLogBytes: s.MaxLogBytes,
-		MaxBoardBytes: s.MaxBoardBytes,
-	}
-	return l, l.Validate()
-}
+// LimitSettings are sandbox.Limits as a document writes them.
+type LimitSettings = sandbox.LimitSettings
 
 // Factory returns the factory of kind "sandbox.Runtime", impl "js". It
 // has no dependencies; its value is a *Runtime, closed with the resource.
