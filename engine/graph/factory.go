@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -208,26 +207,7 @@ func runtimesFromDeps(in resource.Input, defaultName string) (map[string]sandbox
 	if defaultName == "" {
 		defaultName = DefaultScriptRuntimeName
 	}
-	out := map[string]sandbox.Runtime{}
-	keys := map[string]string{}
-	for _, d := range in.DepsMany(ScriptRuntimeDep) {
-		rt, err := resource.As[sandbox.Runtime](d.Key, d.Value)
-		if err != nil {
-			return nil, err
-		}
-		name := d.Suffix()
-		if d.Key == ScriptRuntimeDep {
-			name = defaultName
-		}
-		if strings.TrimSpace(name) == "" {
-			return nil, fault.New(fault.Validation, "", "deps.%s: the runtime name is empty", d.Key)
-		}
-		if other, dup := keys[name]; dup {
-			return nil, fault.New(fault.Conflict, "", "deps.%s and deps.%s both bind script runtime %q", other, d.Key, name)
-		}
-		keys[name], out[name] = d.Key, rt
-	}
-	return out, nil
+	return sandbox.RuntimesFromDeps(in, ScriptRuntimeDep, defaultName)
 }
 
 // nodeTypesFromDeps returns the node types bound under node_type deps. A
