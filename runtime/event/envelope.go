@@ -138,7 +138,8 @@ func NewEnvelope(ctx context.Context, subject string, payload any) (Envelope, er
 	if err != nil {
 		return Envelope{}, fault.Wrap(fault.Validation, err, "new envelope", "encode payload of %q", subject)
 	}
-	env := Envelope{ID: NewID(), Subject: subject, Time: time.Now(), Payload: raw}
+	now := time.Now()
+	env := Envelope{ID: newIDAt(now), Subject: subject, Time: now, Payload: raw}
 	if sp, ok := SpanFromContext(ctx); ok {
 		env.TraceID, env.SpanID = sp.TraceID, sp.SpanID
 	}
@@ -240,9 +241,12 @@ const idAlphabet = "0123456789abcdefghijklmnopqrstuv"
 // the system's entropy): an id must be unique, not secret, and this keeps
 // NewID off the system call crypto/rand makes, on the path of every event.
 // NewID keeps no state between calls.
-func NewID() string {
+func NewID() string { return newIDAt(time.Now()) }
+
+// newIDAt is NewID for an id made at t.
+func newIDAt(t time.Time) string {
 	var raw [12]byte
-	binary.BigEndian.PutUint64(raw[:8], uint64(time.Now().UnixNano()))
+	binary.BigEndian.PutUint64(raw[:8], uint64(t.UnixNano()))
 	binary.BigEndian.PutUint32(raw[8:], rand.Uint32())
 	return encodeID(raw)
 }
