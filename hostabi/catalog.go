@@ -127,3 +127,16 @@ func lookupIn(funcs []Func, name string) (Func, bool) {
 
 // Names returns the names of the host functions, sorted.
 func Names() []string { return slices.Clone(builtCatalog().names) }
+
+// BlockingNames names the catalog's functions that may block for as long
+// as it takes (Func.Blocking): runners give up a call's sandbox slot while
+// one of them runs.
+func BlockingNames() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range Catalog() {
+		if f.Blocking {
+			out[f.Name] = true
+		}
+	}
+	return out
+}

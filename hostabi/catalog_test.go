@@ -120,3 +120,9 @@ func TestGranted(t *testing.T) {
 		})
 	}
 }
+
+// BlockingNames are exactly the catalog's blocking functions.
+func TestBlockingNames(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, map[string]bool{hostabi.FuncAskUser: true, hostabi.FuncDelegate: true}, hostabi.BlockingNames())
+}

@@ -461,12 +461,12 @@ func (c *call) callBlocking(name string, args json.RawMessage) (json.RawMessage,
 	if !c.slotHeld {
 		return c.abi.Call(ctx, name, args)
 	}
-	c.rt.leaveSlot()
+	c.rt.slots.Leave()
 	c.slotHeld = false
 	res, err := c.abi.Call(ctx, name, args)
-	if serr := c.rt.takeSlot(ctx); serr != nil {
+	if serr := c.rt.slots.Take(ctx); serr != nil {
 		c.checkStop()
-		if errors.Is(serr, errClosed) {
+		if errors.Is(serr, sandbox.ErrSlotsClosed) {
 			c.abort(c.runtimeClosed())
 		}
 		c.mu.Lock()

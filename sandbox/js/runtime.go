@@ -48,7 +48,7 @@ type Options struct {
 // safe for concurrent use.
 type Runtime struct {
 	limits   sandbox.Limits
-	slots    chan struct{}
+	slots    *sandbox.Slots
 	programs *programCache
 	exprs    *programCache
 	kinds    []*goja.Program // each makes one async, generator or async generator function
@@ -117,15 +117,15 @@ func New(o Options) (*Runtime, error) {
 		kinds:    kinds,
 		hidden:   hidden,
 		limits:   o.Limits.WithDefaults(),
-		slots:    make(chan struct{}, o.PoolSize),
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
 		realms:   make(chan *call, o.PoolSize),
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
-		blocking: blockingFuncs(),
+		blocking: hostabi.BlockingNames(),
 		closing:  make(chan struct{}),
 	}
+	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
 	return r, nil
 }
 
@@ -137,7 +137,7 @@ func (r *Runtime) Name() string { return Name }
 func (r *Runtime) Limits() sandbox.Limits { return r.limits }
 
 // PoolSize returns how many calls run at once.
-func (r *Runtime) PoolSize() int { return cap(r.slots) }
+func (r *Runtime) PoolSize() int { return r.slots.Size() }
 
 // Close stops the runtime: new calls fail with NotAvailable, running calls
 // are stopped (Aborted) and Close waits for them to return, and for the
@@ -171,13 +171,13 @@ func (r *Runtime) acquire(ctx context.Context, op string) error {
 	}
 	r.calls.Add(1)
 	r.mu.Unlock()
-	if err := r.takeSlot(ctx); err != nil {
+	if err := r.slots.Take(ctx); err != nil {
 		r.calls.Done()
-		if errors.Is(err, errClosed) {
+		if errors.Is(err, sandbox.ErrSlotsClosed) {
 			return fault.New(fault.NotAvailable, op, "runtime closed")
 		}
 		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
-			"no free slot in a pool of %d", cap(r.slots))
+			"no free slot in a pool of %d", r.slots.Size())
 	}
 	return nil
 }
@@ -185,45 +185,9 @@ func (r *Runtime) acquire(ctx context.Context, op string) error {
 // leave ends a call acquire admitted, freeing its slot when it holds one.
 func (r *Runtime) leave(held bool) {
 	if held {
-		r.leaveSlot()
+		r.slots.Leave()
 	}
 	r.calls.Done()
-}
-
-// leaveSlot frees a slot taken by acquire or takeSlot.
-func (r *Runtime) leaveSlot() { <-r.slots }
-
-// errClosed is what takeSlot returns when the runtime closes.
-var errClosed = fault.New(fault.NotAvailable, "take slot", "runtime closed")
-
-// takeSlot waits for a free slot: ctx's error when ctx ends first,
-// errClosed when the runtime closes.
-func (r *Runtime) takeSlot(ctx context.Context) error {
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.closing:
-		return errClosed
-	}
-}
-
-// blockingFuncs names the host functions that may block
-// (hostabi.Func.Blocking).
-func blockingFuncs() map[string]bool {
-	out := map[string]bool{}
-	for _, f := range hostabi.Catalog() {
-		if f.Blocking {
-			out[f.Name] = true
-		}
-	}
-	return out
 }
 
 // callLimits is the runtime's limits tightened by a call's own.

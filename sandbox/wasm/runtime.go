@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -56,7 +57,7 @@ type Runtime struct {
 	maxModule int64
 	wz        wazero.Runtime
 	hostNames []string // the functions of module "host"
-	slots     chan struct{}
+	slots     *sandbox.Slots
 	// blocking names the host functions during which a call gives up its
 	// slot (hostabi.Func.Blocking).
 	blocking map[string]bool
@@ -125,13 +126,13 @@ func New(o Options) (*Runtime, error) {
 	r := &Runtime{
 		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
 		wz:       wazero.NewRuntimeWithConfig(ctx, cfg),
-		slots:    make(chan struct{}, o.PoolSize),
-		blocking: blockingFuncs(),
+		blocking: hostabi.BlockingNames(),
 		modules:  map[[32]byte]*module{},
 		hashes:   map[moduleIdentity]identityEntry{},
 		runs:     map[string]*runScope{},
 		closing:  make(chan struct{}),
 	}
+	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
 	r.closeCtx, r.cancel = context.WithCancel(context.Background())
 	if err := r.instantiateHost(ctx); err != nil {
 		_ = r.wz.Close(ctx)

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/sandbox"
 )
 
@@ -20,13 +19,13 @@ func (r *Runtime) acquire(ctx context.Context, op string) error {
 	}
 	r.calls.Add(1)
 	r.mu.Unlock()
-	if err := r.takeSlot(ctx); err != nil {
+	if err := r.slots.Take(ctx); err != nil {
 		r.calls.Done()
-		if errors.Is(err, errClosed) {
+		if errors.Is(err, sandbox.ErrSlotsClosed) {
 			return fault.New(fault.NotAvailable, op, "runtime closed")
 		}
 		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
-			"no free slot in a pool of %d", cap(r.slots))
+			"no free slot in a pool of %d", r.slots.Size())
 	}
 	return nil
 }
@@ -34,42 +33,9 @@ func (r *Runtime) acquire(ctx context.Context, op string) error {
 // leave ends a call acquire admitted, freeing its slot when it holds one.
 func (r *Runtime) leave(held bool) {
 	if held {
-		<-r.slots
+		r.slots.Leave()
 	}
 	r.calls.Done()
-}
-
-// errClosed is what takeSlot returns when the runtime closes.
-var errClosed = fault.New(fault.NotAvailable, "take slot", "runtime closed")
-
-// takeSlot waits for a free slot: ctx's error when ctx ends first,
-// errClosed when the runtime closes.
-func (r *Runtime) takeSlot(ctx context.Context) error {
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.closing:
-		return errClosed
-	}
-}
-
-// blockingFuncs names the host functions that may block
-// (hostabi.Func.Blocking).
-func blockingFuncs() map[string]bool {
-	out := map[string]bool{}
-	for _, f := range hostabi.Catalog() {
-		if f.Blocking {
-			out[f.Name] = true
-		}
-	}
-	return out
 }
 
 // callBlocking makes a host call that may wait for as long as it takes
@@ -82,12 +48,12 @@ func (st *callState) callBlocking(ctx context.Context, name string, args json.Ra
 	if !st.slotHeld {
 		return st.inv.ABI.Call(ctx, name, args)
 	}
-	<-st.rt.slots
+	st.rt.slots.Leave()
 	st.slotHeld = false
 	res, err := st.inv.ABI.Call(ctx, name, args)
-	if serr := st.rt.takeSlot(ctx); serr != nil {
+	if serr := st.rt.slots.Take(ctx); serr != nil {
 		switch {
-		case errors.Is(serr, errClosed) || st.rt.closeCtx.Err() != nil:
+		case errors.Is(serr, sandbox.ErrSlotsClosed) || st.rt.closeCtx.Err() != nil:
 			st.halt(fault.New(fault.Aborted, st.op, "runtime closed"))
 		case st.parent != nil && st.parent.Err() != nil:
 			st.halt(fault.FromContext(st.parent.Err(), st.op))
