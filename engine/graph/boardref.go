@@ -69,6 +69,37 @@ func ResolveRefs(v any, vars map[string]any) (any, error) {
 	return v, nil
 }
 
+// hasRefs reports whether a string in config, outside its literal keys,
+// holds a reference ("${").
+func hasRefs(config map[string]any, literal map[string]bool) bool {
+	for k, v := range config {
+		if !literal[k] && valueHasRefs(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func valueHasRefs(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, "${")
+	case map[string]any:
+		for _, e := range t {
+			if valueHasRefs(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if valueHasRefs(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func abbreviate(s string) string {
 	if len(s) > 80 {
 		return s[:80] + "…"

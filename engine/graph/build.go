@@ -174,6 +174,8 @@ type Engine struct {
 	// hostNames are the host ABI's function names (hostabi.Names),
 	// read-only: every step's ABI lists them.
 	hostNames []string
+	// cpAttrs are the attributes of every checkpoint, read-only.
+	cpAttrs map[string]string
 }
 
 var (
@@ -188,8 +190,11 @@ type builtNode struct {
 	handler Handler
 	config  map[string]any  // the decoded config, references unresolved
 	literal map[string]bool // top-level keys not resolved
-	skip    *condition
-	roles   *NodeRoles // static read/write roles; nil: unrestricted
+	// static is set when no resolved key holds a ${ reference: every step
+	// then shares config as it is.
+	static bool
+	skip   *condition
+	roles  *NodeRoles // static read/write roles; nil: unrestricted
 	// plain and skipped are the node's step event payloads without an
 	// error, encoded once (json.RawMessage).
 	plain, skipped any
@@ -199,6 +204,7 @@ type builtNode struct {
 type builtEdge struct {
 	index int
 	to    string
+	only  []string // {to}, read-only: the frontier when it is the only successor
 	cond  *condition
 }
 
@@ -220,7 +226,7 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{},
-		hostNames: hostabi.Names()}
+		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}}
 	for _, name := range slices.Sorted(maps.Keys(opts.Runtimes)) {
 		if s, ok := opts.Runtimes[name].(sandbox.RunScoper); ok {
 			e.scopers = append(e.scopers, s)
@@ -236,7 +242,7 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 		e.nodes[n.ID] = bn
 	}
 	for i, edge := range e.doc.Edges {
-		be := &builtEdge{index: i, to: edge.To}
+		be := &builtEdge{index: i, to: edge.To, only: []string{edge.To}}
 		if strings.TrimSpace(edge.Condition) != "" {
 			owner := edge.From + " -> " + edge.To
 			if be.cond, err = e.newCondition(ctx, edge.Condition, edgeField(i, "condition"), "edge "+owner, owner); err != nil {
@@ -286,6 +292,7 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 			bn.literal[k] = true
 		}
 	}
+	bn.static = !hasRefs(cfg, bn.literal)
 	if rh, ok := h.(RoleHandler); ok {
 		roles := rh.Roles()
 		bn.roles = &roles

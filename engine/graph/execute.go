@@ -53,8 +53,6 @@ type runState struct {
 	// checkpoints of a run being cancelled are still saved, its run end
 	// still published), each bounded by its own timeout.
 	save *saveCtx
-	// attrs are the attributes of the run's checkpoints.
-	attrs map[string]string
 	// runCtx is the run's context and hostCtx the same carrying the host
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
@@ -246,12 +244,11 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	if r.save == nil {
 		r.save = newSaveCtx(context.WithoutCancel(ctx))
 	}
-	if r.attrs == nil {
-		r.attrs = map[string]string{"graph": r.e.doc.Name}
-	}
+	// The board goes as it is: a Checkpointer copies what it keeps
+	// (agent.Checkpointer), and nothing changes the board during the save.
 	cp := agent.Checkpoint{
-		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board.Clone(),
-		Attributes: r.attrs, Timestamp: time.Now().UTC(),
+		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
+		Attributes: r.e.cpAttrs, Timestamp: time.Now().UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
 	}
 	// A wave that completed is worth saving even when the run is being
@@ -266,9 +263,11 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 
 // successors returns the deduplicated targets of the edges out of steps
 // whose condition is empty or true, in step order and then document
-// order. Conditions see the board vars plus __iterations.
+// order. Conditions see the board vars plus __iterations. A single
+// successor is the edge's own read-only slice.
 func (r *runState) successors(ctx context.Context, steps []string) ([]string, error) {
 	var vars map[string]any
+	var first *builtEdge
 	var next []string
 	for _, s := range steps {
 		for _, be := range r.e.out[s] {
@@ -284,10 +283,19 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 					continue
 				}
 			}
-			if be.to != End && !slices.Contains(next, be.to) {
+			switch {
+			case be.to == End:
+			case first == nil:
+				first = be
+			case next == nil && be.to != first.to:
+				next = []string{first.to, be.to}
+			case next != nil && !slices.Contains(next, be.to):
 				next = append(next, be.to)
 			}
 		}
+	}
+	if next == nil && first != nil {
+		return first.only, nil
 	}
 	return next, nil
 }

@@ -59,10 +59,13 @@ type LiteralConfig interface {
 
 // Call is one invocation of a node.
 type Call struct {
-	Node   string         // node id
-	Type   string         // node type
-	Config map[string]any // the node's config after ${board} resolution
-	Board  *agent.Board   // the board the node reads and writes
+	Node string // node id
+	Type string // node type
+	// Config is the node's config after ${board} resolution. It is
+	// read-only: a config without references is one map that every step
+	// of the node shares.
+	Config map[string]any
+	Board  *agent.Board // the board the node reads and writes
 	// Host is the run's host. Deltas a node publishes itself inside a
 	// parallel branch must be marked speculative by the node; host ABI
 	// calls through ABI are marked for it.

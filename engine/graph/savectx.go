@@ -8,17 +8,21 @@ import (
 
 // saveCtx is the context of a run's checkpoint saves: the run's values
 // without its cancellation, each save bounded by the checkpoint timeout.
-// One saveCtx and one timer serve every wave of a run, re-armed per save,
-// rather than a timer-backed context per wave. Its error, once a save
-// ran out of time, is context.DeadlineExceeded.
+// One saveCtx serves every wave of a run, re-armed per save, rather than a
+// timer-backed context per wave; its timer starts only when a save asks
+// for Done, so a save that only checks Err (an in-memory store) costs no
+// timer at all. Its error, once a save ran out of time, is
+// context.DeadlineExceeded.
 type saveCtx struct {
 	values context.Context // the run's ctx without its cancellation
 
 	mu       sync.Mutex
+	armed    bool // a save is running
 	deadline time.Time
-	done     chan struct{} // closed when the armed save runs out of time
+	done     chan struct{} // made by Done; closed when the armed save runs out of time
 	err      error
-	timer    *time.Timer
+	timer    *time.Timer // started by Done
+	ticking  bool        // the timer runs for the armed save
 }
 
 var _ context.Context = (*saveCtx)(nil)
@@ -32,15 +36,10 @@ func newSaveCtx(values context.Context) *saveCtx {
 func (s *saveCtx) arm(d time.Duration) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done == nil || s.err != nil {
-		s.done, s.err = make(chan struct{}), nil
+	if s.err != nil {
+		s.done, s.err = nil, nil
 	}
-	s.deadline = time.Now().Add(d)
-	if s.timer == nil {
-		s.timer = time.AfterFunc(d, s.expire)
-	} else {
-		s.timer.Reset(d)
-	}
+	s.armed, s.deadline = true, time.Now().Add(d)
 	return s
 }
 
@@ -48,8 +47,10 @@ func (s *saveCtx) arm(d time.Duration) context.Context {
 func (s *saveCtx) disarm() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.timer != nil {
+	s.armed = false
+	if s.ticking {
 		s.timer.Stop()
+		s.ticking = false
 	}
 }
 
@@ -57,13 +58,22 @@ func (s *saveCtx) disarm() {
 func (s *saveCtx) stop() { s.disarm() }
 
 // expire ends the armed save when its deadline has passed; a firing of a
-// timer armed for an earlier save, late, finds a later deadline and does
-// nothing.
+// timer armed for an earlier save, late, finds a later deadline (or no
+// save) and does nothing.
 func (s *saveCtx) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err == nil && s.done != nil && !time.Now().Before(s.deadline) {
-		s.err = context.DeadlineExceeded
+	s.expireLocked(time.Now())
+}
+
+// expireLocked sets the error and closes done when the armed save's
+// deadline is not after now; s.mu is held.
+func (s *saveCtx) expireLocked(now time.Time) {
+	if !s.armed || s.err != nil || now.Before(s.deadline) {
+		return
+	}
+	s.err = context.DeadlineExceeded
+	if s.done != nil {
 		close(s.done)
 	}
 }
@@ -74,15 +84,34 @@ func (s *saveCtx) Deadline() (time.Time, bool) {
 	return s.deadline, true
 }
 
+// Done returns the channel that closes when the armed save runs out of
+// time, starting the timer that closes it.
 func (s *saveCtx) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.err != nil {
+			close(s.done)
+			return s.done
+		}
+	}
+	if s.armed && s.err == nil && !s.ticking {
+		d := time.Until(s.deadline)
+		if s.timer == nil {
+			s.timer = time.AfterFunc(d, s.expire)
+		} else {
+			s.timer.Reset(d)
+		}
+		s.ticking = true
+	}
 	return s.done
 }
 
 func (s *saveCtx) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked(time.Now())
 	return s.err
 }
 

@@ -41,3 +41,27 @@ func TestSaveCtx(t *testing.T) {
 	default:
 	}
 }
+
+// A save that never asks for Done still runs out of time: Err reads the
+// clock, and a Done asked for afterwards is already closed.
+func TestSaveCtxErrWithoutDone(t *testing.T) {
+	t.Parallel()
+	s := newSaveCtx(context.Background())
+	defer s.stop()
+	ctx := s.arm(time.Nanosecond)
+	require.Eventually(t, func() bool { return ctx.Err() != nil }, 10*time.Second, time.Millisecond)
+	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("Done of an expired save is not closed")
+	}
+	s.disarm()
+	ctx = s.arm(time.Hour)
+	require.NoError(t, ctx.Err())
+	select {
+	case <-ctx.Done():
+		t.Fatal("a new save starts ended")
+	default:
+	}
+}

@@ -149,7 +149,7 @@ func (h *scriptHandler) LiteralKeys() []string {
 
 // Run invokes the script once.
 func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
-	cfg := map[string]any{}
+	var cfg map[string]any // nil: the script sees no config global, as with {}
 	switch v := c.Config["config"].(type) {
 	case nil:
 	case map[string]any:

@@ -107,8 +107,11 @@ func (r *runState) stepFailed(ctx context.Context, n *builtNode, err error) erro
 }
 
 // resolveConfig resolves the ${board} references of n's config, except in
-// its literal keys.
+// its literal keys; a config without references is returned as it is.
 func resolveConfig(n *builtNode, vars map[string]any) (map[string]any, error) {
+	if n.static {
+		return n.config, nil
+	}
 	out := make(map[string]any, len(n.config))
 	for k, v := range n.config {
 		if n.literal[k] {

@@ -36,7 +36,10 @@ type UserPrompter interface {
 	AskUser(ctx context.Context, p UserPrompt) (UserReply, error)
 }
 
-// Checkpointer saves a run checkpoint.
+// Checkpointer saves a run checkpoint. cp and everything it references
+// (the board, the steps, the attributes) stay the caller's, who changes
+// them after Checkpoint returns: an implementation copies what it keeps,
+// as a CheckpointStore's Save does.
 type Checkpointer interface {
 	Checkpoint(ctx context.Context, cp Checkpoint) error
 }
