@@ -196,8 +196,8 @@ type builtNode struct {
 	skip   *condition
 	roles  *NodeRoles // static read/write roles; nil: unrestricted
 	// plain and skipped are the node's step event payloads without an
-	// error, encoded once (json.RawMessage).
-	plain, skipped any
+	// error, encoded once.
+	plain, skipped json.RawMessage
 }
 
 // builtEdge is an edge with its compiled condition (nil: always).
@@ -282,10 +282,10 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 	}
 	bn := &builtNode{index: i, id: n.ID, typ: n.Type, handler: h, config: cfg, literal: map[string]bool{}}
 	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name}); err == nil {
-		bn.plain = json.RawMessage(raw)
+		bn.plain = raw
 	}
 	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name, Skipped: true}); err == nil {
-		bn.skipped = json.RawMessage(raw)
+		bn.skipped = raw
 	}
 	if l, ok := h.(LiteralConfig); ok {
 		for _, k := range l.LiteralKeys() {

@@ -57,6 +57,8 @@ type runState struct {
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
 	headers         headerCache
+	// span is the trace span of the run's ctx, stamped on its step events.
+	span event.Span
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -81,6 +83,7 @@ func (e *Engine) Execute(ctx context.Context, run agent.Run, host agent.Host, bo
 		return board, fault.New(fault.Validation, opExecute, "graph %q: host must not be nil", e.doc.Name)
 	}
 	r := e.newRun(run, host, board)
+	r.span, _ = event.SpanFromContext(ctx)
 	defer func() { err = r.end(ctx, err) }()
 	defer r.beginScopes(ctx)()
 	r.publishRunStart(ctx)
@@ -370,20 +373,20 @@ type headerCache struct {
 	byNode []nodeEvents // by node index
 }
 
-// nodeEvents is what the step events of one node of a run share.
+// nodeEvents is what the step events of one node of a run share; err is
+// set when its subjects are not valid (they are made of sanitised ids, so
+// it never is).
 type nodeEvents struct {
 	headers         map[string]string
 	start, complete string
+	err             error
 }
 
 func (h *headerCache) get(r *runState, node string) map[string]string {
 	if node == "" {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.run == nil {
-			h.run = newHeaders(r, "")
-		}
-		return h.run
+		return h.runHeaders(r)
 	}
 	n, ok := r.e.nodes[node]
 	if !ok {
@@ -392,8 +395,17 @@ func (h *headerCache) get(r *runState, node string) map[string]string {
 	return h.node(r, n).headers
 }
 
-// node returns what n's step events share, made at its first.
-func (h *headerCache) node(r *runState, n *builtNode) nodeEvents {
+// runHeaders returns the run's headers without a node; h.mu is held.
+func (h *headerCache) runHeaders(r *runState) map[string]string {
+	if h.run == nil {
+		h.run = newHeaders(r, "")
+	}
+	return h.run
+}
+
+// node returns what n's step events share, made at its first; it is
+// read-only once made.
+func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.byNode == nil {
@@ -408,8 +420,9 @@ func (h *headerCache) node(r *runState, n *builtNode) nodeEvents {
 			event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
 		half := len(both) - len(".complete") - (len(both)-len(".start")-len(".complete"))/2
 		ev.start, ev.complete = both[:half], both[half:]
+		ev.err = errors.Join(event.ValidateSubject(ev.start), event.ValidateSubject(ev.complete))
 	}
-	return *ev
+	return ev
 }
 
 func newHeaders(r *runState, node string) map[string]string {

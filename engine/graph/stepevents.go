@@ -2,7 +2,9 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/runtime/event"
 )
@@ -52,26 +54,52 @@ func (r *runState) stepSubject(kind stepKind, n *builtNode) string {
 }
 
 // publishStep publishes a step event; a failure is only logged. A payload
-// without an error or a request id is the node's, encoded at build.
+// without an error or a request id is the node's, encoded at build, and
+// its start and complete subjects are the run's, checked once: such an
+// event is stamped here rather than through event.NewEnvelope.
 func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode, p event.StepPayload) {
-	p.NodeID, p.Graph = n.id, r.e.doc.Name
-	var payload any
-	switch {
-	case p.Error != "" || p.RequestID != "":
-		payload = p
-	case p.Skipped && n.skipped != nil:
-		payload = n.skipped
-	case !p.Skipped && n.plain != nil:
-		payload = n.plain
-	default:
-		payload = p
-	}
 	pctx := ctx
 	if ctx.Err() != nil {
 		pctx = context.WithoutCancel(ctx) // a step error of a cancelled run is still worth publishing
 	}
-	if err := r.publish(pctx, r.stepSubject(kind, n), payload, n.id); err != nil {
+	var err error
+	if raw, ok := n.stepPayload(p); ok && kind != stepError {
+		err = r.publishStamped(pctx, kind, n, raw)
+	} else {
+		p.NodeID, p.Graph = n.id, r.e.doc.Name
+		err = r.publish(pctx, r.stepSubject(kind, n), p, n.id)
+	}
+	if err != nil {
 		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"node", n.id, "error", err)
 	}
+}
+
+// stepPayload returns the payload of p encoded at build, when p is one of
+// the two plain payloads.
+func (n *builtNode) stepPayload(p event.StepPayload) (json.RawMessage, bool) {
+	switch {
+	case p.Error != "" || p.RequestID != "":
+		return nil, false
+	case p.Skipped:
+		return n.skipped, n.skipped != nil
+	}
+	return n.plain, n.plain != nil
+}
+
+// publishStamped publishes step start or step complete of n with its
+// payload encoded at build: one clock reading for the id and the time,
+// the headers and subject made once per node and run.
+func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNode, raw json.RawMessage) error {
+	ev := r.headers.node(r, n)
+	if ev.err != nil {
+		return ev.err
+	}
+	subject := ev.start
+	if kind == stepComplete {
+		subject = ev.complete
+	}
+	now := time.Now()
+	return r.host.Publish(ctx, event.Envelope{ID: event.NewIDAt(now), Subject: subject, Time: now, Payload: raw,
+		Headers: ev.headers, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
 }

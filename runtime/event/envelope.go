@@ -139,7 +139,7 @@ func NewEnvelope(ctx context.Context, subject string, payload any) (Envelope, er
 		return Envelope{}, fault.Wrap(fault.Validation, err, "new envelope", "encode payload of %q", subject)
 	}
 	now := time.Now()
-	env := Envelope{ID: newIDAt(now), Subject: subject, Time: now, Payload: raw}
+	env := Envelope{ID: NewIDAt(now), Subject: subject, Time: now, Payload: raw}
 	if sp, ok := SpanFromContext(ctx); ok {
 		env.TraceID, env.SpanID = sp.TraceID, sp.SpanID
 	}
@@ -241,10 +241,11 @@ const idAlphabet = "0123456789abcdefghijklmnopqrstuv"
 // the system's entropy): an id must be unique, not secret, and this keeps
 // NewID off the system call crypto/rand makes, on the path of every event.
 // NewID keeps no state between calls.
-func NewID() string { return newIDAt(time.Now()) }
+func NewID() string { return NewIDAt(time.Now()) }
 
-// newIDAt is NewID for an id made at t.
-func newIDAt(t time.Time) string {
+// NewIDAt is NewID for an envelope made at t: a caller that stamps the
+// envelope's Time with t reads the clock once for both.
+func NewIDAt(t time.Time) string {
 	var raw [12]byte
 	binary.BigEndian.PutUint64(raw[:8], uint64(t.UnixNano()))
 	binary.BigEndian.PutUint32(raw[8:], rand.Uint32())
