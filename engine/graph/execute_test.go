@@ -390,3 +390,40 @@ edges:
 	require.NoError(t, err, "a var that is not set reads as undefined")
 	assert.NotContains(t, board.Vars, "y")
 }
+
+// Every event of a run (run start, each step, run end) carries the trace
+// span of the run's ctx, a fresh sortable id, its time and the run's
+// headers; step events add node_id.
+func TestRunEventsCarrySpanAndHeaders(t *testing.T) {
+	t.Parallel()
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set x 1'}}, {id: b, type: script, config: {source: 'set y 2'}}]\nedges: [{from: a, to: b}]")
+	e := buildWith(t, doc, newFake(), graph.Options{})
+	host := agenttest.NewHost()
+	ctx := event.ContextWithSpan(context.Background(), "trace-1", "span-1")
+	before := time.Now()
+	_, err := e.Execute(ctx, testRun(), host, nil)
+	require.NoError(t, err)
+	envs := host.Envelopes()
+	require.Len(t, envs, 6, "run start, two steps of two nodes, run end")
+	ids := map[string]bool{}
+	for _, env := range envs {
+		assert.Equal(t, "trace-1", env.TraceID, env.Subject)
+		assert.Equal(t, "span-1", env.SpanID, env.Subject)
+		assert.Len(t, env.ID, event.IDLen, env.Subject)
+		assert.False(t, ids[env.ID], "ids are unique")
+		ids[env.ID] = true
+		assert.False(t, env.Time.Before(before), env.Subject)
+		assert.Equal(t, "run-1", env.Header(event.HeaderRunID), env.Subject)
+		assert.Equal(t, "g", env.Header(event.HeaderGraphID), env.Subject)
+		require.NoError(t, event.ValidateSubject(env.Subject))
+	}
+	for i, node := range []string{"a", "a", "b", "b"} {
+		env := envs[i+1]
+		assert.Equal(t, node, env.Header(event.HeaderNodeID), env.Subject)
+		var p event.StepPayload
+		require.NoError(t, env.Decode(&p))
+		assert.Equal(t, node, p.NodeID)
+		assert.Equal(t, "g", p.Graph)
+	}
+	assert.Empty(t, envs[0].Header(event.HeaderNodeID), "run start names no node")
+}
