@@ -59,6 +59,8 @@ type runState struct {
 	headers         headerCache
 	// span is the trace span of the run's ctx, stamped on its step events.
 	span event.Span
+	// seq is the stepCall of the steps of sequential waves, reused.
+	seq *stepCall
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final

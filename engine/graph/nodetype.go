@@ -57,7 +57,9 @@ type LiteralConfig interface {
 	LiteralKeys() []string
 }
 
-// Call is one invocation of a node.
+// Call is one invocation of a node. A Call and the ABI it returns are
+// valid until the handler's Run returns: the engine reuses them for the
+// run's next step.
 type Call struct {
 	Node string // node id
 	Type string // node type

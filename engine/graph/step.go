@@ -143,7 +143,7 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 	if ctx != r.runCtx {
 		hctx = agent.ContextWithHost(ctx, r.host)
 	}
-	st := &stepCall{}
+	st := r.stepCall(in)
 	for attempt := 1; ; attempt++ {
 		c := &st.first
 		if attempt > 1 {
@@ -205,7 +205,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// stepCall is what one node step allocates: the Call of its first
+// stepCall returns the stepCall of a step: outside a parallel wave the
+// run's own, cleared (a Call is valid only during its Run), else a new
+// one for the branch.
+func (r *runState) stepCall(in stepInput) *stepCall {
+	if in.fork != nil {
+		return &stepCall{}
+	}
+	if r.seq == nil {
+		r.seq = &stepCall{}
+	} else {
+		*r.seq = stepCall{}
+	}
+	return r.seq
+}
+
+// stepCall is what one node step needs: the Call of its first
 // attempt and the host ABI its attempts share.
 type stepCall struct {
 	first Call
