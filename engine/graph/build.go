@@ -176,6 +176,9 @@ type Engine struct {
 	hostNames []string
 	// cpAttrs are the attributes of every checkpoint, read-only.
 	cpAttrs map[string]string
+	// runPayload is the payload of run start and of a run end without an
+	// error, encoded once.
+	runPayload json.RawMessage
 }
 
 var (
@@ -227,6 +230,9 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 	}
 	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{},
 		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}}
+	if e.runPayload, err = json.Marshal(event.RunPayload{Graph: doc.Name}); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, opBuild, "encode the run payload")
+	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Runtimes)) {
 		if s, ok := opts.Runtimes[name].(sandbox.RunScoper); ok {
 			e.scopers = append(e.scopers, s)

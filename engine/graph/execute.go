@@ -329,7 +329,7 @@ func dedupCopy(ids []string) []string {
 // publishRunStart publishes run start; a failure is only logged
 // (SEED-SPEC 5.7.1).
 func (r *runState) publishRunStart(ctx context.Context) {
-	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), event.RunPayload{Graph: r.e.doc.Name}, ""); err != nil {
+	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload, ""); err != nil {
 		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
 	}
 }
@@ -343,9 +343,9 @@ func (r *runState) end(parent context.Context, runErr error) error {
 	}
 	defer r.save.stop()
 	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
-	p := event.RunPayload{Graph: r.e.doc.Name}
+	var p any = r.e.runPayload
 	if runErr != nil {
-		p.Error = runErr.Error()
+		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error()}
 	}
 	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
 		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})
@@ -376,8 +376,7 @@ type headerCache struct {
 }
 
 // nodeEvents is what the step events of one node of a run share; err is
-// set when its subjects are not valid (they are made of sanitised ids, so
-// it never is).
+// set when its subjects are not valid (longer than event.MaxSubjectLen).
 type nodeEvents struct {
 	headers         map[string]string
 	start, complete string
@@ -422,7 +421,11 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 			event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
 		half := len(both) - len(".complete") - (len(both)-len(".start")-len(".complete"))/2
 		ev.start, ev.complete = both[:half], both[half:]
-		ev.err = errors.Join(event.ValidateSubject(ev.start), event.ValidateSubject(ev.complete))
+		// Their segments are sanitised ids (event.SanitiseID: never empty,
+		// no '.', '*' or '>'), so only their length can make them invalid.
+		if len(ev.complete) > event.MaxSubjectLen {
+			ev.err = event.ValidateSubject(ev.complete)
+		}
 	}
 	return ev
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -21,5 +22,25 @@ func TestStepSubjectsMatchEventPackage(t *testing.T) {
 		assert.Equal(t, event.SubjectStepStart(ids[0], actor), r.stepSubject(stepStart, n))
 		assert.Equal(t, event.SubjectStepComplete(ids[0], actor), r.stepSubject(stepComplete, n))
 		assert.Equal(t, event.SubjectStepError(ids[0], actor), r.stepSubject(stepError, n))
+	}
+}
+
+// Step subjects past event.MaxSubjectLen (a very long run id) are refused
+// with the event package's error rather than published.
+func TestStepSubjectsTooLong(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("r", event.MaxSubjectLen)
+	for _, id := range []string{"run-1", long} {
+		doc := &Document{Name: "g", Entry: "n", Nodes: []Node{{ID: "n", Type: "noop"}}}
+		e := &Engine{doc: doc}
+		r := &runState{e: e, run: agent.Run{ID: id, AgentID: "a"}, runPart: event.SanitiseID(id)}
+		ev := r.headers.node(r, &builtNode{index: 0, id: "n"})
+		if id == long {
+			assert.ErrorIs(t, ev.err, event.ErrInvalidSubject)
+			continue
+		}
+		assert.NoError(t, ev.err)
+		assert.NoError(t, event.ValidateSubject(ev.start))
+		assert.NoError(t, event.ValidateSubject(ev.complete))
 	}
 }
