@@ -182,6 +182,17 @@ func (l *InterruptLatch) Poll(ch <-chan agent.Interrupt) (agent.Interrupt, bool)
 	return agent.Interrupt{}, false
 }
 
+// remember keeps intr as the latch's interrupt, unless it already has
+// one: an interrupt taken from the host's channel by a watcher rather
+// than by Poll.
+func (l *InterruptLatch) remember(intr agent.Interrupt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = &intr
+	}
+}
+
 // Seen returns the remembered interrupt without polling.
 func (l *InterruptLatch) Seen() (agent.Interrupt, bool) {
 	l.mu.Lock()

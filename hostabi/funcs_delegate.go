@@ -49,12 +49,50 @@ func callDelegate(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (j
 	if err := d.permitTarget(req.Target); err != nil {
 		return nil, err
 	}
+	if intr, ok := d.latch.Poll(d.cfg.Host.Interrupts()); ok {
+		// The run is being interrupted: no new sub-run.
+		return nil, d.hostError(FuncDelegate, agent.Interrupted(intr))
+	}
 	svc, _ := delegation.ServiceFromHost(d.cfg.Host)
-	resp, err := svc.Delegate(agent.ContextWithHost(ctx, d.cfg.Host), req)
+	dctx, stop := d.watchInterrupt(ctx)
+	resp, err := svc.Delegate(agent.ContextWithHost(dctx, d.cfg.Host), req)
+	stop()
 	if err != nil {
 		return nil, d.hostError(FuncDelegate, err)
 	}
 	return d.encodeResult(FuncDelegate, delegateResult(resp))
+}
+
+// watchInterrupt returns a ctx for a delegation that ends, with the
+// interrupt as its cause (an *agent.InterruptedError), when the caller's
+// run is interrupted while the delegation runs: the delegation service
+// then interrupts the sub-run. The interrupt is remembered in the run's
+// latch, so the caller's engine stops at its next check as it would have.
+// stop ends the watch; the watching goroutine has returned when it does.
+func (d *Dispatcher) watchInterrupt(ctx context.Context) (_ context.Context, stop func()) {
+	ch := d.cfg.Host.Interrupts()
+	if ch == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case intr, ok := <-ch:
+			if ok {
+				d.latch.remember(intr)
+				cancel(agent.Interrupted(intr))
+			}
+		case <-done:
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() {
+		close(done)
+		<-exited
+		cancel(nil)
+	}
 }
 
 func delegateResult(resp delegation.Response) DelegateResult {

@@ -184,3 +184,63 @@ func FuzzDelegateArgs(f *testing.F) {
 		}
 	})
 }
+
+// An interrupt of the caller's run while a delegation runs ends the
+// delegation's ctx with the interrupt as its cause (the service then
+// interrupts the sub-run) and is remembered for the caller: its engine
+// and checkInterrupt see it as if they had polled it. A delegate call made
+// after the run was interrupted starts nothing.
+func TestDelegateInterruptedCaller(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	started := make(chan struct{})
+	var cause error
+	r.delegateFn = func(ctx context.Context, req delegation.Request) (delegation.Response, error) {
+		close(started)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return delegation.Response{ID: "dlg-1", Target: req.Target, RunID: "run-child", Status: delegation.StatusCanceled,
+			Error: &delegation.ErrorInfo{Code: "interrupted", Message: "stopped"}}, nil
+	}
+	latch := &hostabi.InterruptLatch{}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: r.fullHost(), Run: agent.Run{ID: "run-1", Capabilities: []string{"delegate"}}, Node: "n",
+		Interrupts: latch})
+	go func() {
+		<-started
+		r.interrupts <- agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "stop"}
+	}()
+	out, err := call(t, d, hostabi.FuncDelegate, `["helper","hi"]`)
+	require.NoError(t, err)
+	var res hostabi.DelegateResult
+	require.NoError(t, json.Unmarshal(out, &res))
+	assert.Equal(t, delegation.StatusCanceled, res.Status)
+
+	var ie *agent.InterruptedError
+	require.ErrorAs(t, cause, &ie, "the delegation's ctx ended with the interrupt")
+	assert.Equal(t, "stop", ie.Interrupt.Detail)
+	intr, ok := latch.Seen()
+	require.True(t, ok, "the caller's latch remembers the interrupt")
+	assert.Equal(t, agent.CauseUserCancel, intr.Cause)
+
+	_, err = call(t, d, hostabi.FuncDelegate, `["helper","again"]`)
+	requireKind(t, err, fault.Interrupted)
+	assert.Len(t, r.delegated, 1, "no sub-run starts once the run is interrupted")
+}
+
+// A delegation that ends on its own leaves the caller's interrupt channel
+// alone: an interrupt sent afterwards is still there for the caller.
+func TestDelegateWatchEndsWithTheCall(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	latch := &hostabi.InterruptLatch{}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: r.fullHost(), Run: agent.Run{ID: "run-1", Capabilities: []string{"delegate"}}, Node: "n",
+		Interrupts: latch})
+	_, err := call(t, d, hostabi.FuncDelegate, `["helper","hi"]`)
+	require.NoError(t, err)
+	r.interrupts <- agent.Interrupt{Cause: agent.CauseUserCancel}
+	_, seen := latch.Seen()
+	assert.False(t, seen)
+	intr, ok := latch.Poll(r.interrupts)
+	require.True(t, ok, "the interrupt waited in the channel for the caller")
+	assert.Equal(t, agent.CauseUserCancel, intr.Cause)
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/runtime"
@@ -110,4 +111,29 @@ func TestEndToEndRefusals(t *testing.T) {
 	res = runTurn(t, app, "nested", "c1", "0")
 	require.Equal(t, agent.StatusCompleted, res.Status, "%v", res.Err)
 	assert.Equal(t, "3: policy_denied", lastText(res), "depths 1 to 3 ran; depth 4 was refused")
+}
+
+// Interrupting a turn whose script waits in host.delegate interrupts the
+// sub-run too: the delegation ends canceled with an interrupted error, and
+// the caller stops at the end of its wave as an interrupted run.
+func TestEndToEndInterruptReachesSubRun(t *testing.T) {
+	t.Parallel()
+	app := buildApp(t)
+	ctx := timeout(t)
+	lease, err := app.Sessions().Open(ctx, session.Key{AgentID: "boss", ContextID: "c1"})
+	require.NoError(t, err)
+	defer lease.Close()
+	sink := &textSink{}
+	turn, err := lease.Session().Start(ctx, agent.Request{Message: message.NewTextMessage(message.RoleUser, "go")},
+		session.SinkSpec{ID: "console", Sink: sink, Visibility: session.VisibilityRaw, Authority: session.AuthorityObserver})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(sink.String(), "looping") }, 20*time.Second, time.Millisecond,
+		"the looper started")
+	require.NoError(t, turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "stop"}))
+	res, err := turn.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.StatusInterrupted, res.Status, "%v", res.Err)
+	assert.Equal(t, "canceled", res.LastBoard.Vars["child_status"])
+	assert.Equal(t, "interrupted", res.LastBoard.Vars["child_error"])
+	assert.NotContains(t, res.LastBoard.Vars, "after", "the caller stopped after the delegating wave")
 }

@@ -18,7 +18,12 @@ import (
 // be nil.
 func WithoutSteer(h agent.Host) agent.Host { return &noSteerHost{inner: h} }
 
-type noSteerHost struct{ inner agent.Host }
+// noSteerHost is WithoutSteer's host; a legacy sub-run's also withholds
+// the caller's interrupt channel (noInterrupts).
+type noSteerHost struct {
+	inner        agent.Host
+	noInterrupts bool
+}
 
 var (
 	_ agent.Host             = (*noSteerHost)(nil)
@@ -35,7 +40,12 @@ func (h *noSteerHost) UnwrapHost() agent.Host { return nil }
 func (h *noSteerHost) Publish(ctx context.Context, env event.Envelope) error {
 	return h.inner.Publish(ctx, env)
 }
-func (h *noSteerHost) Interrupts() <-chan agent.Interrupt { return h.inner.Interrupts() }
+func (h *noSteerHost) Interrupts() <-chan agent.Interrupt {
+	if h.noInterrupts {
+		return nil
+	}
+	return h.inner.Interrupts()
+}
 func (h *noSteerHost) AskUser(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error) {
 	return h.inner.AskUser(ctx, p)
 }

@@ -3,6 +3,7 @@ package delegation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -97,20 +98,34 @@ func sameAsk(a, b agent.Request) bool {
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
 
-// awaitTurn waits for turn; when ctx ends first the turn is cancelled and
-// waited for (bounded by cancelWait).
+// awaitTurn waits for turn. When ctx ends first the turn is interrupted
+// if ctx's cause is an interrupt (the caller's run was interrupted: the
+// sub-run stops as the caller does, resumable), else cancelled; either
+// way it is waited for, bounded by cancelWait, and an interrupted turn
+// that does not stop in that time is cancelled.
 func awaitTurn(ctx context.Context, turn *session.Turn) (*agent.Result, error) {
 	res, err := turn.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
 		return res, err
 	}
+	var ie *agent.InterruptedError
+	if errors.As(context.Cause(ctx), &ie) && turn.Interrupt(ie.Interrupt) == nil {
+		if res, werr := waitAtMost(turn, cancelWait); werr == nil {
+			return res, nil
+		}
+	}
 	turn.Cancel()
-	wctx, cancel := context.WithTimeout(context.Background(), cancelWait)
-	defer cancel()
-	if res, werr := turn.Wait(wctx); werr == nil {
+	if res, werr := waitAtMost(turn, cancelWait); werr == nil {
 		return res, nil
 	}
 	return nil, err
+}
+
+// waitAtMost waits for turn for at most d.
+func waitAtMost(turn *session.Turn, d time.Duration) (*agent.Result, error) {
+	wctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return turn.Wait(wctx)
 }
 
 // release closes the lease and, for a session nobody will use again,
@@ -128,7 +143,9 @@ func (s *LocalService) release(ctx context.Context, m *session.Manager, lease *s
 }
 
 // runLegacy runs req with agent.Execute (SEED-SPEC 6.2.6): a sync call
-// with a caller host inherits that host with its steer source withheld;
+// with a caller host inherits that host with its steer source and its
+// interrupt channel withheld (an interrupt of the caller reaches the run
+// as the cause of its ended ctx);
 // otherwise the run gets the worker host (agent.NoopHost). Either way the
 // host offers this service at the run's depth.
 func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, req Request, caller agent.Host) (*agent.Result, error) {
@@ -143,7 +160,9 @@ func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, re
 	}
 	var host agent.Host = agent.NoopHost{}
 	if caller != nil && !agent.IsNil(caller) {
-		host = WithoutSteer(caller)
+		// The caller's interrupts stay the caller's: the sub-run learns
+		// of one through ctx, ended with the interrupt as its cause.
+		host = &noSteerHost{inner: caller, noInterrupts: true}
 	}
 	host = WithService(host, AtDepth(s, depth))
 	runID := agent.NewRunID()
