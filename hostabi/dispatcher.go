@@ -161,6 +161,29 @@ func (d *Dispatcher) limitError(limit string, max int64) error {
 type InterruptLatch struct {
 	mu   sync.Mutex
 	seen *agent.Interrupt
+	done chan struct{} // made by Done, closed once seen is set
+}
+
+// setLocked remembers intr; l.mu is held and seen is nil.
+func (l *InterruptLatch) setLocked(intr agent.Interrupt) {
+	l.seen = &intr
+	if l.done != nil {
+		close(l.done)
+	}
+}
+
+// Done returns a channel that is closed once the latch remembers an
+// interrupt, whoever polled it.
+func (l *InterruptLatch) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.seen != nil {
+			close(l.done)
+		}
+	}
+	return l.done
 }
 
 // Poll returns the remembered interrupt, or takes one from ch without
@@ -174,7 +197,7 @@ func (l *InterruptLatch) Poll(ch <-chan agent.Interrupt) (agent.Interrupt, bool)
 	select {
 	case intr, ok := <-ch:
 		if ok {
-			l.seen = &intr
+			l.setLocked(intr)
 			return intr, true
 		}
 	default:
@@ -189,7 +212,7 @@ func (l *InterruptLatch) remember(intr agent.Interrupt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen == nil {
-		l.seen = &intr
+		l.setLocked(intr)
 	}
 }
 

@@ -67,7 +67,9 @@ func callDelegate(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (j
 // interrupt as its cause (an *agent.InterruptedError), when the caller's
 // run is interrupted while the delegation runs: the delegation service
 // then interrupts the sub-run. The interrupt is remembered in the run's
-// latch, so the caller's engine stops at its next check as it would have.
+// latch, so the caller's engine stops at its next check as it would have;
+// an interrupt the latch got elsewhere (another parallel branch, the
+// engine) ends the delegation too.
 // stop ends the watch; the watching goroutine has returned when it does.
 func (d *Dispatcher) watchInterrupt(ctx context.Context) (_ context.Context, stop func()) {
 	ch := d.cfg.Host.Interrupts()
@@ -84,6 +86,9 @@ func (d *Dispatcher) watchInterrupt(ctx context.Context) (_ context.Context, sto
 				d.latch.remember(intr)
 				cancel(agent.Interrupted(intr))
 			}
+		case <-d.latch.Done(): // polled by the engine or another branch
+			intr, _ := d.latch.Seen()
+			cancel(agent.Interrupted(intr))
 		case <-done:
 		case <-wctx.Done():
 		}

@@ -244,3 +244,33 @@ func TestDelegateWatchEndsWithTheCall(t *testing.T) {
 	require.True(t, ok, "the interrupt waited in the channel for the caller")
 	assert.Equal(t, agent.CauseUserCancel, intr.Cause)
 }
+
+// An interrupt another poller took (a parallel branch, the engine) ends a
+// running delegation too: the run's latch is shared.
+func TestDelegateInterruptSeenElsewhere(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	started := make(chan struct{})
+	r.delegateFn = func(ctx context.Context, req delegation.Request) (delegation.Response, error) {
+		close(started)
+		<-ctx.Done()
+		return delegation.Response{ID: "dlg-1", Target: req.Target, RunID: "run-child", Status: delegation.StatusCanceled,
+			Error: delegation.ErrorInfoOf(context.Cause(ctx))}, nil
+	}
+	latch := &hostabi.InterruptLatch{}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: r.fullHost(), Run: agent.Run{ID: "run-1", Capabilities: []string{"delegate"}},
+		Node: "n", Interrupts: latch})
+	other := make(chan agent.Interrupt, 1) // another branch's view of the channel
+	go func() {
+		<-started
+		other <- agent.Interrupt{Cause: agent.CauseUserCancel}
+		_, _ = latch.Poll(other)
+	}()
+	out, err := call(t, d, hostabi.FuncDelegate, `["helper","hi"]`)
+	require.NoError(t, err)
+	var res hostabi.DelegateResult
+	require.NoError(t, json.Unmarshal(out, &res))
+	assert.Equal(t, delegation.StatusCanceled, res.Status)
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "interrupted", res.Error.Code)
+}
