@@ -1,0 +1,204 @@
+package jsonval
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// plain reports whether the ASCII byte b is written as it is inside a JSON
+// string (with HTML escaping on, as json.Marshal writes strings).
+func plain(b byte) bool {
+	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+}
+
+// AppendString appends s as a JSON string, escaped as json.Marshal escapes
+// it (see the package documentation).
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	done := 0 // s[:done] is written
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if plain(b) {
+				i++
+				continue
+			}
+			dst = append(dst, s[done:i]...)
+			dst = appendEscapedASCII(dst, b)
+			i++
+			done = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			dst = append(dst, s[done:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[done:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += n
+			continue
+		}
+		i += n
+		done = i
+	}
+	dst = append(dst, s[done:]...)
+	return append(dst, '"')
+}
+
+// appendEscapedASCII appends the escape of an ASCII byte that is not plain.
+func appendEscapedASCII(dst []byte, b byte) []byte {
+	switch b {
+	case '"', '\\':
+		return append(dst, '\\', b)
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+}
+
+// stringSize is len(AppendString(nil, s)).
+func stringSize(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case plain(b):
+				n++
+			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += int64(size)
+		}
+		i += size
+	}
+	return n
+}
+
+// appendFloat appends f, a float of the given bit size (32 or 64), as
+// json.Marshal writes it; ok is false for NaN and the infinities.
+func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) ||
+			bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, bits)
+	if format == 'e' {
+		// A one-digit negative exponent is written e-7, not e-07.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}
+
+// floatSize is the length appendFloat writes.
+func floatSize(f float64, bits int) (int64, bool) {
+	var buf [32]byte
+	b, ok := appendFloat(buf[:0], f, bits)
+	return int64(len(b)), ok
+}
+
+// intSize is the length of strconv.AppendInt(nil, i, 10).
+func intSize(i int64) int64 {
+	if i < 0 {
+		if i == math.MinInt64 {
+			return 20
+		}
+		return 1 + uintSize(uint64(-i))
+	}
+	return uintSize(uint64(i))
+}
+
+// uintSize is the length of strconv.AppendUint(nil, u, 10).
+func uintSize(u uint64) int64 {
+	n := int64(1)
+	for u >= 10 {
+		u /= 10
+		n++
+	}
+	return n
+}
+
+// number returns the text json.Marshal writes for the json.Number s: "0"
+// for the empty string, s itself when it is a valid JSON number; ok is
+// false otherwise.
+func number(s string) (string, bool) {
+	if s == "" {
+		return "0", true
+	}
+	return s, validNumber(s)
+}
+
+// validNumber reports whether s follows the JSON number grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		i = skipDigits(s, i+1)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
+}
+
+func skipDigits(s string, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
