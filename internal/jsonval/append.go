@@ -16,6 +16,9 @@ const MaxDepth = 500
 // json.Marshal(v) writes it, and reports true; or reports false, with dst
 // returned unchanged, when v is or holds a value outside the package's set
 // (see the package documentation) or one json.Marshal rejects.
+//
+// Append keeps dst where it is: a caller's buffer on the stack stays there
+// unless it has to grow.
 func Append(dst []byte, v any) ([]byte, bool) {
 	out, ok := appendValue(dst, v, 0)
 	if !ok {
@@ -24,7 +27,59 @@ func Append(dst []byte, v any) ([]byte, bool) {
 	return out, true
 }
 
+// appendValue is the one recursive function of Append, and it calls only
+// itself: the compiler's escape analysis sends to the heap a buffer that
+// flows through a cycle of several functions, but not one that flows
+// through a function calling itself.
 func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
+	if depth > MaxDepth {
+		return dst, false
+	}
+	ok := true
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		var buf [16]string
+		keys := SortedKeys(buf[:0], x)
+		for i, k := range keys {
+			dst = append(dst, separator(i, '{')...)
+			dst = AppendString(dst, k)
+			dst = append(dst, ':')
+			if dst, ok = appendValue(dst, x[k], depth+1); !ok {
+				return dst, false
+			}
+		}
+		return closeObject(dst, len(keys)), true
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		for i, e := range x {
+			dst = append(dst, separator(i, '[')...)
+			if dst, ok = appendValue(dst, e, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return closeArray(dst, len(x)), true
+	case []map[string]any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		for i, m := range x {
+			dst = append(dst, separator(i, '[')...)
+			if dst, ok = appendValue(dst, m, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return closeArray(dst, len(x)), true
+	}
+	return appendScalar(dst, v)
+}
+
+// appendScalar appends the values that hold no other values.
+func appendScalar(dst []byte, v any) ([]byte, bool) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "null"...), true
@@ -34,20 +89,30 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 		return appendFloat(dst, x, 64)
 	case bool:
 		return strconv.AppendBool(dst, x), true
-	case map[string]any:
-		return appendMap(dst, x, depth)
-	case []any:
-		return appendSlice(dst, x, depth)
 	case json.Number:
 		s, ok := number(string(x))
-		return append(dst, s...), ok
+		if !ok {
+			return dst, false
+		}
+		return append(dst, s...), true
 	case json.RawMessage:
 		return AppendRaw(dst, x)
+	case map[string]string:
+		return AppendStringMap(dst, x), true
+	case []string:
+		return appendStrings(dst, x), true
+	case []byte:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, x)
+		return append(dst, '"'), true
 	}
 	if out, ok := appendInteger(dst, v); ok {
 		return out, true
 	}
-	return appendTyped(dst, v, depth)
+	return appendNumbers(dst, v)
 }
 
 // appendInteger appends the integer kinds and float32.
@@ -79,84 +144,59 @@ func appendInteger(dst []byte, v any) ([]byte, bool) {
 	return dst, false
 }
 
-// appendTyped appends the typed slices and maps Go code stores on boards.
-func appendTyped(dst []byte, v any, depth int) ([]byte, bool) {
+// appendNumbers appends the typed slices of numbers and bools.
+func appendNumbers(dst []byte, v any) ([]byte, bool) {
 	switch x := v.(type) {
-	case map[string]string:
-		return AppendStringMap(dst, x), true
-	case []string:
-		return appendEach(dst, x, func(dst []byte, s string) ([]byte, bool) { return AppendString(dst, s), true })
-	case []map[string]any:
-		if depth >= MaxDepth {
-			return dst, false
-		}
-		return appendEach(dst, x, func(dst []byte, m map[string]any) ([]byte, bool) { return appendMap(dst, m, depth+1) })
 	case []int:
-		return appendEach(dst, x, func(dst []byte, i int) ([]byte, bool) { return strconv.AppendInt(dst, int64(i), 10), true })
+		return appendInts(dst, x), true
 	case []int64:
-		return appendEach(dst, x, func(dst []byte, i int64) ([]byte, bool) { return strconv.AppendInt(dst, i, 10), true })
-	case []float64:
-		return appendEach(dst, x, func(dst []byte, f float64) ([]byte, bool) { return appendFloat(dst, f, 64) })
+		return appendInts(dst, x), true
 	case []bool:
-		return appendEach(dst, x, func(dst []byte, b bool) ([]byte, bool) { return strconv.AppendBool(dst, b), true })
-	case []byte:
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		dst = append(dst, '"')
-		dst = base64.StdEncoding.AppendEncode(dst, x)
-		return append(dst, '"'), true
+		for i, b := range x {
+			dst = append(dst, separator(i, '[')...)
+			dst = strconv.AppendBool(dst, b)
+		}
+		return closeArray(dst, len(x)), true
+	case []float64:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		start := len(dst)
+		for i, f := range x {
+			dst = append(dst, separator(i, '[')...)
+			var ok bool
+			if dst, ok = appendFloat(dst, f, 64); !ok {
+				return dst[:start], false
+			}
+		}
+		return closeArray(dst, len(x)), true
 	}
 	return dst, false
 }
 
-// appendEach appends s as a JSON array, each element by one.
-func appendEach[E any](dst []byte, s []E, one func([]byte, E) ([]byte, bool)) ([]byte, bool) {
+func appendInts[I int | int64](dst []byte, s []I) []byte {
 	if s == nil {
-		return append(dst, "null"...), true
+		return append(dst, "null"...)
 	}
-	dst = append(dst, '[')
+	for i, n := range s {
+		dst = append(dst, separator(i, '[')...)
+		dst = strconv.AppendInt(dst, int64(n), 10)
+	}
+	return closeArray(dst, len(s))
+}
+
+func appendStrings(dst []byte, s []string) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
 	for i, e := range s {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		var ok bool
-		if dst, ok = one(dst, e); !ok {
-			return dst, false
-		}
+		dst = append(dst, separator(i, '[')...)
+		dst = AppendString(dst, e)
 	}
-	return append(dst, ']'), true
-}
-
-func appendSlice(dst []byte, s []any, depth int) ([]byte, bool) {
-	if depth >= MaxDepth {
-		return dst, false
-	}
-	return appendEach(dst, s, func(dst []byte, e any) ([]byte, bool) { return appendValue(dst, e, depth+1) })
-}
-
-func appendMap(dst []byte, m map[string]any, depth int) ([]byte, bool) {
-	if m == nil {
-		return append(dst, "null"...), true
-	}
-	if depth >= MaxDepth {
-		return dst, false
-	}
-	var buf [16]string
-	keys := SortedKeys(buf[:0], m)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = AppendString(dst, k)
-		dst = append(dst, ':')
-		var ok bool
-		if dst, ok = appendValue(dst, m[k], depth+1); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, '}'), true
+	return closeArray(dst, len(s))
 }
 
 // AppendStringMap appends m as json.Marshal writes a map[string]string:
@@ -167,14 +207,39 @@ func AppendStringMap(dst []byte, m map[string]string) []byte {
 	}
 	var buf [16]string
 	keys := SortedKeys(buf[:0], m)
-	dst = append(dst, '{')
 	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
+		dst = append(dst, separator(i, '{')...)
 		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		dst = AppendString(dst, m[k])
+	}
+	return closeObject(dst, len(keys))
+}
+
+// separator is what goes before element i of an array ('[') or an object
+// ('{'): the opening bracket before the first, a comma before the others.
+func separator(i int, open byte) string {
+	switch {
+	case i > 0:
+		return ","
+	case open == '[':
+		return "["
+	}
+	return "{"
+}
+
+// closeArray ends an array of n elements; an empty one was never opened.
+func closeArray(dst []byte, n int) []byte {
+	if n == 0 {
+		return append(dst, "[]"...)
+	}
+	return append(dst, ']')
+}
+
+// closeObject ends an object of n members; an empty one was never opened.
+func closeObject(dst []byte, n int) []byte {
+	if n == 0 {
+		return append(dst, "{}"...)
 	}
 	return append(dst, '}')
 }

@@ -184,3 +184,30 @@ func TestSortedKeys(t *testing.T) {
 	var buf [2]string
 	assert.Equal(t, []string{"", "A", "a", "b", "é"}, jsonval.SortedKeys(buf[:0], map[string]int{"b": 1, "a": 1, "A": 1, "é": 1, "": 1}))
 }
+
+// Append and Size agree at the depth limit, and what they write there is
+// json.Marshal's.
+func TestDepthLimit(t *testing.T) {
+	t.Parallel()
+	for _, leaf := range []struct {
+		v     any
+		depth int // of its deepest value
+	}{{"leaf", 0}, {[]any{}, 0}, {map[string]any{}, 0}, {[]map[string]any{{}}, 1}} {
+		for n := jsonval.MaxDepth/2 - 2; n <= jsonval.MaxDepth/2+1; n++ {
+			v := leaf.v
+			for range n {
+				v = map[string]any{"k": []any{v}} // two levels
+			}
+			got, ok := jsonval.Append(nil, v)
+			size, sized := jsonval.Size(v)
+			require.Equal(t, ok, sized, "depth %d", n)
+			assert.Equal(t, 2*n+leaf.depth <= jsonval.MaxDepth, ok, "%d levels around %#v", 2*n, leaf.v)
+			if ok {
+				want, err := json.Marshal(v)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), string(got))
+				assert.Equal(t, int64(len(want)), size)
+			}
+		}
+	}
+}

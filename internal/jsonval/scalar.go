@@ -104,6 +104,11 @@ func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, false
 	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f)) {
+		// An integer that float64 holds exactly: the same digits as the
+		// shortest 'f' form, written without the float conversion.
+		return strconv.AppendInt(dst, int64(f), 10), true
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 {
 		if bits == 64 && (abs < 1e-6 || abs >= 1e21) ||

@@ -12,6 +12,32 @@ func Size(v any) (int64, bool) {
 }
 
 func valueSize(v any, depth int) (int64, bool) {
+	if depth > MaxDepth {
+		return 0, false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return 4, true
+		}
+		n := int64(2 + max(len(x)-1, 0)) // braces and commas
+		for k, e := range x {
+			size, ok := valueSize(e, depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += stringSize(k) + 1 + size
+		}
+		return n, true
+	case []any:
+		return eachSize(x, func(e any) (int64, bool) { return valueSize(e, depth+1) })
+	case []map[string]any:
+		return eachSize(x, func(m map[string]any) (int64, bool) { return valueSize(m, depth+1) })
+	}
+	return scalarSize(v)
+}
+
+func scalarSize(v any) (int64, bool) {
 	switch x := v.(type) {
 	case nil:
 		return 4, true
@@ -20,27 +46,33 @@ func valueSize(v any, depth int) (int64, bool) {
 	case float64:
 		return floatSize(x, 64)
 	case bool:
-		if x {
-			return 4, true
-		}
-		return 5, true
-	case map[string]any:
-		return mapSize(x, depth)
-	case []any:
-		if depth >= MaxDepth {
-			return 0, false
-		}
-		return eachSize(x, func(e any) (int64, bool) { return valueSize(e, depth+1) })
+		return boolSize(x), true
 	case json.Number:
 		s, ok := number(string(x))
 		return int64(len(s)), ok
 	case json.RawMessage:
 		return rawSize(x)
+	case map[string]string:
+		return stringMapSize(x), true
+	case []string:
+		return eachSize(x, func(s string) (int64, bool) { return stringSize(s), true })
+	case []byte:
+		if x == nil {
+			return 4, true
+		}
+		return 2 + int64(base64.StdEncoding.EncodedLen(len(x))), true
 	}
 	if n, ok := integerSize(v); ok {
 		return n, true
 	}
-	return typedSize(v, depth)
+	return numbersSize(v)
+}
+
+func boolSize(b bool) int64 {
+	if b {
+		return 4
+	}
+	return 5
 }
 
 func integerSize(v any) (int64, bool) {
@@ -71,17 +103,8 @@ func integerSize(v any) (int64, bool) {
 	return 0, false
 }
 
-func typedSize(v any, depth int) (int64, bool) {
+func numbersSize(v any) (int64, bool) {
 	switch x := v.(type) {
-	case map[string]string:
-		return stringMapSize(x), true
-	case []string:
-		return eachSize(x, func(s string) (int64, bool) { return stringSize(s), true })
-	case []map[string]any:
-		if depth >= MaxDepth {
-			return 0, false
-		}
-		return eachSize(x, func(m map[string]any) (int64, bool) { return mapSize(m, depth+1) })
 	case []int:
 		return eachSize(x, func(i int) (int64, bool) { return intSize(int64(i)), true })
 	case []int64:
@@ -89,17 +112,7 @@ func typedSize(v any, depth int) (int64, bool) {
 	case []float64:
 		return eachSize(x, func(f float64) (int64, bool) { return floatSize(f, 64) })
 	case []bool:
-		return eachSize(x, func(b bool) (int64, bool) {
-			if b {
-				return 4, true
-			}
-			return 5, true
-		})
-	case []byte:
-		if x == nil {
-			return 4, true
-		}
-		return 2 + int64(base64.StdEncoding.EncodedLen(len(x))), true
+		return eachSize(x, func(b bool) (int64, bool) { return boolSize(b), true })
 	}
 	return 0, false
 }
@@ -116,24 +129,6 @@ func eachSize[E any](s []E, one func(E) (int64, bool)) (int64, bool) {
 			return 0, false
 		}
 		n += m
-	}
-	return n, true
-}
-
-func mapSize(m map[string]any, depth int) (int64, bool) {
-	if m == nil {
-		return 4, true
-	}
-	if depth >= MaxDepth {
-		return 0, false
-	}
-	n := int64(2 + max(len(m)-1, 0)) // braces and commas
-	for k, e := range m {
-		size, ok := valueSize(e, depth+1)
-		if !ok {
-			return 0, false
-		}
-		n += stringSize(k) + 1 + size
 	}
 	return n, true
 }

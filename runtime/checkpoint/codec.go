@@ -66,14 +66,21 @@ func ValidateExecID(id string) error {
 }
 
 // Encode validates cp and returns its JSON record, the format every store
-// of this package writes. A checkpoint that fails Validate, has a bad exec
-// id or holds values JSON cannot encode is a Validation error.
+// of this package writes: exactly the bytes json.Marshal(cp) returns. The
+// record is written without reflection when the board holds only
+// JSON-native values (see internal/jsonval), and by json.Marshal otherwise.
+// A checkpoint that fails Validate, has a bad exec id or holds values JSON
+// cannot encode is a Validation error.
 func Encode(cp agent.Checkpoint) ([]byte, error) {
 	if err := ValidateExecID(cp.ExecID); err != nil {
 		return nil, err
 	}
 	if err := cp.Validate(); err != nil {
 		return nil, err
+	}
+	var buf [recordBuffer]byte
+	if data, ok := appendRecord(buf[:0], &cp); ok {
+		return bytes.Clone(data), nil
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {

@@ -1,0 +1,216 @@
+package checkpoint
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/corral-rt/corral/internal/jsonval"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+)
+
+// The functions of this file write a checkpoint record byte for byte as
+// json.Marshal writes an agent.Checkpoint: the fields in declaration
+// order, their omitempty and omitzero rules, map keys sorted, strings
+// HTML-escaped, raw JSON compacted. Each reports false where it meets what
+// it does not write itself (a board value outside jsonval's set, invalid
+// raw JSON, a time json cannot write); Encode then calls json.Marshal,
+// which writes the value or reports the error. TestRecordKnowsEveryField
+// fails when a field is added to one of the structs written here.
+
+// recordBuffer is the size of the buffer on the stack a record is written
+// into before it is copied out at its exact length; a longer record grows
+// the buffer on the heap.
+const recordBuffer = 1024
+
+// appendRecord appends the record of cp.
+func appendRecord(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
+	dst = append(dst, `{"exec_id":`...)
+	dst = jsonval.AppendString(dst, cp.ExecID)
+	if len(cp.Steps) > 0 {
+		dst = append(dst, `,"steps":`...)
+		dst = appendStrings(dst, cp.Steps)
+	}
+	dst = append(dst, `,"iteration":`...)
+	dst = strconv.AppendInt(dst, int64(cp.Iteration), 10)
+	dst = append(dst, `,"board":`...)
+	dst, ok := appendBoard(dst, cp.Board)
+	if !ok {
+		return dst, false
+	}
+	if len(cp.Payload) > 0 {
+		dst = append(dst, `,"payload":`...)
+		if dst, ok = jsonval.AppendRaw(dst, cp.Payload); !ok {
+			return dst, false
+		}
+	}
+	if len(cp.Attributes) > 0 {
+		dst = append(dst, `,"attributes":`...)
+		dst = jsonval.AppendStringMap(dst, cp.Attributes)
+	}
+	dst = append(dst, `,"timestamp":`...)
+	if dst, ok = appendTime(dst, cp.Timestamp); !ok {
+		return dst, false
+	}
+	if !cp.OriginalStartedAt.IsZero() {
+		dst = append(dst, `,"original_started_at":`...)
+		if dst, ok = appendTime(dst, cp.OriginalStartedAt); !ok {
+			return dst, false
+		}
+	}
+	if cp.SpecVersion != "" {
+		dst = append(dst, `,"spec_version":`...)
+		dst = jsonval.AppendString(dst, cp.SpecVersion)
+	}
+	return append(dst, '}'), true
+}
+
+func appendStrings(dst []byte, s []string) []byte {
+	dst = append(dst, '[')
+	for i, e := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonval.AppendString(dst, e)
+	}
+	return append(dst, ']')
+}
+
+// appendTime appends t as time.Time's MarshalJSON writes it, RFC 3339 with
+// nanoseconds in quotes; ok is false where MarshalJSON fails: a year
+// outside 0..9999 or a zone offset of 24 hours or more.
+func appendTime(dst []byte, t time.Time) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	s := dst[start+1:]
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' {
+		return dst[:start], false
+	}
+	if s[len(s)-1] != 'Z' {
+		c := s[len(s)-len("Z07:00")]
+		hours := 10*int(s[len(s)-5]-'0') + int(s[len(s)-4]-'0')
+		if ('0' <= c && c <= '9') || hours >= 24 {
+			return dst[:start], false
+		}
+	}
+	return append(dst, '"'), true
+}
+
+// appendBoard appends b as {"vars":…,"channels":…}, or null.
+func appendBoard(dst []byte, b *agent.Board) ([]byte, bool) {
+	if b == nil {
+		return append(dst, "null"...), true
+	}
+	dst = append(dst, `{"vars":`...)
+	dst, ok := jsonval.Append(dst, b.Vars)
+	if !ok {
+		return dst, false
+	}
+	dst = append(dst, `,"channels":`...)
+	if b.Channels == nil {
+		return append(dst, "null}"...), true
+	}
+	var buf [8]string
+	dst = append(dst, '{')
+	for i, name := range jsonval.SortedKeys(buf[:0], b.Channels) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonval.AppendString(dst, name)
+		dst = append(dst, ':')
+		if dst, ok = appendMessages(dst, b.Channels[name]); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, "}}"...), true
+}
+
+func appendMessages(dst []byte, msgs []message.Message) ([]byte, bool) {
+	if msgs == nil {
+		return append(dst, "null"...), true
+	}
+	dst = append(dst, '[')
+	for i := range msgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var ok bool
+		if dst, ok = appendMessage(dst, &msgs[i]); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
+}
+
+func appendMessage(dst []byte, m *message.Message) ([]byte, bool) {
+	dst = append(dst, `{"role":`...)
+	dst = jsonval.AppendString(dst, string(m.Role))
+	dst = append(dst, `,"parts":`...)
+	if m.Parts == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range m.Parts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = appendPart(dst, &m.Parts[i]); !ok {
+				return dst, false
+			}
+		}
+		dst = append(dst, ']')
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = jsonval.AppendString(dst, m.Name)
+	}
+	if len(m.Metadata) > 0 {
+		dst = append(dst, `,"metadata":`...)
+		dst = jsonval.AppendStringMap(dst, m.Metadata)
+	}
+	return append(dst, '}'), true
+}
+
+func appendPart(dst []byte, p *message.Part) ([]byte, bool) {
+	dst = append(dst, `{"type":`...)
+	dst = jsonval.AppendString(dst, string(p.Type))
+	if p.Text != "" {
+		dst = append(dst, `,"text":`...)
+		dst = jsonval.AppendString(dst, p.Text)
+	}
+	if len(p.Data) > 0 {
+		dst = append(dst, `,"data":`...)
+		var ok bool
+		if dst, ok = jsonval.AppendRaw(dst, p.Data); !ok {
+			return dst, false
+		}
+	}
+	if p.MimeType != "" {
+		dst = append(dst, `,"mime_type":`...)
+		dst = jsonval.AppendString(dst, p.MimeType)
+	}
+	if tc := p.ToolCall; tc != nil {
+		dst = append(dst, `,"tool_call":{"id":`...)
+		dst = jsonval.AppendString(dst, tc.ID)
+		dst = append(dst, `,"name":`...)
+		dst = jsonval.AppendString(dst, tc.Name)
+		if tc.Arguments != "" {
+			dst = append(dst, `,"arguments":`...)
+			dst = jsonval.AppendString(dst, tc.Arguments)
+		}
+		dst = append(dst, '}')
+	}
+	if tr := p.ToolResult; tr != nil {
+		dst = append(dst, `,"tool_result":{"tool_call_id":`...)
+		dst = jsonval.AppendString(dst, tr.ToolCallID)
+		dst = append(dst, `,"content":`...)
+		dst = jsonval.AppendString(dst, tr.Content)
+		if tr.IsError {
+			dst = append(dst, `,"is_error":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), true
+}
