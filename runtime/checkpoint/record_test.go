@@ -53,7 +53,7 @@ var recordCases = []struct {
 			message.Message{Role: message.RoleAssistant, Parts: []message.Part{
 				message.ToolCallPart("", "", ""), {Type: message.PartData, Data: json.RawMessage{}},
 				{Type: "all", Text: "t", Data: json.RawMessage(` [ 1 ] `), MimeType: "m",
-					ToolCall: &message.ToolCall{ID: "i", Name: "n", Arguments: "{}"},
+					ToolCall:   &message.ToolCall{ID: "i", Name: "n", Arguments: "{}"},
 					ToolResult: &message.ToolResult{ToolCallID: "c", Content: "<c>", IsError: true}},
 			}},
 			message.Message{Role: message.RoleTool, Parts: []message.Part{message.ToolResultPart("c", "", false)}})
@@ -66,7 +66,7 @@ var recordCases = []struct {
 	}},
 	{"time zones", true, func(cp *agent.Checkpoint) {
 		cp.Timestamp = time.Date(2025, 1, 2, 3, 4, 5, 600, time.FixedZone("", 5*3600+30*60))
-		cp.OriginalStartedAt = time.Date(1999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -(8*3600 + 17)))
+		cp.OriginalStartedAt = time.Date(1999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -(8*3600+17)))
 	}},
 	{"zero timestamp", true, func(cp *agent.Checkpoint) { cp.Timestamp = time.Time{} }},
 	{"year 0 and 9999", true, func(cp *agent.Checkpoint) {
