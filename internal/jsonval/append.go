@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // MaxDepth is the deepest nesting of maps and slices Append and Size
@@ -38,20 +39,23 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 	ok := true
 	switch x := v.(type) {
 	case map[string]any:
-		if x == nil {
+		switch {
+		case x == nil:
 			return append(dst, "null"...), true
+		case len(x) == 0:
+			return append(dst, "{}"...), true
 		}
-		var buf [16]string
-		keys := SortedKeys(buf[:0], x)
-		for i, k := range keys {
+		var buf [16]member
+		members := sortedMembers(buf[:0], x)
+		for i, m := range members {
 			dst = append(dst, separator(i, '{')...)
-			dst = AppendString(dst, k)
+			dst = AppendString(dst, m.key)
 			dst = append(dst, ':')
-			if dst, ok = appendValue(dst, x[k], depth+1); !ok {
+			if dst, ok = appendValue(dst, m.value, depth+1); !ok {
 				return dst, false
 			}
 		}
-		return closeObject(dst, len(keys)), true
+		return closeObject(dst, len(members)), true
 	case []any:
 		if x == nil {
 			return append(dst, "null"...), true
@@ -242,6 +246,22 @@ func closeObject(dst []byte, n int) []byte {
 		return append(dst, "{}"...)
 	}
 	return append(dst, '}')
+}
+
+// member is a key and its value in a map[string]any.
+type member struct {
+	key   string
+	value any
+}
+
+// sortedMembers is SortedKeys with the values, so that they need not be
+// looked up again.
+func sortedMembers(dst []member, m map[string]any) []member {
+	for k, v := range m {
+		dst = append(dst, member{k, v})
+	}
+	slices.SortFunc(dst, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	return dst
 }
 
 // SortedKeys appends the keys of m to dst and sorts dst bytewise, the

@@ -211,3 +211,14 @@ func TestDepthLimit(t *testing.T) {
 		}
 	}
 }
+
+// Each ASCII byte is escaped or not as json.Marshal does it.
+func TestASCIIEscapes(t *testing.T) {
+	t.Parallel()
+	for b := range 0x80 {
+		s := string(rune(b))
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(jsonval.AppendString(nil, s)), "byte %#x", b)
+	}
+}

@@ -8,11 +8,17 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// plain reports whether the ASCII byte b is written as it is inside a JSON
-// string (with HTML escaping on, as json.Marshal writes strings).
-func plain(b byte) bool {
-	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-}
+// plainASCII has a '1' at index b for each ASCII byte b written as it is
+// inside a JSON string with HTML escaping on (as json.Marshal writes
+// strings): every byte from 0x20 up except '"', '\\', '<', '>' and '&'.
+const plainASCII = "" +
+	"0000000000000000" + "0000000000000000" + // 0x00-0x1f: control characters
+	"1101110111111111" + "1111111111110101" + // 0x20-0x3f: '"', '&', '<', '>'
+	"1111111111111111" + "1111111111110111" + // 0x40-0x5f: '\\'
+	"1111111111111111" + "1111111111111111" // 0x60-0x7f
+
+// plain reports whether the ASCII byte b is written as it is.
+func plain(b byte) bool { return plainASCII[b&0x7f] == '1' }
 
 // AppendString appends s as a JSON string, escaped as json.Marshal escapes
 // it (see the package documentation).

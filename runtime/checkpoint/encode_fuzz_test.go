@@ -23,8 +23,11 @@ func FuzzEncode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, execID string, vars []byte, text string, data []byte, nanos int64, offset int) {
 		cp := agent.Checkpoint{ExecID: execID, Steps: []string{text}, Iteration: len(text), Board: agent.NewBoard(),
 			Payload: data, Attributes: map[string]string{text: execID}, SpecVersion: text,
-			Timestamp:         time.Unix(0, nanos).In(time.FixedZone("", offset%(200*3600))),
-			OriginalStartedAt: time.Unix(nanos, 0).UTC()}
+			Timestamp:         time.Unix(0, nanos).UTC(),
+			OriginalStartedAt: time.Unix(nanos, int64(offset)).UTC()}
+		if offset%3 != 0 {
+			cp.Timestamp = cp.Timestamp.In(time.FixedZone("", offset%(200*3600)))
+		}
 		var v any
 		if json.Unmarshal(vars, &v) == nil {
 			cp.Board.Vars[text] = v

@@ -21,7 +21,7 @@ import (
 // recordBuffer is the size of the buffer on the stack a record is written
 // into before it is copied out at its exact length; a longer record grows
 // the buffer on the heap.
-const recordBuffer = 1024
+const recordBuffer = 512
 
 // appendRecord appends the record of cp.
 func appendRecord(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
@@ -80,6 +80,9 @@ func appendStrings(dst []byte, s []string) []byte {
 // nanoseconds in quotes; ok is false where MarshalJSON fails: a year
 // outside 0..9999 or a zone offset of 24 hours or more.
 func appendTime(dst []byte, t time.Time) ([]byte, bool) {
+	if t.Location() == time.UTC {
+		return appendUTC(dst, t)
+	}
 	start := len(dst)
 	dst = append(dst, '"')
 	dst = t.AppendFormat(dst, time.RFC3339Nano)
@@ -97,6 +100,47 @@ func appendTime(dst []byte, t time.Time) ([]byte, bool) {
 	return append(dst, '"'), true
 }
 
+// appendUTC is appendTime for a time in UTC, written without the
+// general layout machinery: 2006-01-02T15:04:05.999999999Z, the fraction
+// without its trailing zeros and without its dot when it is zero.
+func appendUTC(dst []byte, t time.Time) ([]byte, bool) {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return dst, false
+	}
+	hour, minute, sec := t.Clock()
+	dst = append(dst, '"', byte('0'+year/1000), byte('0'+year/100%10))
+	dst = appendTwoDigits(dst, year%100, 0)
+	dst = appendTwoDigits(dst, int(month), '-')
+	dst = appendTwoDigits(dst, day, '-')
+	dst = appendTwoDigits(dst, hour, 'T')
+	dst = appendTwoDigits(dst, minute, ':')
+	dst = appendTwoDigits(dst, sec, ':')
+	if ns := t.Nanosecond(); ns != 0 {
+		var digits [9]byte
+		for i := len(digits) - 1; i >= 0; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(digits)
+		for digits[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, '.')
+		dst = append(dst, digits[:n]...)
+	}
+	return append(dst, 'Z', '"'), true
+}
+
+// appendTwoDigits appends sep (unless it is 0) and n, 0 <= n < 100, in
+// two digits.
+func appendTwoDigits(dst []byte, n int, sep byte) []byte {
+	if sep != 0 {
+		dst = append(dst, sep)
+	}
+	return append(dst, byte('0'+n/10), byte('0'+n%10))
+}
+
 // appendBoard appends b as {"vars":…,"channels":…}, or null.
 func appendBoard(dst []byte, b *agent.Board) ([]byte, bool) {
 	if b == nil {
@@ -108,8 +152,11 @@ func appendBoard(dst []byte, b *agent.Board) ([]byte, bool) {
 		return dst, false
 	}
 	dst = append(dst, `,"channels":`...)
-	if b.Channels == nil {
+	switch {
+	case b.Channels == nil:
 		return append(dst, "null}"...), true
+	case len(b.Channels) == 0:
+		return append(dst, "{}}"...), true
 	}
 	var buf [8]string
 	dst = append(dst, '{')

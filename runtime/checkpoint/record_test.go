@@ -73,7 +73,20 @@ var recordCases = []struct {
 		cp.Timestamp = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
 		cp.OriginalStartedAt = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 	}},
-	{"monotonic clock reading is dropped", true, func(cp *agent.Checkpoint) { cp.Timestamp = time.Now() }},
+	{"monotonic clock reading is dropped", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp, cp.OriginalStartedAt = time.Now(), time.Now().UTC()
+	}},
+	{"fractions without trailing zeros", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp = time.Date(2025, 12, 31, 23, 59, 59, 120000000, time.UTC)
+		cp.OriginalStartedAt = time.Date(1970, 1, 1, 0, 0, 0, 1, time.UTC)
+	}},
+	{"before 1970 and in leap years", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp = time.Date(1600, 2, 29, 1, 2, 3, 400, time.UTC)
+		cp.OriginalStartedAt = time.Date(12, 3, 4, 5, 6, 7, 8, time.UTC)
+	}},
+	{"zero offset zone that is not UTC", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp = time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("GMT", 0))
+	}},
 	{"large iteration", true, func(cp *agent.Checkpoint) { cp.Iteration = math.MaxInt }},
 	{"struct in the board falls back", false, func(cp *agent.Checkpoint) { cp.Board.Vars["o"] = opaque{1} }},
 	{"message in the board falls back", false, func(cp *agent.Checkpoint) {
@@ -90,6 +103,12 @@ var recordCases = []struct {
 		cp.Board.Append("x", message.Message{Role: message.RoleUser, Parts: []message.Part{{Type: "data", Data: json.RawMessage(`nope`)}}})
 	}},
 	{"year 10000", false, func(cp *agent.Checkpoint) { cp.Timestamp = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+	{"year 10000 in UTC", false, func(cp *agent.Checkpoint) {
+		cp.OriginalStartedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	}},
+	{"year 10000 in a zone", false, func(cp *agent.Checkpoint) {
+		cp.OriginalStartedAt = time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC).In(time.FixedZone("", 2*3600))
+	}},
 	{"negative year", false, func(cp *agent.Checkpoint) {
 		cp.OriginalStartedAt = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)
 	}},
@@ -158,4 +177,17 @@ func TestRecordKnowsEveryField(t *testing.T) {
 			assert.False(t, own.Implements(reflect.TypeFor[encoding.TextMarshaler]()), "%s has its own MarshalText", own)
 		}
 	}
+}
+
+// FuzzPlainExecID: the fast path of ValidateExecID accepts only ids the
+// full checks accept.
+func FuzzPlainExecID(f *testing.F) {
+	for _, id := range []string{"run-1", ".", "..", "a/b", `a\b`, " ", "a b", "\x7f", "é", "...", ""} {
+		f.Add(id)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if plainExecID(id) && execIDProblem(id) != nil {
+			t.Fatalf("fast path accepts %q: %v", id, execIDProblem(id))
+		}
+	})
 }
