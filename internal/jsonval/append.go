@@ -45,17 +45,18 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 		case len(x) == 0:
 			return append(dst, "{}"...), true
 		}
-		var buf [16]member
-		members := sortedMembers(buf[:0], x)
-		for i, m := range members {
+		var buf [smallMap]member
+		var orderBuf [smallMap]int32
+		members, order := sortedMembers(buf[:0], orderBuf[:0], x)
+		for i, j := range order {
 			dst = append(dst, separator(i, '{')...)
-			dst = AppendString(dst, m.key)
+			dst = AppendString(dst, members[j].key)
 			dst = append(dst, ':')
-			if dst, ok = appendValue(dst, m.value, depth+1); !ok {
+			if dst, ok = appendValue(dst, members[j].value, depth+1); !ok {
 				return dst, false
 			}
 		}
-		return closeObject(dst, len(members)), true
+		return closeObject(dst, len(order)), true
 	case []any:
 		if x == nil {
 			return append(dst, "null"...), true
@@ -248,20 +249,27 @@ func closeObject(dst []byte, n int) []byte {
 	return append(dst, '}')
 }
 
+// smallMap is the most members a map can have for Append to sort them
+// without allocating.
+const smallMap = 32
+
 // member is a key and its value in a map[string]any.
 type member struct {
 	key   string
 	value any
 }
 
-// sortedMembers is SortedKeys with the values, so that they need not be
-// looked up again.
-func sortedMembers(dst []member, m map[string]any) []member {
+// sortedMembers appends the members of m to members, and their indexes in
+// key order to order. Sorting indexes rather than members moves no
+// pointers, so the sort runs without the garbage collector's write
+// barriers.
+func sortedMembers(members []member, order []int32, m map[string]any) ([]member, []int32) {
 	for k, v := range m {
-		dst = append(dst, member{k, v})
+		order = append(order, int32(len(members)))
+		members = append(members, member{k, v})
 	}
-	slices.SortFunc(dst, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	return dst
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(members[a].key, members[b].key) })
+	return members, order
 }
 
 // SortedKeys appends the keys of m to dst and sorts dst bytewise, the

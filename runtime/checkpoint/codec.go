@@ -103,7 +103,9 @@ func Encode(cp agent.Checkpoint) ([]byte, error) {
 	}
 	var buf [recordBuffer]byte
 	if data, ok := appendRecord(buf[:0], &cp); ok {
-		return bytes.Clone(data), nil
+		record := make([]byte, len(data))
+		copy(record, data)
+		return record, nil
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {
