@@ -2,7 +2,9 @@ package jsonval_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/corral-rt/corral/internal/jsonval"
@@ -10,7 +12,8 @@ import (
 
 // FuzzAppend checks Append and Size against json.Marshal for decoded JSON
 // documents (as float64 and as json.Number numbers), for the input as a
-// string, as a json.Number and as a json.RawMessage.
+// string, as a json.Number and as a json.RawMessage, and for its first
+// bytes as float64, float32 and int64 values.
 func FuzzAppend(f *testing.F) {
 	for _, s := range []string{
 		`null`, `{"a":[1,"x",true,null,{"b":1e-7}]}`, `"<\u2028>"`, `[1e21,-0.5,-0]`, "\"bad\xff\"",
@@ -27,6 +30,13 @@ func FuzzAppend(f *testing.F) {
 		dec.UseNumber()
 		if dec.Decode(&v) == nil {
 			check(t, v)
+		}
+		if len(data) >= 8 { // any float64 bit pattern, NaNs and infinities included
+			f := math.Float64frombits(binary.LittleEndian.Uint64(data))
+			check(t, f)
+			check(t, float32(f))
+			check(t, math.Float32frombits(binary.LittleEndian.Uint32(data)))
+			check(t, int64(binary.LittleEndian.Uint64(data)))
 		}
 		check(t, string(data))
 		check(t, json.Number(data))

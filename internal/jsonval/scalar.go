@@ -110,9 +110,11 @@ func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, false
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f)) {
-		// An integer that float64 holds exactly: the same digits as the
-		// shortest 'f' form, written without the float conversion.
+	if bits == 64 && f == math.Trunc(f) && math.Abs(f) < 1<<53 && (f != 0 || !math.Signbit(f)) {
+		// An integer below 2^53, where float64s are at most 1 apart: its
+		// digits are the shortest form that reads back as f, so they are
+		// written without the float conversion. (Not for float32, whose
+		// shortest form of 123456792 is 123456790.)
 		return strconv.AppendInt(dst, int64(f), 10), true
 	}
 	format := byte('f')
