@@ -228,3 +228,23 @@ func TestASCIIEscapes(t *testing.T) {
 		assert.Equal(t, string(want), string(jsonval.AppendString(nil, s)), "byte %#x", b)
 	}
 }
+
+// Every byte that needs care is found wherever it stands in a string, in
+// or out of the eight-byte blocks strings are scanned in.
+func TestEscapesAtEveryPosition(t *testing.T) {
+	t.Parallel()
+	for _, special := range []string{"\"", "\\", "<", ">", "&", "\x00", "\x1f", "\n", "\x7f", "é", "\xff", "\u2028", "\u2029", " ", "~"} {
+		for n := range 20 {
+			for at := range n + 1 {
+				s := strings.Repeat("a", at) + special + strings.Repeat("b", n-at)
+				want, err := json.Marshal(s)
+				require.NoError(t, err)
+				got, ok := jsonval.Append(nil, s)
+				require.True(t, ok)
+				require.Equal(t, string(want), string(got), "%q", s)
+				size, _ := jsonval.Size(s)
+				require.Equal(t, int64(len(want)), size, "%q", s)
+			}
+		}
+	}
+}

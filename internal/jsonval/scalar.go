@@ -20,18 +20,48 @@ const plainASCII = "" +
 // plain reports whether the ASCII byte b is written as it is.
 func plain(b byte) bool { return plainASCII[b&0x7f] == '1' }
 
+// plainRun returns the end of the run of plain ASCII bytes in s that starts
+// at i, testing eight bytes at a time while it can.
+func plainRun(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// The high bit of a byte of special is set where a byte of w is
+		// non-ASCII, below 0x20 or one of '"', '\\', '<', '>', '&' (each
+		// term is exact as a whole: set for some byte exactly when some
+		// byte of w matches).
+		special := w | (w-ones*0x20)&^w |
+			zeroByte(w^(ones*'"')) | zeroByte(w^(ones*'\\')) |
+			zeroByte(w^(ones*'<')) | zeroByte(w^(ones*'>')) | zeroByte(w^(ones*'&'))
+		if special&highs != 0 {
+			break
+		}
+	}
+	for i < len(s) && s[i] < utf8.RuneSelf && plain(s[i]) {
+		i++
+	}
+	return i
+}
+
+// zeroByte has the high bit of some byte set exactly when some byte of x is
+// zero.
+func zeroByte(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x - ones) &^ x & highs
+}
+
 // AppendString appends s as a JSON string, escaped as json.Marshal escapes
 // it (see the package documentation).
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	done := 0 // s[:done] is written
 	for i := 0; i < len(s); {
+		if i = plainRun(s, i); i == len(s) {
+			break
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if plain(b) {
-				i++
-				continue
-			}
 			dst = append(dst, s[done:i]...)
 			dst = appendEscapedASCII(dst, b)
 			i++
@@ -80,15 +110,17 @@ func appendEscapedASCII(dst []byte, b byte) []byte {
 func stringSize(s string) int64 {
 	n := int64(2)
 	for i := 0; i < len(s); {
+		j := plainRun(s, i)
+		n += int64(j - i)
+		if i = j; i == len(s) {
+			break
+		}
 		b := s[i]
 		if b < utf8.RuneSelf {
-			switch {
-			case plain(b):
-				n++
-			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+			if b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t' {
 				n += 2
-			default:
-				n += 6
+			} else {
+				n += 6 // \u00XX
 			}
 			i++
 			continue
