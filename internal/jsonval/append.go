@@ -3,6 +3,7 @@ package jsonval
 import (
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +22,17 @@ const MaxDepth = 500
 // Append keeps dst where it is: a caller's buffer on the stack stays there
 // unless it has to grow.
 func Append(dst []byte, v any) ([]byte, bool) {
-	out, ok := appendValue(dst, v, 0)
-	if !ok {
+	return AppendUpTo(dst, v, math.MaxInt)
+}
+
+// AppendUpTo is Append that also gives up, reporting false, once the
+// result would be longer than limit bytes: for writing into a fixed buffer
+// first, and measuring with Size only what does not fit. Giving up is
+// checked between the elements of maps and slices, so a single long
+// string or raw value is written whole before it is noticed.
+func AppendUpTo(dst []byte, v any, limit int) ([]byte, bool) {
+	out, ok := appendValue(dst, v, 0, limit)
+	if !ok || len(out) > limit {
 		return dst, false
 	}
 	return out, true
@@ -32,7 +42,7 @@ func Append(dst []byte, v any) ([]byte, bool) {
 // itself: the compiler's escape analysis sends to the heap a buffer that
 // flows through a cycle of several functions, but not one that flows
 // through a function calling itself.
-func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
+func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 	if depth > MaxDepth {
 		return dst, false
 	}
@@ -52,7 +62,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 			dst = append(dst, separator(i, '{')...)
 			dst = AppendString(dst, members[j].key)
 			dst = append(dst, ':')
-			if dst, ok = appendValue(dst, members[j].value, depth+1); !ok {
+			if dst, ok = appendValue(dst, members[j].value, depth+1, limit); !ok || len(dst) > limit {
 				return dst, false
 			}
 		}
@@ -63,7 +73,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 		}
 		for i, e := range x {
 			dst = append(dst, separator(i, '[')...)
-			if dst, ok = appendValue(dst, e, depth+1); !ok {
+			if dst, ok = appendValue(dst, e, depth+1, limit); !ok || len(dst) > limit {
 				return dst, false
 			}
 		}
@@ -74,7 +84,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, bool) {
 		}
 		for i, m := range x {
 			dst = append(dst, separator(i, '[')...)
-			if dst, ok = appendValue(dst, m, depth+1); !ok {
+			if dst, ok = appendValue(dst, m, depth+1, limit); !ok || len(dst) > limit {
 				return dst, false
 			}
 		}
@@ -268,7 +278,15 @@ func sortedMembers(members []member, order []int32, m map[string]any) ([]member,
 		order = append(order, int32(len(members)))
 		members = append(members, member{k, v})
 	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(members[a].key, members[b].key) })
+	if len(order) > 12 {
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(members[a].key, members[b].key) })
+		return members, order
+	}
+	for i := 1; i < len(order); i++ { // insertion sort, cheapest for a few keys
+		for j := i; j > 0 && members[order[j]].key < members[order[j-1]].key; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 	return members, order
 }
 

@@ -124,6 +124,12 @@ func TestAppendMatchesMarshal(t *testing.T) {
 			size, ok := jsonval.Size(tc.v)
 			require.True(t, ok)
 			assert.Equal(t, int64(len(want)), size)
+			got, ok = jsonval.AppendUpTo(nil, tc.v, len(want))
+			assert.True(t, ok)
+			assert.Equal(t, string(want), string(got))
+			got, ok = jsonval.AppendUpTo([]byte("keep"), tc.v, len(want)+3)
+			assert.False(t, ok, "one byte over the limit")
+			assert.Equal(t, "keep", string(got))
 		})
 	}
 }

@@ -68,4 +68,10 @@ func check(t *testing.T, v any) {
 	if !bytes.Equal(got, want) || size != int64(len(want)) {
 		t.Fatalf("Append(%#v) = %s (Size %d), want %s", v, got, size, want)
 	}
+	if _, ok := jsonval.AppendUpTo(nil, v, len(want)); !ok {
+		t.Fatalf("AppendUpTo(%#v, %d) gave up", v, len(want))
+	}
+	if out, ok := jsonval.AppendUpTo([]byte("x"), v, len(want)); ok || string(out) != "x" {
+		t.Fatalf("AppendUpTo(%#v, %d) = %s, %v; want it to give up", v, len(want), out, ok)
+	}
 }

@@ -61,8 +61,9 @@ func AppendRaw(dst []byte, raw []byte) ([]byte, bool) {
 	return append(dst, raw[done:]...), true
 }
 
-// rawSize is the length AppendRaw writes.
-func rawSize(raw []byte) (int64, bool) {
+// RawSize is the length AppendRaw writes, computed without building it;
+// ok is false exactly when AppendRaw reports false.
+func RawSize(raw []byte) (int64, bool) {
 	if raw == nil {
 		return 4, true
 	}

@@ -106,8 +106,8 @@ func appendEscapedASCII(dst []byte, b byte) []byte {
 	return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
 }
 
-// stringSize is len(AppendString(nil, s)).
-func stringSize(s string) int64 {
+// StringSize is len(AppendString(nil, s)), computed without building it.
+func StringSize(s string) int64 {
 	n := int64(2)
 	for i := 0; i < len(s); {
 		j := plainRun(s, i)

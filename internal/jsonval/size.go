@@ -26,7 +26,7 @@ func valueSize(v any, depth int) (int64, bool) {
 			if !ok {
 				return 0, false
 			}
-			n += stringSize(k) + 1 + size
+			n += StringSize(k) + 1 + size
 		}
 		return n, true
 	case []any:
@@ -42,7 +42,7 @@ func scalarSize(v any) (int64, bool) {
 	case nil:
 		return 4, true
 	case string:
-		return stringSize(x), true
+		return StringSize(x), true
 	case float64:
 		return floatSize(x, 64)
 	case bool:
@@ -51,11 +51,11 @@ func scalarSize(v any) (int64, bool) {
 		s, ok := number(string(x))
 		return int64(len(s)), ok
 	case json.RawMessage:
-		return rawSize(x)
+		return RawSize(x)
 	case map[string]string:
-		return stringMapSize(x), true
+		return StringMapSize(x), true
 	case []string:
-		return eachSize(x, func(s string) (int64, bool) { return stringSize(s), true })
+		return eachSize(x, func(s string) (int64, bool) { return StringSize(s), true })
 	case []byte:
 		if x == nil {
 			return 4, true
@@ -133,13 +133,14 @@ func eachSize[E any](s []E, one func(E) (int64, bool)) (int64, bool) {
 	return n, true
 }
 
-func stringMapSize(m map[string]string) int64 {
+// StringMapSize is len(AppendStringMap(nil, m)).
+func StringMapSize(m map[string]string) int64 {
 	if m == nil {
 		return 4
 	}
 	n := int64(2 + max(len(m)-1, 0))
 	for k, e := range m {
-		n += stringSize(k) + 1 + stringSize(e)
+		n += StringSize(k) + 1 + StringSize(e)
 	}
 	return n
 }

@@ -101,11 +101,8 @@ func Encode(cp agent.Checkpoint) ([]byte, error) {
 	if err := cp.Validate(); err != nil {
 		return nil, err
 	}
-	var buf [recordBuffer]byte
-	if data, ok := appendRecord(buf[:0], &cp); ok {
-		record := make([]byte, len(data))
-		copy(record, data)
-		return record, nil
+	if data, ok := encodeRecord(&cp); ok {
+		return data, nil
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {

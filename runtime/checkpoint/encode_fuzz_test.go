@@ -1,4 +1,4 @@
-package checkpoint_test
+package checkpoint
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
-	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/message"
 )
 
 // FuzzEncode builds checkpoints from fuzzed strings, JSON texts and times,
 // and checks that Encode returns exactly json.Marshal's bytes, or fails
-// (as a Validation error) where json.Marshal or validation fails.
+// (as a Validation error) where json.Marshal or validation fails, and that
+// recordSize measures the record exactly.
 func FuzzEncode(f *testing.F) {
 	f.Add("run-1", []byte(`{"a":[1,"<x>",null,{"b":1e-7}]}`), "hi\u2028", []byte(` {"k" : 1} `), int64(1740832200123456789), 3600)
 	f.Add("r", []byte(`null`), "", []byte(`[]`), int64(0), 0)
@@ -35,8 +35,8 @@ func FuzzEncode(f *testing.F) {
 		cp.Board.Vars["raw"] = json.RawMessage(vars)
 		cp.Board.Append(execID, message.Message{Role: message.Role(text), Name: text,
 			Parts: []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
-		got, err := checkpoint.Encode(cp)
-		valid := checkpoint.ValidateExecID(cp.ExecID) == nil && cp.Validate() == nil
+		got, err := Encode(cp)
+		valid := ValidateExecID(cp.ExecID) == nil && cp.Validate() == nil
 		want, marshalErr := json.Marshal(cp)
 		if !valid || marshalErr != nil {
 			if err == nil || !fault.Is(err, fault.Validation) {
@@ -46,6 +46,9 @@ func FuzzEncode(f *testing.F) {
 		}
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("Encode = %s, %v\nwant %s", got, err, want)
+		}
+		if size, ok := recordSize(&cp); ok && size != int64(len(want)) {
+			t.Fatalf("recordSize = %d, want %d", size, len(want))
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -18,13 +19,51 @@ import (
 // which writes the value or reports the error. TestRecordKnowsEveryField
 // fails when a field is added to one of the structs written here.
 
-// recordBuffer is the size of the buffer on the stack a record is written
-// into before it is copied out at its exact length; a longer record grows
-// the buffer on the heap.
-const recordBuffer = 512
+// encodeRecord writes the record of cp without json.Marshal, into a new
+// slice of its exact length, or reports false. A record is first written
+// into a buffer on the stack, 512 bytes, then 8 KiB if it does not fit
+// (each try gives up as soon as it overflows); a larger record is measured
+// with recordSize and written into a buffer of its size. So every record
+// costs one allocation and no more memory than its length.
+func encodeRecord(cp *agent.Checkpoint) ([]byte, bool) {
+	if data, ok := encodeSmall(cp); ok {
+		return data, true
+	}
+	if data, ok := encodeMedium(cp); ok {
+		return data, true
+	}
+	size, ok := recordSize(cp)
+	if !ok {
+		return nil, false
+	}
+	return appendRecord(make([]byte, 0, size), cp, math.MaxInt)
+}
 
-// appendRecord appends the record of cp.
-func appendRecord(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
+func encodeSmall(cp *agent.Checkpoint) ([]byte, bool) {
+	var buf [512]byte
+	data, ok := appendRecord(buf[:0], cp, len(buf))
+	return exactCopy(data, ok)
+}
+
+func encodeMedium(cp *agent.Checkpoint) ([]byte, bool) {
+	var buf [8 << 10]byte
+	data, ok := appendRecord(buf[:0], cp, len(buf))
+	return exactCopy(data, ok)
+}
+
+func exactCopy(data []byte, ok bool) ([]byte, bool) {
+	if !ok {
+		return nil, false
+	}
+	out := make([]byte, len(data))
+	copy(out, data)
+	return out, true
+}
+
+// appendRecord appends the record of cp. It gives up, reporting false,
+// once the record grows beyond limit bytes (checked between variables and
+// between messages).
+func appendRecord(dst []byte, cp *agent.Checkpoint, limit int) ([]byte, bool) {
 	dst = append(dst, `{"exec_id":`...)
 	dst = jsonval.AppendString(dst, cp.ExecID)
 	if len(cp.Steps) > 0 {
@@ -34,7 +73,7 @@ func appendRecord(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
 	dst = append(dst, `,"iteration":`...)
 	dst = strconv.AppendInt(dst, int64(cp.Iteration), 10)
 	dst = append(dst, `,"board":`...)
-	dst, ok := appendBoard(dst, cp.Board)
+	dst, ok := appendBoard(dst, cp.Board, limit)
 	if !ok {
 		return dst, false
 	}
@@ -62,7 +101,8 @@ func appendRecord(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
 		dst = append(dst, `,"spec_version":`...)
 		dst = jsonval.AppendString(dst, cp.SpecVersion)
 	}
-	return append(dst, '}'), true
+	dst = append(dst, '}')
+	return dst, len(dst) <= limit
 }
 
 func appendStrings(dst []byte, s []string) []byte {
@@ -142,12 +182,12 @@ func appendTwoDigits(dst []byte, n int, sep byte) []byte {
 }
 
 // appendBoard appends b as {"vars":…,"channels":…}, or null.
-func appendBoard(dst []byte, b *agent.Board) ([]byte, bool) {
+func appendBoard(dst []byte, b *agent.Board, limit int) ([]byte, bool) {
 	if b == nil {
 		return append(dst, "null"...), true
 	}
 	dst = append(dst, `{"vars":`...)
-	dst, ok := jsonval.Append(dst, b.Vars)
+	dst, ok := jsonval.AppendUpTo(dst, b.Vars, limit)
 	if !ok {
 		return dst, false
 	}
@@ -166,14 +206,14 @@ func appendBoard(dst []byte, b *agent.Board) ([]byte, bool) {
 		}
 		dst = jsonval.AppendString(dst, name)
 		dst = append(dst, ':')
-		if dst, ok = appendMessages(dst, b.Channels[name]); !ok {
+		if dst, ok = appendMessages(dst, b.Channels[name], limit); !ok {
 			return dst, false
 		}
 	}
 	return append(dst, "}}"...), true
 }
 
-func appendMessages(dst []byte, msgs []message.Message) ([]byte, bool) {
+func appendMessages(dst []byte, msgs []message.Message, limit int) ([]byte, bool) {
 	if msgs == nil {
 		return append(dst, "null"...), true
 	}
@@ -183,7 +223,7 @@ func appendMessages(dst []byte, msgs []message.Message) ([]byte, bool) {
 			dst = append(dst, ',')
 		}
 		var ok bool
-		if dst, ok = appendMessage(dst, &msgs[i]); !ok {
+		if dst, ok = appendMessage(dst, &msgs[i]); !ok || len(dst) > limit {
 			return dst, false
 		}
 	}

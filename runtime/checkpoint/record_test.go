@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,23 @@ var recordCases = []struct {
 		cp.Timestamp = time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("GMT", 0))
 	}},
 	{"large iteration", true, func(cp *agent.Checkpoint) { cp.Iteration = math.MaxInt }},
+	{"record of a few KiB", true, func(cp *agent.Checkpoint) {
+		for i := range 40 {
+			cp.Board.Vars[fmt.Sprint("v", i)] = map[string]any{"text": strings.Repeat("<x>", i), "n": float64(i)}
+		}
+	}},
+	{"record over 8 KiB, one long string", true, func(cp *agent.Checkpoint) {
+		cp.Board.Vars["long"] = strings.Repeat("a&b ", 5000)
+	}},
+	{"record over 8 KiB, many messages", true, func(cp *agent.Checkpoint) {
+		for i := range 300 {
+			cp.Board.Append("history", message.NewTextMessage(message.RoleUser, fmt.Sprint("message <", i, ">")))
+		}
+	}},
+	{"struct in a large board falls back", false, func(cp *agent.Checkpoint) {
+		cp.Board.Vars["long"] = strings.Repeat("x", 10000)
+		cp.Board.Vars["o"] = opaque{1}
+	}},
 	{"struct in the board falls back", false, func(cp *agent.Checkpoint) { cp.Board.Vars["o"] = opaque{1} }},
 	{"message in the board falls back", false, func(cp *agent.Checkpoint) {
 		cp.Board.Vars["m"] = message.NewTextMessage(message.RoleUser, "<hi>")
@@ -139,10 +158,15 @@ func TestEncodeMatchesMarshal(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, bytes.Equal(want, got), "got  %s\nwant %s", got, want)
 			}
-			fast, ok := appendRecord(nil, &cp)
+			fast, ok := appendRecord(nil, &cp, math.MaxInt)
 			assert.Equal(t, tc.native, ok, "written without json.Marshal")
+			size, sized := recordSize(&cp)
+			assert.Equal(t, ok, sized, "recordSize agrees")
 			if ok {
 				assert.Equal(t, string(want), string(fast))
+				assert.Equal(t, int64(len(want)), size)
+				_, fits := appendRecord(nil, &cp, len(want)-1)
+				assert.False(t, fits, "a record longer than the limit gives up")
 			}
 		})
 	}
