@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func FuzzEncode(f *testing.F) {
 			cp.Board.Vars[text] = v
 		}
 		cp.Board.Vars["raw"] = json.RawMessage(vars)
+		// Up to 1023 copies, so that records of every size are written.
+		cp.Board.Vars["long"] = strings.Repeat(text+execID, int(nanos&0x3ff))
 		cp.Board.Append(execID, message.Message{Role: message.Role(text), Name: text,
 			Parts: []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
 		got, err := Encode(cp)
