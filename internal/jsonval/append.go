@@ -27,9 +27,9 @@ func Append(dst []byte, v any) ([]byte, bool) {
 
 // AppendUpTo is Append that also gives up, reporting false, once the
 // result would be longer than limit bytes: for writing into a fixed buffer
-// first, and measuring with Size only what does not fit. Giving up is
-// checked between the elements of maps and slices, so a single long
-// string or raw value is written whole before it is noticed.
+// first, and measuring with Size only what does not fit. It checks between
+// the elements of maps and slices, and before each string; a raw value or
+// a typed slice is written whole before its length is noticed.
 func AppendUpTo(dst []byte, v any, limit int) ([]byte, bool) {
 	out, ok := appendValue(dst, v, 0, limit)
 	if !ok || len(out) > limit {
@@ -48,6 +48,11 @@ func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 	}
 	ok := true
 	switch x := v.(type) {
+	case string:
+		if len(dst)+len(x)+2 > limit { // give up before a long string grows dst
+			return dst, false
+		}
+		return AppendString(dst, x), true
 	case map[string]any:
 		switch {
 		case x == nil:

@@ -222,12 +222,34 @@ func appendMessages(dst []byte, msgs []message.Message, limit int) ([]byte, bool
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		if len(dst)+messageTextLen(&msgs[i]) > limit { // give up before a long message grows dst
+			return dst, false
+		}
 		var ok bool
 		if dst, ok = appendMessage(dst, &msgs[i]); !ok || len(dst) > limit {
 			return dst, false
 		}
 	}
 	return append(dst, ']'), true
+}
+
+// messageTextLen is about the length of the texts of m, less than its
+// JSON: a guess for giving up early, before a long message grows a stack
+// buffer. (A wrong guess costs time, never correctness: the next try
+// writes the whole record again.)
+func messageTextLen(m *message.Message) int {
+	n := len(m.Role) + len(m.Name)
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		n += len(p.Text) + len(p.Data)/2 + len(p.MimeType) // compacting may halve data
+		if p.ToolCall != nil {
+			n += len(p.ToolCall.Arguments)
+		}
+		if p.ToolResult != nil {
+			n += len(p.ToolResult.Content)
+		}
+	}
+	return n
 }
 
 func appendMessage(dst []byte, m *message.Message) ([]byte, bool) {
