@@ -32,6 +32,14 @@
 //   - []byte is a base64 string (standard encoding, padded); nil slices and
 //     maps are "null".
 //
+// # Functions
+//
+// Append writes a value and Size measures it without writing; AppendUpTo
+// gives up once the output passes a limit, for writing into a fixed buffer
+// first. AppendString, AppendRaw and AppendStringMap (with StringSize,
+// RawSize and StringMapSize) write the pieces a hand-written encoder of a
+// struct needs, and SortedKeys orders a map's keys as json.Marshal does.
+//
 // # Concurrency
 //
 // The functions keep no state; values must not be changed while they are
