@@ -90,8 +90,10 @@ func plainExecID(id string) bool {
 
 // Encode validates cp and returns its JSON record, the format every store
 // of this package writes: exactly the bytes json.Marshal(cp) returns. The
-// record is written without reflection when the board holds only
-// JSON-native values (see internal/jsonval), and by json.Marshal otherwise.
+// record is written without reflection when the board's variables are
+// JSON-native (nil, bools, numbers, strings, json.RawMessage, maps of
+// string keys and slices of these, and a few typed maps and slices), and by
+// json.Marshal otherwise.
 // A checkpoint that fails Validate, has a bad exec id or holds values JSON
 // cannot encode is a Validation error.
 func Encode(cp agent.Checkpoint) ([]byte, error) {
