@@ -21,6 +21,9 @@ func TestJSONBytesMatchesEncoding(t *testing.T) {
 		"tab\tnl\ncr\r\x01\b\f", "<a&b>", "é漢😀", "bad\xffutf8", "line\u2028sep\u2029",
 		[]any{}, []any{1.0, "two", nil, []any{true}}, map[string]any{}, map[string]any(nil),
 		map[string]any{"a": 1.0, "<k>": map[string]any{"n": []any{"x", 2.5}}},
+		[]any(nil), json.Number("12.5"), json.RawMessage(` {"a" : "<"} `), 42, int64(-7), []string{"a"},
+		map[string]string{"k": "<v>"}, []map[string]any{{"a": nil}}, []byte("bytes"),
+		message.NewTextMessage(message.RoleUser, "not native: <encoded>"),
 	} {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)

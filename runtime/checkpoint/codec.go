@@ -46,6 +46,14 @@ func (e *CorruptError) Unwrap() error { return fault.Internal }
 // blank, contain '/', '\' or a control character, be "." or "..", or be
 // longer than MaxExecIDBytes. A bad id is a Validation error.
 func ValidateExecID(id string) error {
+	if plainExecID(id) {
+		return nil
+	}
+	return execIDProblem(id)
+}
+
+// execIDProblem is ValidateExecID without its fast path.
+func execIDProblem(id string) error {
 	const op = "checkpoint"
 	switch {
 	case strings.TrimSpace(id) == "":
@@ -65,15 +73,38 @@ func ValidateExecID(id string) error {
 	return nil
 }
 
+// plainExecID reports, in one pass over the bytes, whether id is an
+// exec id of printable ASCII without spaces that ValidateExecID accepts:
+// the common case, which then skips the checks that name the problem.
+func plainExecID(id string) bool {
+	if id == "" || len(id) > MaxExecIDBytes || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f || c == '/' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // Encode validates cp and returns its JSON record, the format every store
-// of this package writes. A checkpoint that fails Validate, has a bad exec
-// id or holds values JSON cannot encode is a Validation error.
+// of this package writes: exactly the bytes json.Marshal(cp) returns. The
+// record is written without reflection when the board's variables are
+// JSON-native (nil, bools, numbers, strings, json.RawMessage, maps of
+// string keys and slices of these, and a few typed maps and slices), and by
+// json.Marshal otherwise.
+// A checkpoint that fails Validate, has a bad exec id or holds values JSON
+// cannot encode is a Validation error.
 func Encode(cp agent.Checkpoint) ([]byte, error) {
 	if err := ValidateExecID(cp.ExecID); err != nil {
 		return nil, err
 	}
 	if err := cp.Validate(); err != nil {
 		return nil, err
+	}
+	if data, ok := encodeRecord(&cp); ok {
+		return data, nil
 	}
 	data, err := json.Marshal(cp)
 	if err != nil {
