@@ -251,14 +251,15 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	}
 	// The board goes as it is: a Checkpointer copies what it keeps
 	// (agent.Checkpointer), and nothing changes the board during the save.
+	now := time.Now()
 	cp := agent.Checkpoint{
 		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
-		Attributes: r.e.cpAttrs, Timestamp: time.Now().UTC(),
+		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	err := r.host.Checkpoint(r.save.arm(r.e.opts.RunEndPublishTimeout), cp)
+	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
 	r.save.disarm()
 	if err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,

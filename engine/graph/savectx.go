@@ -33,13 +33,16 @@ func newSaveCtx(values context.Context) *saveCtx {
 
 // arm readies the context for one save of at most d. A context that ran
 // out of time in an earlier save is made live again.
-func (s *saveCtx) arm(d time.Duration) context.Context {
+func (s *saveCtx) arm(d time.Duration) context.Context { return s.armAt(time.Now(), d) }
+
+// armAt is arm for a save that starts at now.
+func (s *saveCtx) armAt(now time.Time, d time.Duration) context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		s.done, s.err = nil, nil
 	}
-	s.armed, s.deadline = true, time.Now().Add(d)
+	s.armed, s.deadline = true, now.Add(d)
 	return s
 }
 

@@ -206,8 +206,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // stepCall returns the stepCall of a step: outside a parallel wave the
-// run's own, cleared (a Call is valid only during its Run), else a new
-// one for the branch.
+// run's own, made ready again (a Call is valid only during its Run), else
+// a new one for the branch.
 func (r *runState) stepCall(in stepInput) *stepCall {
 	if in.fork != nil {
 		return &stepCall{}
@@ -215,9 +215,17 @@ func (r *runState) stepCall(in stepInput) *stepCall {
 	if r.seq == nil {
 		r.seq = &stepCall{}
 	} else {
-		*r.seq = stepCall{}
+		r.seq.reset()
 	}
 	return r.seq
+}
+
+// reset readies a used stepCall for the next step without clearing all of
+// it: call overwrites first, and the ABI is made again at its next use.
+func (st *stepCall) reset() {
+	st.abi.made = false
+	st.abi.abi.once = sync.Once{}
+	st.abi.abi.d = nil
 }
 
 // stepCall is what one node step needs: the Call of its first
