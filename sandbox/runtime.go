@@ -51,6 +51,11 @@ type Invocation struct {
 	// Parallel cancels a sibling branch of the current parallel wave
 	// (parallel.cancelNode); nil outside a parallel wave.
 	Parallel func(nodeID, reason string) bool
+	// BoardBytes is Board's size as BoardJSONBytes measures it, when the
+	// caller knows it (the graph engine measured it after the last wave),
+	// or 0: a runner that counts board writes against max_board_bytes
+	// starts from it rather than measuring the board again.
+	BoardBytes int64
 }
 
 // Evaluation is one expression evaluation (a graph condition).

@@ -61,6 +61,9 @@ type runState struct {
 	span event.Span
 	// seq is the stepCall of the steps of sequential waves, reused.
 	seq *stepCall
+	// boardBytes is the board's size measured after the last wave
+	// (checkBoard), or 0 before the first.
+	boardBytes int64
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final

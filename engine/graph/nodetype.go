@@ -84,7 +84,16 @@ type Call struct {
 
 	step *stepABI  // the step's host ABI; nil outside a step
 	rs   *runState // the run the step belongs to
+	// boardBytes is Board's size at the step's start when the engine
+	// knows it, else 0 (BoardBytes).
+	boardBytes int64
 }
+
+// BoardBytes returns the board's size as sandbox.BoardJSONBytes measures
+// it, when the engine knows it, or 0: a handler that invokes a
+// sandbox.Runtime passes it on (sandbox.Invocation.BoardBytes). It holds
+// until the handler changes the board.
+func (c *Call) BoardBytes() int64 { return c.boardBytes }
 
 // ABI returns a capability-checked host ABI for this call: a
 // hostabi.Dispatcher (made on its first use) with the run's grants,

@@ -26,15 +26,18 @@ type fork struct {
 
 // branch is one node of a parallel wave, on a private board.
 type branch struct {
-	node      *builtNode
-	board     *agent.Board
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	stop      context.CancelFunc // releases the branch_timeout timer
-	timeout   error              // the cause of a branch_timeout; nil without one
-	err       error
-	cancelled bool   // by parallel.cancelNode
-	reason    string // its reason
+	node  *builtNode
+	board *agent.Board
+	// boardBytes is the size of board, a copy of the pre-fork board, when
+	// the engine knows it (stepInput.boardBytes).
+	boardBytes int64
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	stop       context.CancelFunc // releases the branch_timeout timer
+	timeout    error              // the cause of a branch_timeout; nil without one
+	err        error
+	cancelled  bool   // by parallel.cancelNode
+	reason     string // its reason
 }
 
 // cancelNode cancels the branch of node id (parallel.cancelNode): it stops
@@ -127,7 +130,7 @@ func (r *runState) runParallel(ctx context.Context, wave []string) ([]string, er
 func (r *runState) newFork(ctx context.Context, wave []string) *fork {
 	f := &fork{id: fmt.Sprintf("%s#attempt-%d#iteration-%d#%s", r.run.ID, max(r.run.Attempt, 1), r.iterations, wave[0])}
 	for _, id := range wave {
-		b := &branch{node: r.e.nodes[id], board: r.board.Clone(), stop: func() {}}
+		b := &branch{node: r.e.nodes[id], board: r.board.Clone(), boardBytes: r.boardBytes, stop: func() {}}
 		b.ctx, b.cancel = context.WithCancelCause(ctx)
 		if t := r.e.opts.Parallel.BranchTimeout; t > 0 {
 			b.timeout = fault.New(fault.Timeout, opExecute, "graph %q: node %q: parallel.branch_timeout of %s exceeded", r.e.doc.Name, id, t)
@@ -175,7 +178,7 @@ func (r *runState) runBranch(f *fork, b *branch) {
 	case b.ctx.Err() != nil:
 		err = r.stepFailed(b.ctx, b.node, context.Cause(b.ctx))
 	default:
-		err = r.step(b.ctx, stepInput{node: b.node, board: b.board, fork: f})
+		err = r.step(b.ctx, stepInput{node: b.node, board: b.board, fork: f, boardBytes: b.boardBytes})
 	}
 	var ne *NodeError
 	if err != nil && b.timeout != nil && errors.Is(context.Cause(b.ctx), b.timeout) && errors.As(err, &ne) {

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
@@ -406,5 +408,56 @@ func TestConcurrentExecutes(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		assert.NoError(t, err)
+	}
+}
+
+// A node that starts a wave is told the board's size the engine measured
+// after the last wave (sandbox.Invocation.BoardBytes), so that its runtime
+// need not measure it again; a later node of a sequential wave, whose
+// board an earlier node may have changed, is told nothing, and every
+// branch of a parallel wave is told the size of its copy of the board.
+func TestBoardBytesHint(t *testing.T) {
+	t.Parallel()
+	for _, parallel := range []bool{false, true} {
+		type seen struct{ hint, actual int64 }
+		var mu sync.Mutex
+		got := map[string]seen{}
+		rt := newFake()
+		for _, id := range []string{"b1", "b2"} {
+			rt.on(id, func(_ context.Context, inv sandbox.Invocation) error {
+				size, err := sandbox.BoardJSONBytes(inv.Board)
+				require.NoError(t, err)
+				mu.Lock()
+				got[inv.Node] = seen{inv.BoardBytes, size}
+				mu.Unlock()
+				inv.Board.Vars[inv.Node] = strings.Repeat("x", 100)
+				return nil
+			})
+		}
+		opts := graph.Options{}
+		if parallel {
+			opts = parallelOpts(graph.ParallelOptions{})
+		}
+		e := buildWith(t, wideDoc(t, "b1", "b2"), rt, opts)
+		_, err := e.Execute(context.Background(), testRun(), agenttest.NewHost(), nil)
+		require.NoError(t, err)
+		hints := map[string]int64{}
+		for _, inv := range rt.invocations() {
+			hints[inv.Node] = inv.BoardBytes
+		}
+		assert.Zero(t, hints["start"], "nothing was measured before the first wave")
+		assert.Positive(t, got["b1"].hint)
+		assert.Equal(t, got["b1"].actual, got["b1"].hint, "parallel %v", parallel)
+		if parallel {
+			assert.Equal(t, got["b2"].actual, got["b2"].hint, "a branch's copy has the pre-fork size")
+		} else {
+			assert.Zero(t, got["b2"].hint, "b1 may have changed the board")
+		}
+		end := rt.invocations()[len(rt.invocations())-1]
+		require.Equal(t, "end", end.Node)
+		size, err := sandbox.BoardJSONBytes(end.Board)
+		require.NoError(t, err)
+		assert.Greater(t, end.BoardBytes, got["b1"].hint, "b1 and b2 grew the board")
+		assert.LessOrEqual(t, end.BoardBytes, size)
 	}
 }

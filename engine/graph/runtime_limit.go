@@ -79,11 +79,13 @@ func (r *runState) maxBoardBytes() int64 {
 // graph for a wave of several.
 func (r *runState) checkBoard(wave []string) error {
 	max := r.maxBoardBytes()
+	r.boardBytes = 0
 	size, err := sandbox.BoardJSONBytes(r.board)
 	if err != nil {
 		return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
 	}
 	if size <= max {
+		r.boardBytes = size
 		return nil
 	}
 	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}

@@ -38,6 +38,9 @@ type stepInput struct {
 	node  *builtNode
 	board *agent.Board
 	fork  *fork // nil outside a parallel wave
+	// boardBytes is board's size (sandbox.BoardJSONBytes) when the engine
+	// knows it, else 0.
+	boardBytes int64
 }
 
 // runWave runs the nodes of a wave and returns the ones that route on:
@@ -46,10 +49,13 @@ func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error)
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
 		return r.runParallel(ctx, wave)
 	}
+	// The board's size is known until the wave's first node runs.
+	size := r.boardBytes
 	for _, id := range wave {
-		if err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board}); err != nil {
+		if err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board, boardBytes: size}); err != nil {
 			return nil, err
 		}
+		size = 0
 	}
 	return wave, nil
 }
@@ -239,7 +245,7 @@ type stepCall struct {
 // shared one.
 func (r *runState) call(c *Call, in stepInput, cfg map[string]any, shared *stepABI) *Call {
 	*c = Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
-		RunInfo: r.info, Limits: r.e.opts.Limits, step: shared, rs: r}
+		RunInfo: r.info, Limits: r.e.opts.Limits, step: shared, rs: r, boardBytes: in.boardBytes}
 	if in.fork != nil {
 		c.Parallel, c.ForkID, c.BranchID = in.fork.cancelNode, in.fork.id, in.node.id
 	}

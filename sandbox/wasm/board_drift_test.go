@@ -42,3 +42,23 @@ func TestBoardOverwritesCannotDriftPastTheLimit(t *testing.T) {
 	require.NoError(t, jerr)
 	require.LessOrEqual(t, len(data), limit)
 }
+
+// A call starts counting the board from the size its invocation gives
+// (sandbox.Invocation.BoardBytes) instead of measuring the board: told
+// that the board is nearly full, a small write passes max_board_bytes.
+func TestBoardBytesHintIsTheStartingCount(t *testing.T) {
+	t.Parallel()
+	const limit = 1000
+	for _, hint := range []int64{0, limit - 10} {
+		st := &callState{inv: sandbox.Invocation{Node: "n", Board: agent.NewBoard(), BoardBytes: hint},
+			limits: sandbox.Limits{MaxBoardBytes: limit, MaxValueBytes: limit}.WithDefaults()}
+		_, err := boardSetVar(context.Background(), st, []byte(`["a","`+strings.Repeat("x", 50)+`"]`))
+		if hint == 0 {
+			require.NoError(t, err, "the measured board has room")
+			continue
+		}
+		var le *sandbox.LimitError
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+	}
+}

@@ -431,7 +431,10 @@ func (st *callState) growBoard(b *agent.Board, add, remove int64) error {
 		return nil
 	}
 	if !st.boardSized {
-		st.boardBytes, st.boardSized = boardJSONBytes(b), true
+		st.boardBytes, st.boardSized = st.inv.BoardBytes, true
+		if st.boardBytes <= 0 {
+			st.boardBytes = boardJSONBytes(b)
+		}
 	}
 	n := st.boardBytes + add - remove
 	if n > st.limits.MaxBoardBytes {
@@ -451,16 +454,17 @@ func replaced(name string, had bool, old any) int64 {
 func entryBytes(name string, n int64) int64 { return int64(len(name)) + 4 + n }
 
 func jsonBytes(v any) int64 {
-	data, err := json.Marshal(v)
+	n, err := sandbox.JSONBytes(v)
 	if err != nil {
 		return 0
 	}
-	return int64(len(data))
+	return n
 }
 
 func boardJSONBytes(b *agent.Board) int64 {
-	return jsonBytes(struct {
-		Vars     map[string]any `json:"vars"`
-		Channels any            `json:"channels"`
-	}{b.Vars, b.Channels})
+	n, err := sandbox.BoardJSONBytes(b)
+	if err != nil {
+		return 0
+	}
+	return n
 }
