@@ -65,7 +65,10 @@ type apis struct {
 	signal, board, run, node, parallel, console *goja.Object
 	host                                        *goja.Object
 	hostNames                                   []string // the ABI functions host was made for
-	layer                                       *goja.Object
+	// hostSeen is the last ABI slice found equal to hostNames: the same
+	// slice again (an ABI's Functions is read-only) needs no compare.
+	hostSeen []string
+	layer    *goja.Object
 }
 
 func (c *call) newAPIs() *apis {
@@ -100,14 +103,18 @@ func (c *call) freezeAPI(o *goja.Object) *goja.Object {
 // an empty frozen object; an invocation with a config shadows it.
 func (c *call) globalsLayer(names []string) *goja.Object {
 	a := c.apis
+	if a.layer != nil && sameSlice(names, a.hostSeen) {
+		return a.layer
+	}
 	if a.layer != nil && slices.Equal(names, a.hostNames) {
+		a.hostSeen = names
 		return a.layer
 	}
 	methods := make([]method, 0, len(names))
 	for _, n := range names {
 		methods = append(methods, method{n, c.hostFunc(n)})
 	}
-	a.host, a.hostNames = c.freezeAPI(c.api(methods...)), slices.Clone(names)
+	a.host, a.hostNames, a.hostSeen = c.freezeAPI(c.api(methods...)), slices.Clone(names), names
 	layer := c.vm.CreateObject(c.template)
 	for _, g := range []struct {
 		name string
@@ -120,6 +127,12 @@ func (c *call) globalsLayer(names []string) *goja.Object {
 	}
 	a.layer = c.freeze(layer)
 	return a.layer
+}
+
+// sameSlice reports whether a and b are the same slice: the same length
+// and, when not empty, the same first element.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // installGlobals gives the invocation a new global object that inherits

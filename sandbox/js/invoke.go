@@ -46,7 +46,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	defer r.finish(c)
 	c.bind(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
-	return c.run(func() {
+	return c.run(len(inv.Config) > 0, func() {
 		c.installGlobals(inv)
 	}, func() error {
 		f, err := c.scriptFunc(comp)
@@ -101,8 +101,11 @@ func scriptName(inv sandbox.Invocation) string {
 
 // run runs setup and then body under the runtime's watchdog and maps how
 // they ended to the call's error. Setup and body run on the calling
-// goroutine; a stop (a limit, a signal, a cancel) unwinds them.
-func (c *call) run(setup func(), body func() error) (err error) {
+// goroutine; a stop (a limit, a signal, a cancel) unwinds them. trySetup
+// runs setup in a JavaScript try frame, for a setup that makes script
+// values which may throw (a config, an expression's vars); a setup that
+// only installs objects needs none, and a panic still ends the call.
+func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 	c.rt.watchdog.add(c, watch{gen: c.gen, parent: c.parent, deadline: c.deadline, budget: c.limits.MemoryBytes})
 	defer func() {
 		if p := recover(); p != nil {
@@ -112,8 +115,12 @@ func (c *call) run(setup func(), body func() error) (err error) {
 		c.rt.watchdog.remove(c)
 		c.cancel()
 	}()
-	if ex := c.vm.Try(setup); ex != nil {
-		return c.result(ex)
+	if trySetup {
+		if ex := c.vm.Try(setup); ex != nil {
+			return c.result(ex)
+		}
+	} else {
+		setup()
 	}
 	if reason := c.stopReason(); reason != nil {
 		return c.result(nil)
@@ -179,7 +186,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	defer r.finish(c)
 	c.bind(ctx, op, ev.Node, limits)
 	var out any
-	err = c.run(func() {
+	err = c.run(true, func() {
 		c.defineVars(c.newGlobal(), ev.Vars, comp.idents)
 	}, func() error {
 		v, err := c.vm.RunProgram(comp.prog)

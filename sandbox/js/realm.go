@@ -206,10 +206,15 @@ func (c *call) installGlobalThis() {
 }
 
 // fresh returns a realm no other call is using: a pooled one when one is
-// ready, else one made now.
+// ready, else a spare prepared ahead (spare.go), else one made now.
 func (r *Runtime) fresh() (*call, error) {
 	select {
 	case c := <-r.realms:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-r.spares:
 		return c, nil
 	default:
 		return r.prepare()
@@ -237,8 +242,14 @@ func (r *Runtime) release(c *call) {
 	c.inv, c.board, c.abi = sandbox.Invocation{}, nil, nil
 	clear(c.hostErrors)
 	c.vm.SetGlobalObject(c.template)
-	if c.stopped.Load() || c.ranCode || c.broken || c.uses >= realmUses {
+	switch {
+	case c.stopped.Load() || c.ranCode || c.broken:
+		r.wantSpare()
 		return
+	case c.uses >= realmUses:
+		return // its replacement was asked for at half its calls
+	case c.uses == realmUses/2:
+		r.wantSpare()
 	}
 	select {
 	case r.realms <- c:

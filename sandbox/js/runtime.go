@@ -56,6 +56,12 @@ type Runtime struct {
 
 	realms   chan *call // pooled VMs, frozen, between calls
 	watchdog *watchdog
+	// spares are VMs prepared ahead (spare.go) by the preparer goroutine,
+	// which takes its requests from want and closes preparerDone when it
+	// ends.
+	spares       chan *call
+	want         chan struct{}
+	preparerDone chan struct{}
 	// blocking names the host functions during which a call gives up its
 	// slot (hostabi.Func.Blocking).
 	blocking map[string]bool
@@ -124,8 +130,13 @@ func New(o Options) (*Runtime, error) {
 		watchdog: newWatchdog(),
 		blocking: hostabi.BlockingNames(),
 		closing:  make(chan struct{}),
+
+		spares:       make(chan *call, o.PoolSize),
+		want:         make(chan struct{}, o.PoolSize),
+		preparerDone: make(chan struct{}),
 	}
 	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
+	go r.prepareSpares()
 	return r, nil
 }
 
@@ -141,7 +152,7 @@ func (r *Runtime) PoolSize() int { return r.slots.Size() }
 
 // Close stops the runtime: new calls fail with NotAvailable, running calls
 // are stopped (Aborted) and Close waits for them to return, and for the
-// watchdog goroutine. Close is idempotent and returns nil.
+// watchdog and preparer goroutines. Close is idempotent and returns nil.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	if !r.closed {
@@ -152,13 +163,9 @@ func (r *Runtime) Close() error {
 	r.watchdog.closeAll()
 	r.calls.Wait()
 	r.watchdog.shutdown()
-	for {
-		select {
-		case <-r.realms:
-		default:
-			return r.closeErr
-		}
-	}
+	<-r.preparerDone
+	r.drainSpares()
+	return r.closeErr
 }
 
 // acquire admits one call and takes a slot for it; leave must follow,
