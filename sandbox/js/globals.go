@@ -187,7 +187,7 @@ func (c *call) signalAPI() *goja.Object {
 			if intr.Detail == "" && detail != nil {
 				intr.Detail = string(detail)
 			}
-			c.abort(fmt.Errorf("%s: %w", c.op, agent.Interrupted(intr)))
+			c.abort(fmt.Errorf("%s: %w", c.op.String(), agent.Interrupted(intr)))
 			return nil
 		}},
 		method{"error", func(fc goja.FunctionCall) goja.Value {

@@ -65,7 +65,7 @@ var overridable = [...]struct {
 // global object whose prototype is the frozen one (newGlobal).
 func (r *Runtime) prepare() (*call, error) {
 	vm := goja.New()
-	c := &call{vm: vm, rt: r, cancel: noCancel, overrides: map[*goja.Object]goja.Value{}}
+	c := &call{vm: vm, rt: r, cancel: noCancel, overrides: map[*goja.Object]goja.Value{}, watchAt: -1}
 	c.in = captureIntrinsics(vm)
 	vm.SetTimeSource(c.now)
 	vm.SetRandSource(c.random)
@@ -166,6 +166,11 @@ func (c *call) enableOverride(home *goja.Object, name string) {
 // bind readies the VM for one invocation or evaluation: a new generation,
 // the call's limits, node and deadline, and nothing left of the last call.
 func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limits) {
+	c.bindOp(parent, opName{verb: op}, node, limits)
+}
+
+// bindOp is bind with the call's name in errors.
+func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
 	c.vm.SetMaxCallStackSize(limits.StackDepth)
 	c.mu.Lock()
 	c.gen++

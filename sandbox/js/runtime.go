@@ -170,20 +170,20 @@ func (r *Runtime) Close() error {
 
 // acquire admits one call and takes a slot for it; leave must follow,
 // told whether the call still holds its slot.
-func (r *Runtime) acquire(ctx context.Context, op string) error {
+func (r *Runtime) acquire(ctx context.Context, op opName) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return fault.New(fault.NotAvailable, op, "runtime closed")
+		return fault.New(fault.NotAvailable, op.String(), "runtime closed")
 	}
 	r.calls.Add(1)
 	r.mu.Unlock()
 	if err := r.slots.Take(ctx); err != nil {
 		r.calls.Done()
 		if errors.Is(err, sandbox.ErrSlotsClosed) {
-			return fault.New(fault.NotAvailable, op, "runtime closed")
+			return fault.New(fault.NotAvailable, op.String(), "runtime closed")
 		}
-		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
+		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op.String()), op.String(),
 			"no free slot in a pool of %d", r.slots.Size())
 	}
 	return nil
@@ -198,11 +198,29 @@ func (r *Runtime) leave(held bool) {
 }
 
 // callLimits is the runtime's limits tightened by a call's own.
-func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits, error) {
+func (r *Runtime) callLimits(l sandbox.Limits, op opName, node string) (sandbox.Limits, error) {
+	if l == (sandbox.Limits{}) || l == r.limits {
+		return r.limits, nil // what most calls pass: nothing to check or tighten
+	}
 	if err := l.Validate(); err != nil {
-		return sandbox.Limits{}, fault.Wrap(fault.Validation, err, op, "node %q: limits", node)
+		return sandbox.Limits{}, fault.Wrap(fault.Validation, err, op.String(), "node %q: limits", node)
 	}
 	return r.limits.Tighten(l), nil
+}
+
+// opName names a call in its errors (invoke node "x"); the text is made
+// only when an error needs it.
+type opName struct {
+	rt         *Runtime
+	verb, node string
+}
+
+// String returns the prefix of the call's errors.
+func (o opName) String() string {
+	if o.rt == nil {
+		return o.verb
+	}
+	return o.rt.opFor(o.verb, o.node)
 }
 
 // opFor is the prefix of a call's errors: invoke node "x". The runtime
