@@ -56,6 +56,9 @@ type call struct {
 	ranCode bool
 	// broken is set when the script engine failed: the VM is not reused.
 	broken bool
+	// symbolKeyBytes counts the keys the VM's calls gave Symbol.for: past
+	// maxSymbolKeyBytes the VM is not reused.
+	symbolKeyBytes int64
 	// slotHeld is whether the call holds its pool slot: it gives it up
 	// during a blocking host call. Only the call's goroutine touches it.
 	slotHeld bool

@@ -42,6 +42,7 @@ func (c *call) installGuards() {
 	c.guardRegexp()
 	c.guardJSON()
 	c.guardCode()
+	c.guardSymbolRegistry()
 }
 
 // wrap replaces the method name of obj with g (the property keeps its

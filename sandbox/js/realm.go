@@ -11,8 +11,23 @@ import (
 )
 
 // realmUses is how many calls (scripts and expressions) one VM runs
-// before it is replaced.
-const realmUses = 10000
+// before it is replaced. What a VM gathers across calls that no call can
+// read is bounded otherwise (the Symbol.for registry by
+// maxSymbolKeyBytes, a script's functions by maxScriptFuncs): the count
+// only renews VMs now and then, and a larger one spares the lock-down of
+// a new VM (prepare: about 2 MB allocated, some milliseconds) and the
+// garbage collection it makes.
+const realmUses = 100_000
+
+// maxSymbolKeyBytes bounds the registry of Symbol.for symbols of one VM,
+// the only store of the engine that outlives a call and grows with what
+// scripts do: the keys the VM's calls pass to Symbol.for are counted (each
+// call, new key or not: an upper bound) and the VM is dropped after the
+// call that passes this budget.
+const maxSymbolKeyBytes = 1 << 20
+
+// symbolEntryBytes is what one registry entry costs beyond its key.
+const symbolEntryBytes = 64
 
 // hiddenIntrinsicsSource lists the built-in objects that no chain of
 // properties from the global object reaches (iterator and generator
@@ -238,7 +253,9 @@ func (r *Runtime) finish(c *call) {
 // release ends c's call and returns the VM to the pool when it may run
 // another: not after a stop (a limit, a signal, a cancel), an engine
 // failure or code run by eval or Function (a global let, const or class it
-// declared would outlive the global object), nor after realmUses calls.
+// declared would outlive the global object), nor once its calls gave
+// Symbol.for more than maxSymbolKeyBytes of keys, nor after realmUses
+// calls.
 func (r *Runtime) release(c *call) {
 	c.uses++
 	c.mu.Lock()
@@ -248,7 +265,7 @@ func (r *Runtime) release(c *call) {
 	clear(c.hostErrors)
 	c.vm.SetGlobalObject(c.template)
 	switch {
-	case c.stopped.Load() || c.ranCode || c.broken:
+	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
 		r.wantSpare()
 		return
 	case c.uses >= realmUses:
@@ -260,6 +277,20 @@ func (r *Runtime) release(c *call) {
 	case r.realms <- c:
 	default:
 	}
+}
+
+// guardSymbolRegistry counts what Symbol.for may add to the VM's registry
+// (maxSymbolKeyBytes).
+func (c *call) guardSymbolRegistry() {
+	sym := c.object("Symbol")
+	if sym == nil {
+		return
+	}
+	c.wrap(sym, "for", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		key := c.toStr(fc.Argument(0))
+		c.symbolKeyBytes += int64(key.Length())*bytesPerChar + symbolEntryBytes
+		return callOrig(orig, fc.This, key)
+	})
 }
 
 // deepFreezeAll freezes every object reachable from roots through own
