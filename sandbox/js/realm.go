@@ -187,9 +187,10 @@ func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limi
 // bindOp is bind with the call's name in errors.
 func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
 	c.vm.SetMaxCallStackSize(limits.StackDepth)
+	deadline := time.Now().Add(limits.WallTime)
 	c.mu.Lock()
 	c.gen++
-	c.parent, c.deadline = parent, time.Now().Add(limits.WallTime)
+	c.parent, c.deadline = parent, deadline
 	c.op, c.node, c.limits = op, node, limits
 	c.reason, c.ended = nil, false
 	c.ctx, c.cancel = nil, noCancel
