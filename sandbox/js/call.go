@@ -45,7 +45,12 @@ type call struct {
 	node     string
 	op       opName // invoke node "x": the prefix of the call's errors
 	limits   sandbox.Limits
-	inv      sandbox.Invocation
+	// nodeType, runInfo and parallel are the invocation's Type, Run and
+	// Parallel: only what the API functions read is kept, so that binding
+	// and releasing a call writes few pointers.
+	nodeType string
+	runInfo  sandbox.RunInfo
+	parallel func(nodeID, reason string) bool
 	board    *agent.Board
 	abi      sandbox.ABI // nil in an expression: no host, no clock
 	// prefixLen is how many columns the script wrapper adds to line 1.

@@ -76,13 +76,13 @@ func (c *call) newAPIs() *apis {
 		signal:  c.freezeAPI(c.signalAPI()),
 		board:   c.freezeAPI(c.boardAPI()),
 		run:     c.freezeAPI(c.runAPI()),
-		node:    c.freezeAPI(c.api(method{"id", c.nodeID}, method{"type", c.nodeType})),
+		node:    c.freezeAPI(c.api(method{"id", c.nodeIDFunc}, method{"type", c.nodeTypeFunc})),
 		console: c.freezeAPI(c.consoleAPI()),
 		parallel: c.freezeAPI(c.api(method{"cancelNode", func(fc goja.FunctionCall) goja.Value {
-			if c.inv.Parallel == nil {
+			if c.parallel == nil {
 				return c.vm.ToValue(false)
 			}
-			return c.vm.ToValue(c.inv.Parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
+			return c.vm.ToValue(c.parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
 		}})),
 	}
 }
@@ -140,7 +140,7 @@ func sameSlice(a, b []string) bool {
 // from the realm's frozen layer; Date and Math.random read the
 // invocation's host.
 func (c *call) installGlobals(inv sandbox.Invocation) {
-	c.inv, c.board, c.abi = inv, inv.Board, inv.ABI
+	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
 	if c.board == nil {
 		c.board = agent.NewBoard()
 	}
@@ -158,12 +158,12 @@ func (c *call) installGlobals(inv sandbox.Invocation) {
 	}
 }
 
-func (c *call) nodeID(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.inv.Node) }
-func (c *call) nodeType(goja.FunctionCall) goja.Value { return c.vm.ToValue(c.inv.Type) }
+func (c *call) nodeIDFunc(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.node) }
+func (c *call) nodeTypeFunc(goja.FunctionCall) goja.Value { return c.vm.ToValue(c.nodeType) }
 
 func (c *call) runAPI() *goja.Object {
 	run := func(field func(sandbox.RunInfo) string) func(goja.FunctionCall) goja.Value {
-		return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(field(c.inv.Run)) }
+		return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(field(c.runInfo)) }
 	}
 	return c.api(
 		method{"get_run_id", run(func(r sandbox.RunInfo) string { return r.RunID })},

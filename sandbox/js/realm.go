@@ -196,7 +196,6 @@ func (c *call) bindOp(parent context.Context, op opName, node string, limits san
 	c.ctx, c.cancel = nil, noCancel
 	c.stopped.Store(false)
 	c.mu.Unlock()
-	c.inv, c.board, c.abi = sandbox.Invocation{}, nil, nil
 	c.prefixLen = 0
 	c.boardBytes, c.boardSized = 0, false
 	clear(c.hostErrors)
@@ -262,7 +261,10 @@ func (r *Runtime) release(c *call) {
 	c.mu.Lock()
 	c.ctx, c.parent = nil, nil
 	c.mu.Unlock()
-	c.inv, c.board, c.abi = sandbox.Invocation{}, nil, nil
+	c.board, c.abi, c.parallel, c.nodeType = nil, nil, nil, ""
+	if c.runInfo != (sandbox.RunInfo{}) {
+		c.runInfo = sandbox.RunInfo{}
+	}
 	clear(c.hostErrors)
 	c.vm.SetGlobalObject(c.template)
 	switch {
