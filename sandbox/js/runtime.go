@@ -65,6 +65,7 @@ type Runtime struct {
 	// blocking names the host functions during which a call gives up its
 	// slot (hostabi.Func.Blocking).
 	blocking map[string]bool
+	numbers  []any // newNumbers, read-only
 
 	opsMu sync.Mutex
 	ops   map[[2]string]string // error prefixes by verb and node
@@ -129,6 +130,7 @@ func New(o Options) (*Runtime, error) {
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
 		blocking: hostabi.BlockingNames(),
+		numbers:  newNumbers(),
 		closing:  make(chan struct{}),
 
 		spares:       make(chan *call, o.PoolSize),
