@@ -111,3 +111,20 @@ func FuzzIntJSONBytes(f *testing.F) {
 		}
 	})
 }
+
+// Small integers take their Go values from the runtime's table, equal to
+// the ones made for each value.
+func TestPrimitiveJSONNumbersTable(t *testing.T) {
+	t.Parallel()
+	vm := goja.New()
+	numbers := newNumbers()
+	for _, x := range []int64{0, 1, 7, smallNumbers - 1, smallNumbers, -1, 1 << 40} {
+		n, got, ok := primitiveJSONIn(vm.ToValue(x), numbers)
+		wantN, want, wantOK := primitiveJSON(vm.ToValue(x))
+		require.True(t, ok)
+		assert.Equal(t, wantOK, ok)
+		assert.Equal(t, wantN, n, "%d", x)
+		assert.Equal(t, want, got, "%d", x)
+		assert.IsType(t, float64(0), got)
+	}
+}
