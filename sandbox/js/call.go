@@ -77,6 +77,7 @@ type call struct {
 	cancel  context.CancelFunc // cancels ctx; never nil after bind
 
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
+	varKeys    []string               // defineVars' scratch, empty between calls
 	joining    []*goja.Object         // arrays being joined, outermost first
 
 	// boardBytes estimates the board's size as JSON: measured at the

@@ -3,7 +3,6 @@ package js
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/corral-rt/corral/fault"
@@ -204,10 +203,18 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 // defineVars makes each var a global, and each other identifier the
 // expression mentions that is not a global an undefined one.
 func (c *call) defineVars(g *goja.Object, vars map[string]any, idents []string) {
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
+	keys := c.varKeys[:0]
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.varKeys = keys // release clears them if a var throws
+	for _, k := range keys {
 		_ = g.DefineDataProperty(k, c.fromGo(vars[k], c.budget(), sandbox.LimitMemory),
 			goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	}
+	clear(keys)
+	c.varKeys = keys[:0]
 	for _, id := range idents {
 		if _, ok := vars[id]; ok {
 			continue

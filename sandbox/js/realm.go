@@ -266,6 +266,10 @@ func (r *Runtime) release(c *call) {
 		c.runInfo = sandbox.RunInfo{}
 	}
 	clear(c.hostErrors)
+	if len(c.varKeys) > 0 {
+		clear(c.varKeys)
+		c.varKeys = c.varKeys[:0]
+	}
 	c.vm.SetGlobalObject(c.template)
 	switch {
 	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
