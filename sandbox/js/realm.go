@@ -179,7 +179,9 @@ func (c *call) enableOverride(home *goja.Object, name string) {
 }
 
 // bind readies the VM for one invocation or evaluation: a new generation,
-// the call's limits, node and deadline, and nothing left of the last call.
+// the call's limits, node and deadline, and nothing left of the last call
+// (release dropped its board, ABI and invocation). op is the prefix of
+// the call's errors.
 func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limits) {
 	c.bindOp(parent, opName{verb: op}, node, limits)
 }
