@@ -73,13 +73,18 @@ func intJSONBytes(f float64) (int64, bool) {
 	if f != math.Trunc(f) || f <= -maxExactInt || f >= maxExactInt || (f == 0 && math.Signbit(f)) {
 		return 0, false
 	}
-	i := int64(f)
-	n := int64(1)
-	if i < 0 {
-		n, i = 2, -i
+	return decimalLen(int64(f)), true
+}
+
+// decimalLen is the length of x in decimal, its sign included: the
+// length of strconv.FormatInt(x, 10), without making the text.
+func decimalLen(x int64) int64 {
+	n, u := int64(1), uint64(x)
+	if x < 0 {
+		n, u = 2, -u
 	}
-	for ; i >= 10; i /= 10 {
+	for ; u >= 10; u /= 10 {
 		n++
 	}
-	return n, true
+	return n
 }

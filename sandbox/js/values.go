@@ -140,9 +140,9 @@ func primitiveJSONIn(v goja.Value, numbers []any) (size int64, out any, ok bool)
 		return 5, false, true
 	case int64:
 		if x >= 0 && x < int64(len(numbers)) {
-			return int64(len(strconv.FormatInt(x, 10))), numbers[x], true
+			return decimalLen(x), numbers[x], true
 		}
-		return int64(len(strconv.FormatInt(x, 10))), float64(x), true
+		return decimalLen(x), float64(x), true
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return 4, nil, true

@@ -128,3 +128,16 @@ func TestPrimitiveJSONNumbersTable(t *testing.T) {
 		assert.IsType(t, float64(0), got)
 	}
 }
+
+// FuzzDecimalLen checks the length of an integer's text against
+// strconv.
+func FuzzDecimalLen(f *testing.F) {
+	for _, x := range []int64{0, 9, 10, -1, -10, math.MaxInt64, math.MinInt64} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x int64) {
+		if n, want := decimalLen(x), int64(len(strconv.FormatInt(x, 10))); n != want {
+			t.Fatalf("decimalLen(%d) = %d, want %d", x, n, want)
+		}
+	})
+}
