@@ -3,6 +3,7 @@ package js
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -132,19 +133,21 @@ func primitiveJSONIn(v goja.Value, numbers []any) (size int64, out any, ok bool)
 		}
 		return quotedLen(text), text, true
 	}
-	switch x := v.Export().(type) {
-	case bool:
-		if x {
+	// By the exported type, so that reading the number boxes nothing.
+	switch v.ExportType() {
+	case reflect.TypeFor[bool]():
+		if v.ToBoolean() {
 			return 4, true, true
 		}
 		return 5, false, true
-	case int64:
+	case reflect.TypeFor[int64]():
+		x := v.ToInteger()
 		if x >= 0 && x < int64(len(numbers)) {
 			return decimalLen(x), numbers[x], true
 		}
 		return decimalLen(x), float64(x), true
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+	case reflect.TypeFor[float64]():
+		if x := v.ToFloat(); math.IsNaN(x) || math.IsInf(x, 0) {
 			return 4, nil, true
 		}
 		text := v.String() // JSON.stringify writes a finite number as String does
