@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
@@ -65,8 +66,10 @@ func NewDispatcher(cfg Config) *Dispatcher {
 }
 
 // Functions returns the catalog's names, sorted. Every name is callable;
-// a refused one fails with PolicyDenied.
-func (d *Dispatcher) Functions() []string { return Names() }
+// a refused one fails with PolicyDenied. The slice is shared by every
+// dispatcher and read-only: a caller must not change it (Names returns a
+// copy of its own).
+func (d *Dispatcher) Functions() []string { return builtCatalog().functions }
 
 // Events returns how many events this dispatcher has published or emitted
 // and their payload bytes.
@@ -238,6 +241,11 @@ func abbreviate(s string) string {
 type catalogTable struct {
 	funcs []Func
 	names []string
+	// functions is what Dispatcher.Functions returns: a copy of names of
+	// its own, full to capacity, so that a caller that breaks the
+	// read-only rule (an append, a write) changes neither names nor the
+	// catalog.
+	functions []string
 }
 
 // builtCatalog returns the shared catalogTable. It is read-only.
@@ -246,5 +254,6 @@ var builtCatalog = sync.OnceValue(func() catalogTable {
 	for _, f := range t.funcs {
 		t.names = append(t.names, f.Name)
 	}
+	t.functions = slices.Clip(slices.Clone(t.names))
 	return t
 })

@@ -23,6 +23,13 @@ func TestFunctions(t *testing.T) {
 	assert.Equal(t, hostabi.Names(), d.Functions())
 	var abi sandbox.ABI = d
 	assert.Len(t, abi.Functions(), len(hostabi.Catalog()))
+
+	// The slice is shared and full: an append copies it.
+	other := newDispatcher(nil, nil, nil, sandbox.Limits{})
+	assert.Same(t, &d.Functions()[0], &other.Functions()[0])
+	grown := append(d.Functions(), "extra")
+	assert.NotSame(t, &grown[0], &d.Functions()[0])
+	assert.Equal(t, hostabi.Names(), d.Functions())
 }
 
 func TestUnknownFunction(t *testing.T) {

@@ -48,7 +48,9 @@ func cacheKey(kind byte, name, source string) programKey {
 func (c *programCache) get(key programKey, compile func() (*compiled, error)) (*compiled, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(el)
+		if c.order.Front() != el {
+			c.order.MoveToFront(el)
+		}
 		p := el.Value.(*cacheEntry).comp
 		c.mu.Unlock()
 		return p, nil

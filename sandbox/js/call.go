@@ -43,9 +43,14 @@ type call struct {
 	parent   context.Context
 	deadline time.Time
 	node     string
-	op       string // "invoke node \"x\"": the prefix of the call's errors
+	op       opName // invoke node "x": the prefix of the call's errors
 	limits   sandbox.Limits
-	inv      sandbox.Invocation
+	// nodeType, runInfo and parallel are the invocation's Type, Run and
+	// Parallel: only what the API functions read is kept, so that binding
+	// and releasing a call writes few pointers.
+	nodeType string
+	runInfo  sandbox.RunInfo
+	parallel func(nodeID, reason string) bool
 	board    *agent.Board
 	abi      sandbox.ABI // nil in an expression: no host, no clock
 	// prefixLen is how many columns the script wrapper adds to line 1.
@@ -56,6 +61,9 @@ type call struct {
 	ranCode bool
 	// broken is set when the script engine failed: the VM is not reused.
 	broken bool
+	// symbolKeyBytes counts the keys the VM's calls gave Symbol.for: past
+	// maxSymbolKeyBytes the VM is not reused.
+	symbolKeyBytes int64
 	// slotHeld is whether the call holds its pool slot: it gives it up
 	// during a blocking host call. Only the call's goroutine touches it.
 	slotHeld bool
@@ -69,6 +77,7 @@ type call struct {
 	cancel  context.CancelFunc // cancels ctx; never nil after bind
 
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
+	varKeys    []string               // defineVars' scratch, empty between calls
 	joining    []*goja.Object         // arrays being joined, outermost first
 
 	// boardBytes estimates the board's size as JSON: measured at the
@@ -79,6 +88,9 @@ type call struct {
 	// mem is the memory guard of the call being watched; only the
 	// runtime's watchdog goroutine touches it.
 	mem memoryGuard
+	// watchAt is the call's index among the watchdog's calls, -1 when it
+	// is not watched; guarded by the watchdog's lock.
+	watchAt int
 }
 
 // doneSignal is the stop reason of signal.done: the call succeeded.
@@ -140,18 +152,13 @@ func (c *call) hostCtx() context.Context {
 	return c.ctx
 }
 
-// end marks the script as returned: a stop that comes later (a wall-time
-// timer racing the end) is ignored.
-func (c *call) end() {
-	c.mu.Lock()
-	c.ended = true
-	c.mu.Unlock()
-}
-
-// stopReason returns why the call stopped, or nil.
-func (c *call) stopReason() error {
+// endReason marks the script as returned, so that a stop that comes later
+// (a wall-time tick racing the end) is ignored, and returns why the call
+// stopped, or nil.
+func (c *call) endReason() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.ended = true
 	return c.reason
 }
 
@@ -199,22 +206,22 @@ func (c *call) limitError(limit string) *sandbox.LimitError {
 var proxyType = reflect.TypeOf(goja.Proxy{})
 
 func (c *call) runtimeClosed() error {
-	return fault.New(fault.Aborted, c.op, "runtime closed")
+	return fault.New(fault.Aborted, c.op.String(), "runtime closed")
 }
 
 // contextStop classifies the end of the caller's context: Aborted for a
 // cancel, Timeout for the caller's own deadline.
 func (c *call) contextStop(err error) error {
-	return fault.FromContext(err, c.op)
+	return fault.FromContext(err, c.op.String())
 }
 
 // result maps how the script ended to the call's error: nil for a normal
 // end or signal.done; the stop reason (a signal, a limit, a cancel); a
 // *sandbox.LimitError for a stack overflow; the host's error for an
 // uncaught host exception; a *sandbox.ScriptError for any other uncaught
-// exception.
+// exception. It ends the call: a later stop is ignored.
 func (c *call) result(err error) error {
-	if reason := c.stopReason(); reason != nil {
+	if reason := c.endReason(); reason != nil {
 		if _, ok := reason.(doneSignal); ok {
 			return nil
 		}
@@ -232,14 +239,14 @@ func (c *call) result(err error) error {
 		return c.exceptionError(ex)
 	}
 	c.broken = true
-	return fault.Wrap(fault.Internal, err, c.op, "")
+	return fault.Wrap(fault.Internal, err, c.op.String(), "")
 }
 
 func (c *call) exceptionError(ex *goja.Exception) error {
 	val := ex.Value()
 	if obj, ok := val.(*goja.Object); ok {
 		if herr, ok := c.hostErrors[obj]; ok {
-			return fmt.Errorf("%s: %w", c.op, herr)
+			return fmt.Errorf("%s: %w", c.op.String(), herr)
 		}
 	}
 	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(c.safeMessage(val), maxMessageLen)}

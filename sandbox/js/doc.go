@@ -23,15 +23,18 @@
 //
 // # Lifecycle
 //
-// New starts one watchdog goroutine; Close stops running calls (Aborted),
-// waits for them and for the watchdog, and is idempotent. VMs are pooled:
+// New starts a watchdog goroutine and a preparer goroutine; Close stops
+// running calls (Aborted), waits for them and for both goroutines, and is
+// idempotent. VMs are pooled:
 // each is locked down once (every built-in frozen, SES-style) and runs
 // many calls, each with a new global object that inherits the script API
 // (frozen objects whose functions act on the running call) and the frozen
 // built-ins; docs/sandbox.md says what isolates what. A VM is dropped after
-// a stop, an engine failure, code run by eval or Function, or 10 000
-// calls. Compiled scripts are cached by their kind (script, eval or
-// Function code, expression), name and source.
+// a stop, an engine failure, code run by eval or Function, 1 MiB of keys
+// given to Symbol.for, or 100 000 calls; its replacement is prepared ahead
+// by a goroutine of the runtime, which Close stops. Compiled scripts are
+// cached by their kind (script, eval or Function code, expression), name
+// and source.
 //
 // # Concurrency
 //

@@ -1,15 +1,12 @@
 package js
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -65,7 +62,10 @@ type apis struct {
 	signal, board, run, node, parallel, console *goja.Object
 	host                                        *goja.Object
 	hostNames                                   []string // the ABI functions host was made for
-	layer                                       *goja.Object
+	// hostSeen is the last ABI slice found equal to hostNames: the same
+	// slice again (an ABI's Functions is read-only) needs no compare.
+	hostSeen []string
+	layer    *goja.Object
 }
 
 func (c *call) newAPIs() *apis {
@@ -73,13 +73,13 @@ func (c *call) newAPIs() *apis {
 		signal:  c.freezeAPI(c.signalAPI()),
 		board:   c.freezeAPI(c.boardAPI()),
 		run:     c.freezeAPI(c.runAPI()),
-		node:    c.freezeAPI(c.api(method{"id", c.nodeID}, method{"type", c.nodeType})),
+		node:    c.freezeAPI(c.api(method{"id", c.nodeIDFunc}, method{"type", c.nodeTypeFunc})),
 		console: c.freezeAPI(c.consoleAPI()),
 		parallel: c.freezeAPI(c.api(method{"cancelNode", func(fc goja.FunctionCall) goja.Value {
-			if c.inv.Parallel == nil {
+			if c.parallel == nil {
 				return c.vm.ToValue(false)
 			}
-			return c.vm.ToValue(c.inv.Parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
+			return c.vm.ToValue(c.parallel(c.toStr(fc.Argument(0)).String(), c.toStr(fc.Argument(1)).String()))
 		}})),
 	}
 }
@@ -100,14 +100,18 @@ func (c *call) freezeAPI(o *goja.Object) *goja.Object {
 // an empty frozen object; an invocation with a config shadows it.
 func (c *call) globalsLayer(names []string) *goja.Object {
 	a := c.apis
+	if a.layer != nil && sameSlice(names, a.hostSeen) {
+		return a.layer
+	}
 	if a.layer != nil && slices.Equal(names, a.hostNames) {
+		a.hostSeen = names
 		return a.layer
 	}
 	methods := make([]method, 0, len(names))
 	for _, n := range names {
 		methods = append(methods, method{n, c.hostFunc(n)})
 	}
-	a.host, a.hostNames = c.freezeAPI(c.api(methods...)), slices.Clone(names)
+	a.host, a.hostNames, a.hostSeen = c.freezeAPI(c.api(methods...)), slices.Clone(names), names
 	layer := c.vm.CreateObject(c.template)
 	for _, g := range []struct {
 		name string
@@ -122,12 +126,18 @@ func (c *call) globalsLayer(names []string) *goja.Object {
 	return a.layer
 }
 
+// sameSlice reports whether a and b are the same slice: the same length
+// and, when not empty, the same first element.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // installGlobals gives the invocation a new global object that inherits
 // its globals (config, signal, board, host, run, node, parallel, console)
 // from the realm's frozen layer; Date and Math.random read the
 // invocation's host.
 func (c *call) installGlobals(inv sandbox.Invocation) {
-	c.inv, c.board, c.abi = inv, inv.Board, inv.ABI
+	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
 	if c.board == nil {
 		c.board = agent.NewBoard()
 	}
@@ -145,12 +155,12 @@ func (c *call) installGlobals(inv sandbox.Invocation) {
 	}
 }
 
-func (c *call) nodeID(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.inv.Node) }
-func (c *call) nodeType(goja.FunctionCall) goja.Value { return c.vm.ToValue(c.inv.Type) }
+func (c *call) nodeIDFunc(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.node) }
+func (c *call) nodeTypeFunc(goja.FunctionCall) goja.Value { return c.vm.ToValue(c.nodeType) }
 
 func (c *call) runAPI() *goja.Object {
 	run := func(field func(sandbox.RunInfo) string) func(goja.FunctionCall) goja.Value {
-		return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(field(c.inv.Run)) }
+		return func(goja.FunctionCall) goja.Value { return c.vm.ToValue(field(c.runInfo)) }
 	}
 	return c.api(
 		method{"get_run_id", run(func(r sandbox.RunInfo) string { return r.RunID })},
@@ -174,7 +184,7 @@ func (c *call) signalAPI() *goja.Object {
 			if intr.Detail == "" && detail != nil {
 				intr.Detail = string(detail)
 			}
-			c.abort(fmt.Errorf("%s: %w", c.op, agent.Interrupted(intr)))
+			c.abort(fmt.Errorf("%s: %w", c.op.String(), agent.Interrupted(intr)))
 			return nil
 		}},
 		method{"error", func(fc goja.FunctionCall) goja.Value {
@@ -404,127 +414,4 @@ func (c *call) messages(v goja.Value, fn string, listOnly bool) ([]message.Messa
 		out = append(out, m)
 	}
 	return out, int64(len(data))
-}
-
-// noABI is the ABI of a call that has none: no functions.
-type noABI struct{}
-
-func (noABI) Functions() []string { return nil }
-
-func (noABI) Call(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, fault.New(fault.NotAvailable, "host "+name, "this call has no host functions")
-}
-
-// hostFunc calls the host function name with the script's arguments as a
-// JSON array and returns the JSON result as a fresh value. A host error is
-// thrown as an Error with code and message; a limit stops the call.
-func (c *call) hostFunc(name string) func(goja.FunctionCall) goja.Value {
-	return func(fc goja.FunctionCall) goja.Value {
-		res := c.callHost(name, fc.Arguments)
-		if len(res) == 0 {
-			return goja.Undefined()
-		}
-		return c.fromJSON(res)
-	}
-}
-
-func (c *call) callHost(name string, argv []goja.Value) json.RawMessage {
-	c.checkStop()
-	args := json.RawMessage("[]")
-	if len(argv) > 0 {
-		args = c.toJSON(c.vm.NewArray(toAny(argv)...), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
-	}
-	var res json.RawMessage
-	var err error
-	if c.rt.blocking[name] {
-		res, err = c.callBlocking(name, args)
-	} else {
-		res, err = c.abi.Call(c.hostCtx(), name, args)
-	}
-	if err != nil {
-		c.throw(err)
-	}
-	c.checkStop()
-	if int64(len(res)) > c.limits.MaxValueBytes {
-		c.abort(c.limitError(sandbox.LimitValueBytes))
-	}
-	return res
-}
-
-// callBlocking makes a host call that may wait for as long as it takes
-// (hostabi.Func.Blocking) without the call's slot, so that other calls,
-// the one it waits for among them, can run; it takes a slot again before
-// the script continues. The wall time keeps counting meanwhile. A stop, a
-// cancel or the wall time while it waits for the slot stops the call.
-func (c *call) callBlocking(name string, args json.RawMessage) (json.RawMessage, error) {
-	ctx := c.hostCtx()
-	if !c.slotHeld {
-		return c.abi.Call(ctx, name, args)
-	}
-	c.rt.slots.Leave()
-	c.slotHeld = false
-	res, err := c.abi.Call(ctx, name, args)
-	if serr := c.rt.slots.Take(ctx); serr != nil {
-		c.checkStop()
-		if errors.Is(serr, sandbox.ErrSlotsClosed) {
-			c.abort(c.runtimeClosed())
-		}
-		c.mu.Lock()
-		parent := c.parent
-		c.mu.Unlock()
-		if perr := parent.Err(); perr != nil {
-			c.abort(c.contextStop(perr))
-		}
-		c.abort(c.limitError(sandbox.LimitWallTime))
-	}
-	c.slotHeld = true
-	return res, err
-}
-
-// hostNow is the VM's clock: host.now, decoded. It accepts an RFC 3339
-// string, a number of Unix milliseconds, or an object holding either.
-func (c *call) hostNow() time.Time {
-	res := c.callHost("now", nil)
-	if t, ok := decodeNow(res); ok {
-		return t
-	}
-	c.throw(fault.New(fault.Internal, "host now", "node %q: unexpected clock value %.64s", c.node, res))
-	return time.Time{}
-}
-
-func decodeNow(res json.RawMessage) (time.Time, bool) {
-	var v any
-	if json.Unmarshal(res, &v) != nil {
-		return time.Time{}, false
-	}
-	switch t := v.(type) {
-	case string:
-		tm, err := time.Parse(time.RFC3339Nano, t)
-		return tm.UTC(), err == nil
-	case float64:
-		return time.UnixMilli(int64(t)).UTC(), true
-	case map[string]any:
-		for _, k := range []string{"unix_ms", "unix_milli", "ms"} {
-			if f, ok := t[k].(float64); ok {
-				return time.UnixMilli(int64(f)).UTC(), true
-			}
-		}
-		for _, k := range []string{"rfc3339", "time", "iso"} {
-			if s, ok := t[k].(string); ok {
-				tm, err := time.Parse(time.RFC3339Nano, s)
-				return tm.UTC(), err == nil
-			}
-		}
-	}
-	return time.Time{}, false
-}
-
-// hostRandom is the VM's Math.random: host.random, a number in [0, 1).
-func (c *call) hostRandom() float64 {
-	res := c.callHost("random", nil)
-	var f float64
-	if json.Unmarshal(res, &f) != nil || f < 0 || f >= 1 || math.IsNaN(f) {
-		c.throw(fault.New(fault.Internal, "host random", "node %q: unexpected random value %.64s", c.node, res))
-	}
-	return f
 }

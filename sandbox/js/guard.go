@@ -42,6 +42,7 @@ func (c *call) installGuards() {
 	c.guardRegexp()
 	c.guardJSON()
 	c.guardCode()
+	c.guardSymbolRegistry()
 }
 
 // wrap replaces the method name of obj with g (the property keeps its
@@ -326,7 +327,7 @@ func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	start := time.Now()
 	v := callOrig(orig, fc.This, fc.Arguments...)
 	if (goja.IsNull(v) || v == goja.Value(c.vm.ToValue(false))) && time.Since(start) >= RegexpMatchTimeout {
-		c.abort(fault.New(fault.BudgetExceeded, c.op,
+		c.abort(fault.New(fault.BudgetExceeded, c.op.String(),
 			"a regular expression match ran past its budget of %s (catastrophic backtracking)", RegexpMatchTimeout))
 	}
 	return v

@@ -3,7 +3,6 @@ package js
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/corral-rt/corral/fault"
@@ -16,12 +15,12 @@ import (
 // is the body of a function run with the globals in scope
 // (docs/sandbox.md).
 func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
-	op := r.opFor("invoke", inv.Node)
+	op := opName{r, "invoke", inv.Node}
 	if err := ctx.Err(); err != nil {
-		return fault.FromContext(err, op)
+		return fault.FromContext(err, op.String())
 	}
 	if inv.Script.Source == "" && len(inv.Script.Module) > 0 {
-		return fault.New(fault.Validation, op, "the js runtime runs JavaScript source, not a WebAssembly module")
+		return fault.New(fault.Validation, op.String(), "the js runtime runs JavaScript source, not a WebAssembly module")
 	}
 	limits, err := r.callLimits(inv.Limits, op, inv.Node)
 	if err != nil {
@@ -32,7 +31,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", op.String(), err)
 	}
 	if err := r.acquire(ctx, op); err != nil {
 		return err
@@ -40,13 +39,13 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	c, err := r.fresh()
 	if err != nil {
 		r.leave(true)
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", op.String(), err)
 	}
 	c.slotHeld = true
 	defer r.finish(c)
-	c.bind(ctx, op, inv.Node, limits)
+	c.bindOp(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
-	return c.run(func() {
+	return c.run(len(inv.Config) > 0, func() {
 		c.installGlobals(inv)
 	}, func() error {
 		f, err := c.scriptFunc(comp)
@@ -75,7 +74,7 @@ func (c *call) scriptFunc(comp *compiled) (goja.Callable, error) {
 	}
 	f, ok := goja.AssertFunction(v)
 	if !ok {
-		return nil, fault.New(fault.Validation, c.op, "the script is not a function body")
+		return nil, fault.New(fault.Validation, c.op.String(), "the script is not a function body")
 	}
 	obj := v.(*goja.Object)
 	if p, ok := obj.Get("prototype").(*goja.Object); ok {
@@ -101,45 +100,49 @@ func scriptName(inv sandbox.Invocation) string {
 
 // run runs setup and then body under the runtime's watchdog and maps how
 // they ended to the call's error. Setup and body run on the calling
-// goroutine; a stop (a limit, a signal, a cancel) unwinds them.
-func (c *call) run(setup func(), body func() error) (err error) {
+// goroutine; a stop (a limit, a signal, a cancel) unwinds them. trySetup
+// runs setup in a JavaScript try frame, for a setup that makes script
+// values which may throw (a config, an expression's vars); a setup that
+// only installs objects needs none, and a panic still ends the call.
+func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 	c.rt.watchdog.add(c, watch{gen: c.gen, parent: c.parent, deadline: c.deadline, budget: c.limits.MemoryBytes})
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
-		c.end()
 		c.rt.watchdog.remove(c)
 		c.cancel()
 	}()
-	if ex := c.vm.Try(setup); ex != nil {
-		return c.result(ex)
+	if trySetup {
+		if ex := c.vm.Try(setup); ex != nil {
+			return c.result(ex)
+		}
+	} else {
+		setup()
 	}
-	if reason := c.stopReason(); reason != nil {
+	if c.stopped.Load() {
 		return c.result(nil)
 	}
-	err = body()
-	c.end()
-	return c.result(err)
+	return c.result(body())
 }
 
 // panicked maps a panic that reached run: a stop unwinding Go code that
 // the VM did not call, a host error thrown outside the VM, or a fault in
-// the script engine (Internal).
+// the script engine (Internal). It ends the call.
 func (c *call) panicked(p any) error {
-	if reason := c.stopReason(); reason != nil {
+	if c.endReason() != nil {
 		return c.result(nil)
 	}
 	if obj, ok := p.(*goja.Object); ok {
 		if herr, ok := c.hostErrors[obj]; ok {
-			return fmt.Errorf("%s: %w", c.op, herr)
+			return fmt.Errorf("%s: %w", c.op.String(), herr)
 		}
 	}
 	if err, ok := p.(error); ok {
 		return c.result(err)
 	}
 	c.broken = true
-	return fault.New(fault.Internal, c.op, "script engine failure: %v", p)
+	return fault.New(fault.Internal, c.op.String(), "script engine failure: %v", p)
 }
 
 // Eval evaluates a JavaScript expression over ev.Vars, in a pooled VM
@@ -153,9 +156,9 @@ func (c *call) panicked(p any) error {
 // compile, Internal (a *sandbox.ScriptError) for one that throws, and the
 // wall-time, stack and memory limits as for Invoke.
 func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
-	op := r.opFor("eval", ev.Node)
+	op := opName{r, "eval", ev.Node}
 	if err := ctx.Err(); err != nil {
-		return nil, fault.FromContext(err, op)
+		return nil, fault.FromContext(err, op.String())
 	}
 	limits, err := r.callLimits(ev.Limits, op, ev.Node)
 	if err != nil {
@@ -165,7 +168,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 		return compileExpr("expression", ev.Expr)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op.String(), err)
 	}
 	if err := r.acquire(ctx, op); err != nil {
 		return nil, err
@@ -173,13 +176,13 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	c, err := r.fresh()
 	if err != nil {
 		r.leave(true)
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return nil, fmt.Errorf("%s: %w", op.String(), err)
 	}
 	c.slotHeld = true
 	defer r.finish(c)
-	c.bind(ctx, op, ev.Node, limits)
+	c.bindOp(ctx, op, ev.Node, limits)
 	var out any
-	err = c.run(func() {
+	err = c.run(true, func() {
 		c.defineVars(c.newGlobal(), ev.Vars, comp.idents)
 	}, func() error {
 		v, err := c.vm.RunProgram(comp.prog)
@@ -200,10 +203,18 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 // defineVars makes each var a global, and each other identifier the
 // expression mentions that is not a global an undefined one.
 func (c *call) defineVars(g *goja.Object, vars map[string]any, idents []string) {
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
+	keys := c.varKeys[:0]
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.varKeys = keys // release clears them if a var throws
+	for _, k := range keys {
 		_ = g.DefineDataProperty(k, c.fromGo(vars[k], c.budget(), sandbox.LimitMemory),
 			goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 	}
+	clear(keys)
+	c.varKeys = keys[:0]
 	for _, id := range idents {
 		if _, ok := vars[id]; ok {
 			continue

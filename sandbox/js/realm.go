@@ -11,8 +11,23 @@ import (
 )
 
 // realmUses is how many calls (scripts and expressions) one VM runs
-// before it is replaced.
-const realmUses = 10000
+// before it is replaced. What a VM gathers across calls that no call can
+// read is bounded otherwise (the Symbol.for registry by
+// maxSymbolKeyBytes, a script's functions by maxScriptFuncs): the count
+// only renews VMs now and then, and a larger one spares the lock-down of
+// a new VM (prepare: about 2 MB allocated, some milliseconds) and the
+// garbage collection it makes.
+const realmUses = 100_000
+
+// maxSymbolKeyBytes bounds the registry of Symbol.for symbols of one VM,
+// the only store of the engine that outlives a call and grows with what
+// scripts do: the keys the VM's calls pass to Symbol.for are counted (each
+// call, new key or not: an upper bound) and the VM is dropped after the
+// call that passes this budget.
+const maxSymbolKeyBytes = 1 << 20
+
+// symbolEntryBytes is what one registry entry costs beyond its key.
+const symbolEntryBytes = 64
 
 // hiddenIntrinsicsSource lists the built-in objects that no chain of
 // properties from the global object reaches (iterator and generator
@@ -65,7 +80,7 @@ var overridable = [...]struct {
 // global object whose prototype is the frozen one (newGlobal).
 func (r *Runtime) prepare() (*call, error) {
 	vm := goja.New()
-	c := &call{vm: vm, rt: r, cancel: noCancel, overrides: map[*goja.Object]goja.Value{}}
+	c := &call{vm: vm, rt: r, cancel: noCancel, overrides: map[*goja.Object]goja.Value{}, watchAt: -1}
 	c.in = captureIntrinsics(vm)
 	vm.SetTimeSource(c.now)
 	vm.SetRandSource(c.random)
@@ -164,18 +179,25 @@ func (c *call) enableOverride(home *goja.Object, name string) {
 }
 
 // bind readies the VM for one invocation or evaluation: a new generation,
-// the call's limits, node and deadline, and nothing left of the last call.
+// the call's limits, node and deadline, and nothing left of the last call
+// (release dropped its board, ABI and invocation). op is the prefix of
+// the call's errors.
 func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limits) {
+	c.bindOp(parent, opName{verb: op}, node, limits)
+}
+
+// bindOp is bind with the call's name in errors.
+func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
 	c.vm.SetMaxCallStackSize(limits.StackDepth)
+	deadline := time.Now().Add(limits.WallTime)
 	c.mu.Lock()
 	c.gen++
-	c.parent, c.deadline = parent, time.Now().Add(limits.WallTime)
+	c.parent, c.deadline = parent, deadline
 	c.op, c.node, c.limits = op, node, limits
 	c.reason, c.ended = nil, false
 	c.ctx, c.cancel = nil, noCancel
 	c.stopped.Store(false)
 	c.mu.Unlock()
-	c.inv, c.board, c.abi = sandbox.Invocation{}, nil, nil
 	c.prefixLen = 0
 	c.boardBytes, c.boardSized = 0, false
 	clear(c.hostErrors)
@@ -206,10 +228,15 @@ func (c *call) installGlobalThis() {
 }
 
 // fresh returns a realm no other call is using: a pooled one when one is
-// ready, else one made now.
+// ready, else a spare prepared ahead (spare.go), else one made now.
 func (r *Runtime) fresh() (*call, error) {
 	select {
 	case c := <-r.realms:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-r.spares:
 		return c, nil
 	default:
 		return r.prepare()
@@ -228,22 +255,51 @@ func (r *Runtime) finish(c *call) {
 // release ends c's call and returns the VM to the pool when it may run
 // another: not after a stop (a limit, a signal, a cancel), an engine
 // failure or code run by eval or Function (a global let, const or class it
-// declared would outlive the global object), nor after realmUses calls.
+// declared would outlive the global object), nor once its calls gave
+// Symbol.for more than maxSymbolKeyBytes of keys, nor after realmUses
+// calls.
 func (r *Runtime) release(c *call) {
 	c.uses++
 	c.mu.Lock()
 	c.ctx, c.parent = nil, nil
 	c.mu.Unlock()
-	c.inv, c.board, c.abi = sandbox.Invocation{}, nil, nil
+	c.board, c.abi, c.parallel, c.nodeType = nil, nil, nil, ""
+	if c.runInfo != (sandbox.RunInfo{}) {
+		c.runInfo = sandbox.RunInfo{}
+	}
 	clear(c.hostErrors)
+	if len(c.varKeys) > 0 {
+		clear(c.varKeys)
+		c.varKeys = c.varKeys[:0]
+	}
 	c.vm.SetGlobalObject(c.template)
-	if c.stopped.Load() || c.ranCode || c.broken || c.uses >= realmUses {
+	switch {
+	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
+		r.wantSpare()
 		return
+	case c.uses >= realmUses:
+		return // its replacement was asked for at half its calls
+	case c.uses == realmUses/2:
+		r.wantSpare()
 	}
 	select {
 	case r.realms <- c:
 	default:
 	}
+}
+
+// guardSymbolRegistry counts what Symbol.for may add to the VM's registry
+// (maxSymbolKeyBytes).
+func (c *call) guardSymbolRegistry() {
+	sym := c.object("Symbol")
+	if sym == nil {
+		return
+	}
+	c.wrap(sym, "for", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		key := c.toStr(fc.Argument(0))
+		c.symbolKeyBytes += int64(key.Length())*bytesPerChar + symbolEntryBytes
+		return callOrig(orig, fc.This, key)
+	})
 }
 
 // deepFreezeAll freezes every object reachable from roots through own

@@ -56,9 +56,16 @@ type Runtime struct {
 
 	realms   chan *call // pooled VMs, frozen, between calls
 	watchdog *watchdog
+	// spares are VMs prepared ahead (spare.go) by the preparer goroutine,
+	// which takes its requests from want and closes preparerDone when it
+	// ends.
+	spares       chan *call
+	want         chan struct{}
+	preparerDone chan struct{}
 	// blocking names the host functions during which a call gives up its
 	// slot (hostabi.Func.Blocking).
 	blocking map[string]bool
+	numbers  []any // newNumbers, read-only
 
 	opsMu sync.Mutex
 	ops   map[[2]string]string // error prefixes by verb and node
@@ -123,9 +130,15 @@ func New(o Options) (*Runtime, error) {
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
 		blocking: hostabi.BlockingNames(),
+		numbers:  newNumbers(),
 		closing:  make(chan struct{}),
+
+		spares:       make(chan *call, o.PoolSize),
+		want:         make(chan struct{}, o.PoolSize),
+		preparerDone: make(chan struct{}),
 	}
 	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
+	go r.prepareSpares()
 	return r, nil
 }
 
@@ -141,7 +154,7 @@ func (r *Runtime) PoolSize() int { return r.slots.Size() }
 
 // Close stops the runtime: new calls fail with NotAvailable, running calls
 // are stopped (Aborted) and Close waits for them to return, and for the
-// watchdog goroutine. Close is idempotent and returns nil.
+// watchdog and preparer goroutines. Close is idempotent and returns nil.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
 	if !r.closed {
@@ -152,31 +165,27 @@ func (r *Runtime) Close() error {
 	r.watchdog.closeAll()
 	r.calls.Wait()
 	r.watchdog.shutdown()
-	for {
-		select {
-		case <-r.realms:
-		default:
-			return r.closeErr
-		}
-	}
+	<-r.preparerDone
+	r.drainSpares()
+	return r.closeErr
 }
 
 // acquire admits one call and takes a slot for it; leave must follow,
 // told whether the call still holds its slot.
-func (r *Runtime) acquire(ctx context.Context, op string) error {
+func (r *Runtime) acquire(ctx context.Context, op opName) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return fault.New(fault.NotAvailable, op, "runtime closed")
+		return fault.New(fault.NotAvailable, op.String(), "runtime closed")
 	}
 	r.calls.Add(1)
 	r.mu.Unlock()
 	if err := r.slots.Take(ctx); err != nil {
 		r.calls.Done()
 		if errors.Is(err, sandbox.ErrSlotsClosed) {
-			return fault.New(fault.NotAvailable, op, "runtime closed")
+			return fault.New(fault.NotAvailable, op.String(), "runtime closed")
 		}
-		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
+		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op.String()), op.String(),
 			"no free slot in a pool of %d", r.slots.Size())
 	}
 	return nil
@@ -191,11 +200,29 @@ func (r *Runtime) leave(held bool) {
 }
 
 // callLimits is the runtime's limits tightened by a call's own.
-func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits, error) {
+func (r *Runtime) callLimits(l sandbox.Limits, op opName, node string) (sandbox.Limits, error) {
+	if l == (sandbox.Limits{}) || l == r.limits {
+		return r.limits, nil // what most calls pass: nothing to check or tighten
+	}
 	if err := l.Validate(); err != nil {
-		return sandbox.Limits{}, fault.Wrap(fault.Validation, err, op, "node %q: limits", node)
+		return sandbox.Limits{}, fault.Wrap(fault.Validation, err, op.String(), "node %q: limits", node)
 	}
 	return r.limits.Tighten(l), nil
+}
+
+// opName names a call in its errors (invoke node "x"); the text is made
+// only when an error needs it.
+type opName struct {
+	rt         *Runtime
+	verb, node string
+}
+
+// String returns the prefix of the call's errors.
+func (o opName) String() string {
+	if o.rt == nil {
+		return o.verb
+	}
+	return o.rt.opFor(o.verb, o.node)
 }
 
 // opFor is the prefix of a call's errors: invoke node "x". The runtime

@@ -3,6 +3,7 @@ package js
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -91,7 +92,7 @@ func (c *call) toJSON(v goja.Value, max int64, limit string) []byte {
 // toGo turns a script value into a Go value through JSON (map[string]any,
 // []any, float64, string, bool, nil), at most max bytes of it.
 func (c *call) toGo(v goja.Value, max int64, limit string) any {
-	if n, out, ok := primitiveJSON(v); ok && n <= max {
+	if n, out, ok := primitiveJSONIn(v, c.rt.numbers); ok && n <= max {
 		return out
 	}
 	return c.decodeValue(c.toJSON(v, max, limit))
@@ -99,7 +100,7 @@ func (c *call) toGo(v goja.Value, max int64, limit string) any {
 
 // toValue is the size of toJSON's text and its decoded Go value, at once.
 func (c *call) toValue(v goja.Value, max int64, limit string) (int64, any) {
-	if n, out, ok := primitiveJSON(v); ok && n <= max {
+	if n, out, ok := primitiveJSONIn(v, c.rt.numbers); ok && n <= max {
 		return n, out
 	}
 	data := c.toJSON(v, max, limit)
@@ -113,6 +114,12 @@ func (c *call) toValue(v goja.Value, max int64, limit string) (int64, any) {
 // holding U+FFFD (which may stand for a lone surrogate, written as an
 // escape).
 func primitiveJSON(v goja.Value) (size int64, out any, ok bool) {
+	return primitiveJSONIn(v, nil)
+}
+
+// primitiveJSONIn is primitiveJSON taking the small integers' Go values
+// from numbers (newNumbers), made once rather than for each value.
+func primitiveJSONIn(v goja.Value, numbers []any) (size int64, out any, ok bool) {
 	if isNullish(v) {
 		return 4, nil, true
 	}
@@ -126,16 +133,21 @@ func primitiveJSON(v goja.Value) (size int64, out any, ok bool) {
 		}
 		return quotedLen(text), text, true
 	}
-	switch x := v.Export().(type) {
-	case bool:
-		if x {
+	// By the exported type, so that reading the number boxes nothing.
+	switch v.ExportType() {
+	case reflect.TypeFor[bool]():
+		if v.ToBoolean() {
 			return 4, true, true
 		}
 		return 5, false, true
-	case int64:
-		return int64(len(strconv.FormatInt(x, 10))), float64(x), true
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+	case reflect.TypeFor[int64]():
+		x := v.ToInteger()
+		if x >= 0 && x < int64(len(numbers)) {
+			return decimalLen(x), numbers[x], true
+		}
+		return decimalLen(x), float64(x), true
+	case reflect.TypeFor[float64]():
+		if x := v.ToFloat(); math.IsNaN(x) || math.IsInf(x, 0) {
 			return 4, nil, true
 		}
 		text := v.String() // JSON.stringify writes a finite number as String does
@@ -459,4 +471,18 @@ func jsonDepth(s string) int {
 		}
 	}
 	return deepest
+}
+
+// smallNumbers is how many integers, from 0, newNumbers holds.
+const smallNumbers = 1024
+
+// newNumbers returns the Go values (float64) of the integers 0 to
+// smallNumbers-1 in interfaces, read-only: a board write of a small
+// integer stores one of them instead of allocating its own.
+func newNumbers() []any {
+	out := make([]any, smallNumbers)
+	for i := range out {
+		out[i] = float64(i)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,8 +21,11 @@ const idleTicks = 64
 // call costs a registration rather than a goroutine and timers of its own;
 // a stop lands within a tick of its cause.
 type watchdog struct {
-	mu     sync.Mutex
-	calls  map[*call]watch
+	mu sync.Mutex
+	// calls are the watched calls, in no order; a call's watchAt is its
+	// index. A slice rather than a map: registering a call, once per
+	// call, hashes nothing.
+	calls  []watched
 	closed bool
 
 	wake   chan struct{} // a call was registered
@@ -45,7 +49,7 @@ type watched struct {
 }
 
 func newWatchdog() *watchdog {
-	d := &watchdog{calls: map[*call]watch{}, wake: make(chan struct{}, 1),
+	d := &watchdog{wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{})}
 	go d.loop()
 	return d
@@ -57,7 +61,8 @@ func (d *watchdog) add(c *call, w watch) {
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
-		d.calls[c] = w
+		c.watchAt = len(d.calls)
+		d.calls = append(d.calls, watched{c, w})
 	}
 	d.mu.Unlock()
 	if closed {
@@ -70,21 +75,29 @@ func (d *watchdog) add(c *call, w watch) {
 	}
 }
 
-// remove stops watching c.
+// remove stops watching c; a call not watched is ignored.
 func (d *watchdog) remove(c *call) {
 	d.mu.Lock()
-	delete(d.calls, c)
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	i := c.watchAt
+	if i < 0 || i >= len(d.calls) || d.calls[i].c != c {
+		return
+	}
+	last := len(d.calls) - 1
+	if i != last {
+		d.calls[i] = d.calls[last]
+		d.calls[i].c.watchAt = i
+	}
+	d.calls[last] = watched{}
+	d.calls = d.calls[:last]
+	c.watchAt = -1
 }
 
 // closeAll stops every watched call and every call added later.
 func (d *watchdog) closeAll() {
 	d.mu.Lock()
 	d.closed = true
-	stops := make([]watched, 0, len(d.calls))
-	for c, w := range d.calls {
-		stops = append(stops, watched{c, w})
-	}
+	stops := slices.Clone(d.calls)
 	d.mu.Unlock()
 	for _, s := range stops {
 		s.c.stopGen(s.w.gen, s.c.runtimeClosed)
@@ -134,10 +147,7 @@ func (d *watchdog) loop() {
 // check looks at every watched call once and returns how many there were.
 func (d *watchdog) check(now time.Time) int {
 	d.mu.Lock()
-	d.snap = d.snap[:0]
-	for c, w := range d.calls {
-		d.snap = append(d.snap, watched{c, w})
-	}
+	d.snap = append(d.snap[:0], d.calls...)
 	d.mu.Unlock()
 	for i, s := range d.snap {
 		d.checkOne(now, s.c, s.w)
