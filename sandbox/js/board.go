@@ -10,8 +10,9 @@ import (
 // growBoard accounts for a board write that adds add bytes and removes
 // remove bytes of the board's JSON, and stops the call with a
 // max_board_bytes LimitError when the board would pass the limit; the
-// write must not happen then. The first write of a call measures the
-// board as the call found it.
+// write must not happen then. The count starts from the board's size the
+// invocation gives (sandbox.Invocation.BoardBytes), else the first write of
+// a call measures the board as the call found it.
 func (c *call) growBoard(b *agent.Board, add, remove int64) {
 	if c.limits.MaxBoardBytes <= 0 {
 		return

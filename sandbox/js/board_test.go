@@ -69,6 +69,29 @@ func TestBoardBytesCountsTheStartingBoard(t *testing.T) {
 	assert.NotContains(t, b.Vars, "more")
 }
 
+// A caller that measured the board passes its size
+// (sandbox.Invocation.BoardBytes) and the count starts there instead of
+// measuring the board: told that the board is nearly full, a small write
+// passes max_board_bytes; told nothing, the same write fits.
+func TestBoardBytesHintIsTheStartingCount(t *testing.T) {
+	t.Parallel()
+	const limit = 1000
+	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: limit}})
+	for _, hint := range []int64{0, limit - 10} {
+		b := agent.NewBoard()
+		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b, BoardBytes: hint,
+			Script: sandbox.Script{Source: `board.setVar("a", "x".repeat(50))`}})
+		if hint == 0 {
+			require.NoError(t, err, "the measured board has room")
+			continue
+		}
+		var le *sandbox.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+		assert.NotContains(t, b.Vars, "a")
+	}
+}
+
 // Overwriting a var cannot lower the board's accounted size below what it
 // holds: a write is charged with the measure a replace refunds, so the
 // board never passes max_board_bytes ("<" is one byte to JSON.stringify

@@ -138,6 +138,9 @@ func sameSlice(a, b []string) bool {
 // invocation's host.
 func (c *call) installGlobals(inv sandbox.Invocation) {
 	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
+	if inv.BoardBytes > 0 && inv.Board != nil { // the caller measured the board: the count starts there
+		c.boardBytes, c.boardSized = inv.BoardBytes, true
+	}
 	if c.board == nil {
 		c.board = agent.NewBoard()
 	}
