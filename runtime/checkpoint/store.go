@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -19,6 +22,10 @@ const DefaultPrefix = "agent/checkpoints"
 // tmpDir is the directory, under the prefix, of records being written.
 const tmpDir = ".tmp"
 
+// staleTmpAge is the age past which a temporary record is an orphan (its
+// save crashed or could not remove it): no save takes that long.
+const staleTmpAge = 10 * time.Minute
+
 // Store keeps checkpoints as JSON files in a workspace: the newest record
 // of an exec id is the file "<prefix>/<exec_id>.json". A Store is safe for
 // concurrent use; it holds no state of its own besides the workspace, which
@@ -26,6 +33,9 @@ const tmpDir = ".tmp"
 type Store struct {
 	ws     workspace.Workspace
 	prefix string
+	// swept is set once the store's first save has removed the orphans
+	// of earlier processes (sweep).
+	swept atomic.Bool
 }
 
 var (
@@ -69,16 +79,23 @@ func (s *Store) Prefix() string { return s.prefix }
 func (s *Store) Path(execID string) string { return s.prefix + "/" + execID + ".json" }
 
 // Save validates cp and replaces the record of cp.ExecID atomically: the
-// record is written to "<prefix>/.tmp/<exec_id>.<16 hex>.json.tmp" and then
-// renamed over the live file, so a reader sees the old record or the new
-// one. If the rename fails, the temporary file is removed. Of two
-// overlapping saves, the one renamed last wins.
+// record is written to "<prefix>/.tmp/<exec_id>.<unix nanoseconds>-<16
+// hex>.json.tmp" and then renamed over the live file, so a reader sees the
+// old record or the new one. If the rename fails, the temporary file is
+// removed. Of two overlapping saves, the one renamed last wins. The first
+// save of a Store also removes the temporary files that earlier processes
+// left behind (a crash between write and rename): those older than ten
+// minutes, and those whose name carries no time.
 func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 	data, err := Encode(cp)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	tmp := s.prefix + "/" + tmpDir + "/" + cp.ExecID + "." + randomHex() + ".json.tmp"
+	now := time.Now()
+	if !s.swept.Swap(true) {
+		s.sweep(ctx, now.Add(-staleTmpAge))
+	}
+	tmp := s.prefix + "/" + tmpDir + "/" + cp.ExecID + "." + strconv.FormatInt(now.UnixNano(), 10) + "-" + randomHex() + ".json.tmp"
 	if err := s.ws.Write(ctx, tmp, data); err != nil {
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
@@ -88,6 +105,45 @@ func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
 	return nil
+}
+
+// sweep removes the temporary records written before cutoff, and those
+// whose name carries no time; it is best effort (a file it cannot list or
+// remove stays, and the next process tries again).
+func (s *Store) sweep(ctx context.Context, cutoff time.Time) {
+	dir := s.prefix + "/" + tmpDir
+	names, err := s.ws.List(ctx, dir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, "/") {
+			continue
+		}
+		if at, ok := tmpTime(n); ok && !at.Before(cutoff) {
+			continue
+		}
+		_ = s.ws.Delete(ctx, dir+"/"+n)
+	}
+}
+
+// tmpTime reads the time in a temporary record's name,
+// "<exec_id>.<unix nanoseconds>-<16 hex>.json.tmp".
+func tmpTime(name string) (time.Time, bool) {
+	base, ok := strings.CutSuffix(name, ".json.tmp")
+	if !ok {
+		return time.Time{}, false
+	}
+	stamp := base[strings.LastIndexByte(base, '.')+1:]
+	nanos, _, ok := strings.Cut(stamp, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, n), true
 }
 
 // Load returns the newest record of execID, or (nil, nil) when there is

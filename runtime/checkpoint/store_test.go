@@ -3,11 +3,14 @@ package checkpoint_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -96,7 +99,7 @@ func (w *renameFails) Rename(ctx context.Context, from, to string) error {
 	return w.rename(ctx, from, to)
 }
 
-// Save writes <prefix>/.tmp/<exec_id>.<16hex>.json.tmp and renames it; when
+// Save writes <prefix>/.tmp/<exec_id>.<nanos>-<16hex>.json.tmp and renames it; when
 // the rename fails the temporary file is removed and the old record stays.
 // SEED-SPEC 7.4
 func TestFailedRenameRemovesTempFile(t *testing.T) {
@@ -113,7 +116,7 @@ func TestFailedRenameRemovesTempFile(t *testing.T) {
 	require.ErrorIs(t, err, injected)
 	assert.Contains(t, err.Error(), `"run-1"`)
 	require.Len(t, faulty.written, 1)
-	assert.Regexp(t, `^agent/checkpoints/\.tmp/run-1\.[0-9a-f]{16}\.json\.tmp$`, faulty.written[0])
+	assert.Regexp(t, `^agent/checkpoints/\.tmp/run-1\.[0-9]+-[0-9a-f]{16}\.json\.tmp$`, faulty.written[0])
 
 	tmp, err := ws.List(ctx, "agent/checkpoints/.tmp")
 	require.NoError(t, err)
@@ -269,4 +272,49 @@ func TestNewStorePrefix(t *testing.T) {
 	}
 	_, err := checkpoint.NewStore(nil, "")
 	assert.ErrorIs(t, err, fault.Validation)
+}
+
+// The first save of a store removes the temporary records earlier
+// processes left behind: those older than ten minutes and those whose name
+// carries no time; a recent one (a save still running elsewhere) stays, and
+// so does everything outside the temporary directory.
+func TestFirstSaveSweepsOrphans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws := newWorkspace(t)
+	dir := "agent/checkpoints/.tmp/"
+	old := time.Now().Add(-time.Hour).UnixNano()
+	recent := time.Now().Add(-time.Minute).UnixNano()
+	orphans := []string{
+		dir + fmt.Sprintf("run-1.%d-0123456789abcdef.json.tmp", old),
+		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old), // an exec id with a dot
+		dir + "run-2.0123456789abcdef.json.tmp",                    // a name without a time
+	}
+	kept := []string{
+		dir + fmt.Sprintf("run-3.%d-0123456789abcdef.json.tmp", recent),
+		"agent/checkpoints/run-4.json",
+	}
+	for _, p := range append(slices.Clone(orphans), kept...) {
+		require.NoError(t, ws.Write(ctx, p, []byte("{}")))
+	}
+	s := newStore(t, ws, "")
+	require.NoError(t, s.Save(ctx, checkpointtest.NewCheckpoint("run-5", 1)))
+	for _, p := range orphans {
+		ok, err := ws.Exists(ctx, p)
+		require.NoError(t, err)
+		assert.False(t, ok, "%s is an orphan", p)
+	}
+	for _, p := range kept {
+		ok, err := ws.Exists(ctx, p)
+		require.NoError(t, err)
+		assert.True(t, ok, "%s stays", p)
+	}
+
+	// Later saves do not list the directory again.
+	late := dir + fmt.Sprintf("run-6.%d-0123456789abcdef.json.tmp", old)
+	require.NoError(t, ws.Write(ctx, late, []byte("{}")))
+	require.NoError(t, s.Save(ctx, checkpointtest.NewCheckpoint("run-5", 2)))
+	ok, err := ws.Exists(ctx, late)
+	require.NoError(t, err)
+	assert.True(t, ok)
 }
