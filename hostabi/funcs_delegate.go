@@ -69,14 +69,16 @@ func callDelegate(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (j
 // then interrupts the sub-run. The interrupt is remembered in the run's
 // latch, so the caller's engine stops at its next check as it would have;
 // an interrupt the latch got elsewhere (another parallel branch, the
-// engine) ends the delegation too.
+// engine) ends the delegation too. Only a dispatcher given the run's latch
+// (Config.Interrupts) watches: one with a latch of its own would take the
+// interrupt from the host's channel and keep it from the run.
 // stop ends the watch; the watching goroutine has returned when it does.
 func (d *Dispatcher) watchInterrupt(ctx context.Context) (_ context.Context, stop func()) {
 	ch := d.cfg.Host.Interrupts()
-	if ch == nil {
+	if ch == nil || d.cfg.Interrupts == nil {
 		return ctx, func() {}
 	}
-	wctx, cancel := context.WithCancelCause(ctx)
+	wctx, cancel := context.WithCancelCause(delegation.WithInterruptsWatched(ctx))
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
@@ -273,4 +274,29 @@ func TestDelegateInterruptSeenElsewhere(t *testing.T) {
 	assert.Equal(t, delegation.StatusCanceled, res.Status)
 	require.NotNil(t, res.Error)
 	assert.Equal(t, "interrupted", res.Error.Code)
+}
+
+// A dispatcher with a latch of its own (no Config.Interrupts) does not
+// watch: it would take the interrupt from the host's channel and keep it
+// from the run. An interrupt sent while the delegation runs stays in the
+// channel for the caller.
+func TestDelegateWithoutRunLatchDoesNotWatch(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	var watched bool
+	r.delegateFn = func(ctx context.Context, req delegation.Request) (delegation.Response, error) {
+		r.interrupts <- agent.Interrupt{Cause: agent.CauseUserCancel}
+		select {
+		case <-ctx.Done():
+			watched = true
+		case <-time.After(200 * time.Millisecond):
+		}
+		return delegation.Response{ID: "dlg-1", Target: req.Target, RunID: "run-child", Status: delegation.StatusSucceeded}, nil
+	}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: r.fullHost(), Run: agent.Run{ID: "run-1", Capabilities: []string{"delegate"}},
+		Node: "n"})
+	_, err := call(t, d, hostabi.FuncDelegate, `["helper","hi"]`)
+	require.NoError(t, err)
+	assert.False(t, watched)
+	assert.Len(t, r.interrupts, 1, "the interrupt is still the caller's")
 }

@@ -40,14 +40,18 @@ type Script struct {
 
 // Invocation is one call of a node script.
 type Invocation struct {
-	Node   string         // node id; every error names it
-	Type   string         // node type, for node.type()
-	Script Script         // what to run
-	Config map[string]any // the node's config, JSON-compatible, after ${board} resolution
-	Board  *agent.Board   // the run's board: the script reads and writes it
-	ABI    ABI            // the capability-checked host functions
-	Run    RunInfo        // what run.* answers
-	Limits Limits         // the limits of this call (already merged and tightened)
+	Node   string // node id; every error names it
+	Type   string // node type, for node.type()
+	Script Script // what to run
+	// Config is the node's config, JSON-compatible, after ${board}
+	// resolution; nil when the node has none. It is read-only: the graph
+	// engine shares one map between the steps of a node whose config holds
+	// no reference.
+	Config map[string]any
+	Board  *agent.Board // the run's board: the script reads and writes it
+	ABI    ABI          // the capability-checked host functions
+	Run    RunInfo      // what run.* answers
+	Limits Limits       // the limits of this call (already merged and tightened)
 	// Parallel cancels a sibling branch of the current parallel wave
 	// (parallel.cancelNode); nil outside a parallel wave.
 	Parallel func(nodeID, reason string) bool

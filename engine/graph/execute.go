@@ -379,12 +379,13 @@ type headerCache struct {
 	byNode []nodeEvents // by node index
 }
 
-// nodeEvents is what the step events of one node of a run share; err is
-// set when its subjects are not valid (longer than event.MaxSubjectLen).
+// nodeEvents is what the step events of one node of a run share; the
+// errors are set when a subject is not valid (longer than
+// event.MaxSubjectLen).
 type nodeEvents struct {
-	headers         map[string]string
-	start, complete string
-	err             error
+	headers               map[string]string
+	start, complete       string
+	startErr, completeErr error
 }
 
 func (h *headerCache) get(r *runState, node string) map[string]string {
@@ -427,8 +428,11 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 		ev.start, ev.complete = both[:half], both[half:]
 		// Their segments are sanitised ids (event.SanitiseID: never empty,
 		// no '.', '*' or '>'), so only their length can make them invalid.
+		if len(ev.start) > event.MaxSubjectLen {
+			ev.startErr = event.ValidateSubject(ev.start)
+		}
 		if len(ev.complete) > event.MaxSubjectLen {
-			ev.err = event.ValidateSubject(ev.complete)
+			ev.completeErr = event.ValidateSubject(ev.complete)
 		}
 	}
 	return ev

@@ -92,12 +92,12 @@ func (n *builtNode) stepPayload(p event.StepPayload) (json.RawMessage, bool) {
 // the headers and subject made once per node and run.
 func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNode, raw json.RawMessage) error {
 	ev := r.headers.node(r, n)
-	if ev.err != nil {
-		return ev.err
-	}
-	subject := ev.start
+	subject, err := ev.start, ev.startErr
 	if kind == stepComplete {
-		subject = ev.complete
+		subject, err = ev.complete, ev.completeErr
+	}
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	return r.host.Publish(ctx, event.Envelope{ID: event.NewIDAt(now), Subject: subject, Time: now, Payload: raw,

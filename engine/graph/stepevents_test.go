@@ -26,21 +26,36 @@ func TestStepSubjectsMatchEventPackage(t *testing.T) {
 }
 
 // Step subjects past event.MaxSubjectLen (a very long run id) are refused
-// with the event package's error rather than published.
+// with the event package's error rather than published, each on its own:
+// a run id that makes the complete subject too long but not the start
+// subject (three bytes shorter) refuses only the complete subject.
 func TestStepSubjectsTooLong(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("r", event.MaxSubjectLen)
-	for _, id := range []string{"run-1", long} {
-		doc := &Document{Name: "g", Entry: "n", Nodes: []Node{{ID: "n", Type: "noop"}}}
-		e := &Engine{doc: doc}
+	doc := &Document{Name: "g", Entry: "n", Nodes: []Node{{ID: "n", Type: "noop"}}}
+	e := &Engine{doc: doc}
+	base := len(event.SubjectStepComplete("r", event.Actor("a", "n"))) - 1 // without the run id
+	for _, tc := range []struct {
+		runLen              int
+		startOK, completeOK bool
+	}{
+		{5, true, true},
+		{event.MaxSubjectLen - base + 1, true, false},
+		{event.MaxSubjectLen, false, false},
+	} {
+		id := strings.Repeat("r", tc.runLen)
 		r := &runState{e: e, run: agent.Run{ID: id, AgentID: "a"}, runPart: event.SanitiseID(id)}
 		ev := r.headers.node(r, &builtNode{index: 0, id: "n"})
-		if id == long {
-			assert.ErrorIs(t, ev.err, event.ErrInvalidSubject)
-			continue
+		assert.Equal(t, tc.startOK, event.ValidateSubject(ev.start) == nil, "run id of %d bytes", tc.runLen)
+		assert.Equal(t, tc.completeOK, event.ValidateSubject(ev.complete) == nil, "run id of %d bytes", tc.runLen)
+		if tc.startOK {
+			assert.NoError(t, ev.startErr)
+		} else {
+			assert.ErrorIs(t, ev.startErr, event.ErrInvalidSubject)
 		}
-		assert.NoError(t, ev.err)
-		assert.NoError(t, event.ValidateSubject(ev.start))
-		assert.NoError(t, event.ValidateSubject(ev.complete))
+		if tc.completeOK {
+			assert.NoError(t, ev.completeErr)
+		} else {
+			assert.ErrorIs(t, ev.completeErr, event.ErrInvalidSubject)
+		}
 	}
 }

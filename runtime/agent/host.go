@@ -37,9 +37,11 @@ type UserPrompter interface {
 }
 
 // Checkpointer saves a run checkpoint. cp and everything it references
-// (the board, the steps, the attributes) stay the caller's, who changes
-// them after Checkpoint returns: an implementation copies what it keeps,
-// as a CheckpointStore's Save does.
+// (the board, the steps, the attributes) stay the caller's: an
+// implementation reads them during the call and never changes them (the
+// graph engine hands its live board, and steps and attributes it shares
+// between runs), and copies what it keeps, as a CheckpointStore's Save
+// does.
 type Checkpointer interface {
 	Checkpoint(ctx context.Context, cp Checkpoint) error
 }

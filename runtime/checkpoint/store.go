@@ -23,8 +23,12 @@ const DefaultPrefix = "agent/checkpoints"
 const tmpDir = ".tmp"
 
 // staleTmpAge is the age past which a temporary record is an orphan (its
-// save crashed or could not remove it): no save takes that long.
-const staleTmpAge = 10 * time.Minute
+// save crashed or could not remove it): no save takes that long, and it
+// leaves room for clocks of processes sharing the workspace to disagree.
+const staleTmpAge = time.Hour
+
+// sweepTimeout bounds the sweep of orphans after a store's first save.
+const sweepTimeout = 5 * time.Second
 
 // Store keeps checkpoints as JSON files in a workspace: the newest record
 // of an exec id is the file "<prefix>/<exec_id>.json". A Store is safe for
@@ -82,19 +86,18 @@ func (s *Store) Path(execID string) string { return s.prefix + "/" + execID + ".
 // record is written to "<prefix>/.tmp/<exec_id>.<unix nanoseconds>-<16
 // hex>.json.tmp" and then renamed over the live file, so a reader sees the
 // old record or the new one. If the rename fails, the temporary file is
-// removed. Of two overlapping saves, the one renamed last wins. The first
-// save of a Store also removes the temporary files that earlier processes
-// left behind (a crash between write and rename): those older than ten
-// minutes, and those whose name carries no time.
+// removed. Of two overlapping saves, the one renamed last wins. After its
+// first save a Store also removes the temporary files that earlier
+// processes left behind (a crash between write and rename): those whose
+// name says they were written more than an hour ago. Names without a time
+// (written by earlier versions, or by hand) are left alone: a live save of
+// another process may be writing one.
 func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 	data, err := Encode(cp)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	now := time.Now()
-	if !s.swept.Swap(true) {
-		s.sweep(ctx, now.Add(-staleTmpAge))
-	}
 	tmp := s.prefix + "/" + tmpDir + "/" + cp.ExecID + "." + strconv.FormatInt(now.UnixNano(), 10) + "-" + randomHex() + ".json.tmp"
 	if err := s.ws.Write(ctx, tmp, data); err != nil {
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
@@ -104,12 +107,18 @@ func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 		_ = s.ws.Delete(context.WithoutCancel(ctx), tmp)
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
+	if !s.swept.Swap(true) {
+		// Its own ctx: the save is done, and its deadline is not the sweep's.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepTimeout)
+		defer cancel()
+		s.sweep(sctx, now.Add(-staleTmpAge))
+	}
 	return nil
 }
 
-// sweep removes the temporary records written before cutoff, and those
-// whose name carries no time; it is best effort (a file it cannot list or
-// remove stays, and the next process tries again).
+// sweep removes the temporary records whose name says they were written
+// before cutoff; it is best effort (a file it cannot list or remove stays,
+// and the next process tries again).
 func (s *Store) sweep(ctx context.Context, cutoff time.Time) {
 	dir := s.prefix + "/" + tmpDir
 	names, err := s.ws.List(ctx, dir)
@@ -120,10 +129,9 @@ func (s *Store) sweep(ctx context.Context, cutoff time.Time) {
 		if strings.HasSuffix(n, "/") {
 			continue
 		}
-		if at, ok := tmpTime(n); ok && !at.Before(cutoff) {
-			continue
+		if at, ok := tmpTime(n); ok && at.Before(cutoff) {
+			_ = s.ws.Delete(ctx, dir+"/"+n)
 		}
-		_ = s.ws.Delete(ctx, dir+"/"+n)
 	}
 }
 

@@ -275,22 +275,23 @@ func TestNewStorePrefix(t *testing.T) {
 }
 
 // The first save of a store removes the temporary records earlier
-// processes left behind: those older than ten minutes and those whose name
-// carries no time; a recent one (a save still running elsewhere) stays, and
-// so does everything outside the temporary directory.
+// processes left behind, those whose name says they are older than an
+// hour; a recent one (a save still running elsewhere), one whose name
+// carries no time (an earlier version's save may still be writing it) and
+// everything outside the temporary directory stay.
 func TestFirstSaveSweepsOrphans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws := newWorkspace(t)
 	dir := "agent/checkpoints/.tmp/"
 	old := time.Now().Add(-time.Hour).UnixNano()
-	recent := time.Now().Add(-time.Minute).UnixNano()
+	recent := time.Now().Add(-30 * time.Minute).UnixNano()
 	orphans := []string{
 		dir + fmt.Sprintf("run-1.%d-0123456789abcdef.json.tmp", old),
 		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old), // an exec id with a dot
-		dir + "run-2.0123456789abcdef.json.tmp",                    // a name without a time
 	}
 	kept := []string{
+		dir + "run-2.0123456789abcdef.json.tmp", // a name without a time
 		dir + fmt.Sprintf("run-3.%d-0123456789abcdef.json.tmp", recent),
 		"agent/checkpoints/run-4.json",
 	}

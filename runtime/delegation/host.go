@@ -62,6 +62,25 @@ func ContextWithDepth(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, depthKey{}, n)
 }
 
+type watchedKey struct{}
+
+// WithInterruptsWatched returns ctx saying that whoever delegates with it
+// watches the caller's interrupts and ends ctx, with the interrupt as its
+// cause (an *agent.InterruptedError), when one comes: the delegate host
+// function does. A legacy sub-run started with such a ctx does not read
+// the caller's interrupt channel, which stays the caller's; one started
+// without it reads the caller's channel as the caller's host hands it.
+func WithInterruptsWatched(ctx context.Context) context.Context {
+	return context.WithValue(ctx, watchedKey{}, true)
+}
+
+// interruptsWatched reports whether ctx says its caller's interrupts are
+// watched (WithInterruptsWatched).
+func interruptsWatched(ctx context.Context) bool {
+	ok, _ := ctx.Value(watchedKey{}).(bool)
+	return ok
+}
+
 // DepthFromContext returns the depth ctx carries, 0 when none.
 func DepthFromContext(ctx context.Context) int {
 	if ctx == nil {

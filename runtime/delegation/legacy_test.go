@@ -96,30 +96,38 @@ func poll(t *testing.T, svc delegation.Service, id string) delegation.Response {
 	return last
 }
 
-// A legacy sub-run does not read its caller's interrupt channel (an
-// interrupt there is the caller's); it learns of the caller's interrupt
-// through its ctx, ended with the interrupt as the cause, and ends
-// interrupted: the delegation is canceled.
+// A legacy sub-run whose caller watches its interrupts
+// (delegation.WithInterruptsWatched, as the delegate host function does)
+// does not read the caller's interrupt channel, which stays the caller's;
+// it learns of the caller's interrupt through its ctx, ended with the
+// interrupt as the cause, and ends interrupted: the delegation is
+// canceled. Without the watch the sub-run reads the caller's channel as
+// before.
 func TestLegacyInterruptThroughContext(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envConfig{legacy: true})
-	sawChannel := make(chan bool, 1)
-	e.agents.put("helper", agent.EngineFunc(func(ctx context.Context, _ agent.Run, h agent.Host, b *agent.Board) (*agent.Board, error) {
-		sawChannel <- h.Interrupts() != nil
-		<-ctx.Done()
-		return b, context.Cause(ctx)
-	}))
-	caller := agenttest.NewHost()
-	ctx, cancel := context.WithCancelCause(agent.ContextWithHost(timeout(t), caller))
-	saw := make(chan bool, 1)
-	go func() {
-		saw <- <-sawChannel
-		cancel(agent.Interrupted(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "stop"}))
-	}()
-	resp := e.delegate(t, ctx, "helper", "go")
-	assert.False(t, <-saw, "the sub-run's host has no interrupt channel")
-	assert.Equal(t, delegation.StatusCanceled, resp.Status)
-	require.NotNil(t, resp.Error)
-	assert.Equal(t, "interrupted", resp.Error.Code)
-	assert.True(t, caller.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}), "the caller's channel was left alone")
+	for _, watched := range []bool{true, false} {
+		e := newEnv(t, envConfig{legacy: true})
+		sawChannel := make(chan bool, 1)
+		e.agents.put("helper", agent.EngineFunc(func(ctx context.Context, _ agent.Run, h agent.Host, b *agent.Board) (*agent.Board, error) {
+			sawChannel <- h.Interrupts() != nil
+			<-ctx.Done()
+			return b, context.Cause(ctx)
+		}))
+		caller := agenttest.NewHost()
+		base := agent.ContextWithHost(timeout(t), caller)
+		if watched {
+			base = delegation.WithInterruptsWatched(base)
+		}
+		ctx, cancel := context.WithCancelCause(base)
+		saw := make(chan bool, 1)
+		go func() {
+			saw <- <-sawChannel
+			cancel(agent.Interrupted(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "stop"}))
+		}()
+		resp := e.delegate(t, ctx, "helper", "go")
+		assert.Equal(t, !watched, <-saw, "the sub-run reads the caller's channel only when nobody watches it")
+		assert.Equal(t, delegation.StatusCanceled, resp.Status)
+		require.NotNil(t, resp.Error)
+		assert.Equal(t, "interrupted", resp.Error.Code)
+	}
 }

@@ -143,11 +143,12 @@ func (s *LocalService) release(ctx context.Context, m *session.Manager, lease *s
 }
 
 // runLegacy runs req with agent.Execute (SEED-SPEC 6.2.6): a sync call
-// with a caller host inherits that host with its steer source and its
-// interrupt channel withheld (an interrupt of the caller reaches the run
-// as the cause of its ended ctx);
-// otherwise the run gets the worker host (agent.NoopHost). Either way the
-// host offers this service at the run's depth.
+// with a caller host inherits that host with its steer source withheld,
+// and its interrupt channel too when the caller watches its interrupts
+// (WithInterruptsWatched: an interrupt of the caller then reaches the run
+// as the cause of its ended ctx); otherwise the run gets the worker host
+// (agent.NoopHost). Either way the host offers this service at the run's
+// depth.
 func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, req Request, caller agent.Host) (*agent.Result, error) {
 	src, ok := s.dir.(AgentSource)
 	if !ok {
@@ -160,9 +161,10 @@ func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, re
 	}
 	var host agent.Host = agent.NoopHost{}
 	if caller != nil && !agent.IsNil(caller) {
-		// The caller's interrupts stay the caller's: the sub-run learns
-		// of one through ctx, ended with the interrupt as its cause.
-		host = &noSteerHost{inner: caller, noInterrupts: true}
+		// When the caller watches its interrupts, they stay the caller's:
+		// the sub-run learns of one through ctx, ended with the interrupt
+		// as its cause.
+		host = &noSteerHost{inner: caller, noInterrupts: interruptsWatched(ctx)}
 	}
 	host = WithService(host, AtDepth(s, depth))
 	runID := agent.NewRunID()
