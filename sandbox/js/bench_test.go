@@ -3,6 +3,8 @@ package js_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +144,28 @@ func (a *lazyABI) Functions() []string { return a.names }
 func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	a.once.Do(func() { a.d = hostabi.NewDispatcher(a.cfg) })
 	return a.d.Call(ctx, name, args)
+}
+
+// BenchmarkInvokeSourceSize is a node call of the same one-line script
+// padded with a comment to 4 KiB and 32 KiB: the compiled program is found
+// by where the source is, so the call costs as much as the unpadded one
+// (compare the sub-benchmarks of one run).
+func BenchmarkInvokeSourceSize(b *testing.B) {
+	for _, size := range []int{0, 4 << 10, 32 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			rt, err := js.New(js.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			script := sandbox.Script{Source: `board.setVar("x", 1)` + "\n//" + strings.Repeat("c", size)}
+			board := agent.NewBoard()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
