@@ -103,6 +103,9 @@ func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	if err := g.walk(reflect.ValueOf(prg)); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
+	if arrowArguments(reflect.ValueOf(prg), false, map[any]bool{}) {
+		return nil, fault.Wrap(fault.Validation, errArrowArguments, "compile "+name, "")
+	}
 	p, err := goja.CompileAST(prg, false)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
@@ -137,6 +140,54 @@ var (
 	errObjectRest = errors.New("an object rest pattern ({...rest}) is supported only at the top of a declaration " +
 		"or an assignment; destructure a parameter in the function body")
 )
+
+// errArrowArguments refuses a script whose arrow function reads the
+// arguments of the function around it: the script engine fails on it at
+// run time (an index out of range in its VM) instead of running it.
+var errArrowArguments = errors.New("arguments is not available inside an arrow function (a limit of the script " +
+	"engine); use a rest parameter (...args) or a function expression")
+
+// arrowArguments reports whether the identifier arguments appears inside
+// an arrow function, not inside a function expression or declaration
+// nested in it (whose own arguments it is). Property names (a.arguments)
+// are not identifiers here.
+func arrowArguments(v reflect.Value, inArrow bool, seen map[any]bool) bool {
+	switch v.Kind() {
+	case reflect.Interface:
+		return !v.IsNil() && arrowArguments(v.Elem(), inArrow, seen)
+	case reflect.Pointer:
+		if v.IsNil() || v.Type() == fileType {
+			return false
+		}
+		switch n := v.Interface().(type) {
+		case *ast.ArrowFunctionLiteral:
+			inArrow = true
+		case *ast.FunctionLiteral:
+			inArrow = false
+		case *ast.Identifier:
+			return inArrow && n.Name == "arguments"
+		}
+		key := [2]any{v.Interface(), inArrow}
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		return arrowArguments(v.Elem(), inArrow, seen)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if arrowArguments(v.Field(i), inArrow, seen) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if arrowArguments(v.Index(i), inArrow, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func (g *astGuard) walk(v reflect.Value) error {
 	switch v.Kind() {

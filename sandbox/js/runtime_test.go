@@ -338,3 +338,38 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// The script engine fails at run time on an arrow function that reads the
+// arguments of the function around it, so such a script is refused when
+// it compiles, with a Validation error naming the node and saying what to
+// write instead; arguments elsewhere (a function's own, one nested in an
+// arrow, a property named arguments) works.
+func TestArgumentsInArrowFunctions(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	for _, tc := range []struct {
+		src  string
+		want any // nil: refused
+	}{
+		{`const f = () => arguments.length; board.setVar("n", f())`, nil},
+		{`function g() { return (() => arguments.length)() } board.setVar("n", g(1, 2))`, nil},
+		{`const f = () => () => arguments[0]; board.setVar("n", f()())`, nil},
+		{`board.setVar("n", arguments.length)`, 0.0},
+		{`function g() { return arguments.length } board.setVar("n", g(1, 2))`, 2.0},
+		{`const f = () => { function h() { return arguments.length } return h(1, 2, 3) }; board.setVar("n", f())`, 3.0},
+		{`const o = {arguments: 4}; const f = () => o.arguments; board.setVar("n", f())`, 4.0},
+		{`const f = (...args) => args.length; board.setVar("n", f(1, 2, 3, 4, 5))`, 5.0},
+	} {
+		b := agent.NewBoard()
+		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "args", Board: b, Script: sandbox.Script{Source: tc.src}})
+		if tc.want == nil {
+			require.Error(t, err, tc.src)
+			assert.ErrorIs(t, err, fault.Validation, tc.src)
+			assert.ErrorContains(t, err, "rest parameter", tc.src)
+			assert.ErrorContains(t, err, `"args"`, tc.src)
+			continue
+		}
+		require.NoError(t, err, tc.src)
+		assert.Equal(t, tc.want, b.Vars["n"], tc.src)
+	}
+}
