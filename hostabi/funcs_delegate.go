@@ -55,7 +55,7 @@ func callDelegate(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (j
 	}
 	svc, _ := delegation.ServiceFromHost(d.cfg.Host)
 	dctx, stop := d.watchInterrupt(ctx)
-	resp, err := svc.Delegate(agent.ContextWithHost(dctx, d.cfg.Host), req)
+	resp, err := svc.Delegate(agent.ContextWithHost(delegation.WithCaller(dctx, d.cfg.Run.AgentID), d.cfg.Host), req)
 	stop()
 	if err != nil {
 		return nil, d.hostError(FuncDelegate, err)

@@ -300,3 +300,20 @@ func TestDelegateWithoutRunLatchDoesNotWatch(t *testing.T) {
 	assert.False(t, watched)
 	assert.Len(t, r.interrupts, 1, "the interrupt is still the caller's")
 }
+
+// The delegate host function names the run's agent as the caller
+// (delegation.WithCaller), whose idempotency keys are its own.
+func TestDelegateNamesTheCaller(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	var caller string
+	r.delegateFn = func(ctx context.Context, req delegation.Request) (delegation.Response, error) {
+		caller = delegation.CallerFromContext(ctx)
+		return delegation.Response{ID: "dlg-1", Target: req.Target, RunID: "run-child", Status: delegation.StatusSucceeded}, nil
+	}
+	d := hostabi.NewDispatcher(hostabi.Config{Host: r.fullHost(),
+		Run: agent.Run{ID: "run-1", AgentID: "alice", Capabilities: []string{"delegate"}}, Node: "n"})
+	_, err := call(t, d, hostabi.FuncDelegate, `["helper","hi"]`)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", caller)
+}

@@ -62,6 +62,24 @@ func ContextWithDepth(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, depthKey{}, n)
 }
 
+type callerKey struct{}
+
+// WithCaller returns ctx naming the agent that delegates: idempotency keys
+// are the caller's own (two agents using the same key do not replay, or
+// conflict with, each other's delegations). The delegate host function and
+// the delegation tools name the run's agent; a caller that names none
+// shares the keys of every other such caller.
+func WithCaller(ctx context.Context, agentID string) context.Context {
+	return context.WithValue(ctx, callerKey{}, agentID)
+}
+
+// CallerFromContext returns the agent WithCaller named, or "": a Service
+// keeps idempotency keys per caller.
+func CallerFromContext(ctx context.Context) string {
+	id, _ := ctx.Value(callerKey{}).(string)
+	return id
+}
+
 type watchedKey struct{}
 
 // WithInterruptsWatched returns ctx saying that whoever delegates with it

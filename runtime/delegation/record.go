@@ -59,19 +59,29 @@ func fingerprint(req Request) [32]byte {
 	return sha256.Sum256(b)
 }
 
+// scopedKey is an idempotency key in the namespace of the agent that
+// delegates (WithCaller); "" when there is no key.
+func scopedKey(caller, key string) string {
+	if key == "" {
+		return ""
+	}
+	return caller + "\x00" + key
+}
+
 // admit registers req as a new delegation, or returns the record of the
-// same idempotency key (replay true). It takes a concurrency slot for a
+// same idempotency key of the same caller (replay true). It takes a concurrency slot for a
 // new delegation, and counts a new async one in s.async (SEED-SPEC 6.2.7).
-func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) {
+func (s *LocalService) admit(caller string, req Request) (rec *record, replay bool, err error) {
 	fp := fingerprint(req)
+	key := scopedKey(caller, req.IdempotencyKey)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shut {
 		return nil, false, fault.New(fault.NotAvailable, "delegate", "the delegation service is closed")
 	}
 	s.pruneLocked(time.Now())
-	if req.IdempotencyKey != "" {
-		if prev := s.keys[req.IdempotencyKey]; prev != nil {
+	if key != "" {
+		if prev := s.keys[key]; prev != nil {
 			if prev.fp != fp {
 				return nil, false, fault.New(fault.Conflict, "delegate",
 					"idempotency key %q was used for another request", req.IdempotencyKey)
@@ -82,7 +92,7 @@ func (s *LocalService) admit(req Request) (rec *record, replay bool, err error) 
 	if err := s.takeSlotsLocked(req); err != nil {
 		return nil, false, err
 	}
-	rec = &record{id: newID(), key: req.IdempotencyKey, fp: fp, done: make(chan struct{}),
+	rec = &record{id: newID(), key: key, fp: fp, done: make(chan struct{}),
 		resp: Response{Status: StatusAccepted, Target: req.Target}}
 	rec.resp.ID = rec.id
 	s.records[rec.id] = rec

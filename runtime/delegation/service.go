@@ -134,7 +134,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 		return Response{}, err
 	}
 	req = req.Clone()
-	rec, replay, err := s.admit(req)
+	rec, replay, err := s.admit(CallerFromContext(ctx), req)
 	if err != nil || replay {
 		return s.replay(ctx, rec, req.Mode, err)
 	}

@@ -47,6 +47,39 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
+// Idempotency keys are the calling agent's own (delegation.WithCaller):
+// another agent using the same key for another request runs it and gets
+// no Conflict (a key's existence does not leak across agents), and does
+// not replay the first agent's result; the same agent still does.
+func TestIdempotencyKeysPerCaller(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{})
+	eng := agenttest.New(agenttest.Say("done"))
+	e.agents.put("helper", eng)
+	ctx := timeout(t)
+	req := ask("helper", "task")
+	req.IdempotencyKey = "k1"
+	alice := delegation.WithCaller(ctx, "alice")
+	first, err := e.svc.Delegate(alice, req)
+	require.NoError(t, err)
+
+	other := ask("helper", "another task")
+	other.IdempotencyKey = "k1"
+	bobs, err := e.svc.Delegate(delegation.WithCaller(ctx, "bob"), other)
+	require.NoError(t, err, "bob's key is bob's")
+	assert.NotEqual(t, first.ID, bobs.ID)
+	same, err := e.svc.Delegate(delegation.WithCaller(ctx, "bob"), req)
+	require.ErrorIs(t, err, fault.Conflict, "bob used k1 for another request")
+	assert.Empty(t, same.ID)
+
+	again, err := e.svc.Delegate(alice, req)
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "alice's repeat replays")
+	_, err = e.svc.Delegate(alice, other)
+	assert.ErrorIs(t, err, fault.Conflict)
+	assert.Len(t, eng.Runs(), 2, "alice's and bob's first requests ran, nothing else")
+}
+
 // SEED-SPEC 6.2.7: a concurrent repeat of a running request waits for the
 // first run and gets its result.
 func TestIdempotencyWhileRunning(t *testing.T) {

@@ -139,7 +139,7 @@ func (t *Tools) delegate(ctx context.Context, b tool.Batch, req Request) (string
 	if b.Host != nil && !agent.IsNil(b.Host) {
 		ctx = agent.ContextWithHost(ctx, b.Host)
 	}
-	resp, err := svc.Delegate(ctx, req)
+	resp, err := svc.Delegate(WithCaller(ctx, b.Run.AgentID), req)
 	if err != nil {
 		return "", err
 	}
