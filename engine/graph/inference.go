@@ -58,6 +58,15 @@ type InferenceConfig struct {
 	// ToolChoice is auto, none, required or the name of an offered tool;
 	// empty leaves it to the provider.
 	ToolChoice string `json:"tool_choice,omitempty"`
+	// UndefinedToolRecovery answers a reply that calls a tool the node does
+	// not offer with error results instead of failing (SEED-SPEC 8.7).
+	UndefinedToolRecovery *RecoveryConfig `json:"undefined_tool_recovery,omitempty"`
+	// RecoverPendingKey is the board var set to whether the node answered
+	// undefined calls; default "recover_pending".
+	RecoverPendingKey string `json:"recover_pending_key,omitempty"`
+	// RecoverCountKey is the board var that counts the recoveries of the
+	// run; default "recover_count".
+	RecoverCountKey string `json:"recover_count_key,omitempty"`
 }
 
 // ModelRef is the object form of InferenceConfig.Model.
@@ -99,6 +108,9 @@ func (inferenceType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 		return nil, err
 	}
 	if err := h.buildTools(in.Deps, c); err != nil {
+		return nil, err
+	}
+	if h.recovery, err = buildRecovery(c); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -248,6 +260,7 @@ type inferenceHandler struct {
 	allTools     bool
 	toolNames    []string
 	toolChoice   string
+	recovery     recovery
 }
 
 var (
@@ -259,7 +272,8 @@ var (
 // resolution.
 func (h *inferenceHandler) LiteralKeys() []string {
 	return []string{"model", "messages_channel", "output_key", "usage_key", "tool_pending_key", "stream", "tools",
-		"all_tools", "tool_choice"}
+		"all_tools", "tool_choice",
+		"undefined_tool_recovery", "recover_pending_key", "recover_count_key"}
 }
 
 // systemPrompt is the system prompt of one call: the resolved inline
