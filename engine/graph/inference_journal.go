@@ -27,6 +27,7 @@ const JournalFuncInference = "inference"
 type InferenceArgs struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model,omitempty"`
+	Profile  string `json:"profile,omitempty"`
 	Stream   bool   `json:"stream,omitempty"`
 	Messages int    `json:"messages"`
 	Digest   string `json:"digest"`
@@ -79,9 +80,10 @@ func inferenceArgs(provider string, stream bool, req model.Request) json.RawMess
 		Messages   []message.Message `json:"messages"`
 		Tools      any               `json:"tools"`
 		ToolChoice string            `json:"tool_choice"`
-	}{req.Model, req.System, req.Messages, req.Tools, req.ToolChoice})
+		Profile    string            `json:"profile,omitempty"`
+	}{req.Model, req.System, req.Messages, req.Tools, req.ToolChoice, req.Profile})
 	sum := sha256.Sum256(body)
-	args, _ := json.Marshal([]InferenceArgs{{Provider: provider, Model: req.Model, Stream: stream,
+	args, _ := json.Marshal([]InferenceArgs{{Provider: provider, Model: req.Model, Profile: req.Profile, Stream: stream,
 		Messages: len(req.Messages), Digest: "sha256:" + hex.EncodeToString(sum[:])}})
 	return args
 }

@@ -39,7 +39,8 @@ func (h *inferenceHandler) Run(ctx context.Context, c *Call) error {
 	if err != nil {
 		return fault.Wrap(fault.Validation, err, opInference, "node %q", c.Node)
 	}
-	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice}
+	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice,
+		Profile: h.profile}
 	out := &inferenceOutput{ctx: ctx, c: c}
 	resp, genErr := h.generate(ctx, c, req, out)
 	if genErr != nil {

@@ -67,6 +67,9 @@ type Settings struct {
 	// (stream_options.include_usage); default true. Some older servers
 	// refuse the option.
 	IncludeUsage *bool `json:"include_usage,omitempty"`
+	// Profiles are other credentials and endpoints of the same provider,
+	// picked by a request's profile (SEED-SPEC 8.2).
+	Profiles []ProfileSettings `json:"profiles,omitempty"`
 }
 
 // AuthSettings are settings.auth.

@@ -217,3 +217,26 @@ func TestFactorySpec(t *testing.T) {
 	assert.Equal(t, model.Kind, spec.Kind)
 	assert.Equal(t, "scripted", spec.Impl)
 }
+
+// SEED-SPEC 8.2: a provider without profiles refuses a request naming one,
+// and tells so before any call.
+func TestProfilesAreRefused(t *testing.T) {
+	t.Parallel()
+	p := build(t, "replies: [{text: x}]")
+	tests := []struct {
+		profile string
+		ok      bool
+	}{{"", true}, {"eu", false}}
+	for _, tt := range tests {
+		err := p.CheckProfile(tt.profile)
+		_, genErr := p.Generate(context.Background(), model.Request{Messages: []message.Message{user("x")}, Profile: tt.profile}, nil)
+		if tt.ok {
+			require.NoError(t, err)
+			require.NoError(t, genErr)
+			continue
+		}
+		require.ErrorIs(t, err, fault.Validation)
+		assert.Contains(t, err.Error(), `profile "eu"`)
+		require.ErrorIs(t, genErr, fault.Validation)
+	}
+}

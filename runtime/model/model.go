@@ -38,6 +38,10 @@ type Request struct {
 	Tools []tool.Definition
 	// ToolChoice is "", auto, none, required, or the name of one tool.
 	ToolChoice string
+	// Profile names one of the provider's profiles (its credentials and
+	// endpoint); empty means the provider's own. A provider without that
+	// profile refuses the request with a Validation error naming it.
+	Profile string
 }
 
 // Delta is one streamed piece of a reply. Exactly one field is set.
@@ -68,4 +72,14 @@ type Provider interface {
 	// error, the Response holds what arrived before the failure (the
 	// streamed text, the finished tool calls, the last usage), if any.
 	Generate(ctx context.Context, req Request, onDelta func(Delta) error) (Response, error)
+}
+
+// ProfileChecker is implemented by providers that can tell before any call
+// whether they serve a profile; an inference node checks its profile with
+// it when it is built, and otherwise at the call.
+type ProfileChecker interface {
+	// CheckProfile returns nil when the provider serves profile, and a
+	// Validation error naming it otherwise. The empty profile is always
+	// served.
+	CheckProfile(profile string) error
 }
