@@ -60,6 +60,12 @@ type InferenceConfig struct {
 	// ToolChoice is auto, none, required or the name of an offered tool;
 	// empty leaves it to the provider.
 	ToolChoice string `json:"tool_choice,omitempty"`
+	// Intent is what the reply should hold; default text only. A provider
+	// that can tell refuses at build what it cannot produce.
+	Intent *model.Intent `json:"intent,omitempty"`
+	// Extensions are provider-specific request fields
+	// ([{provider, id, fields}]), passed on as model.Request.Extensions.
+	Extensions []model.Extension `json:"extensions,omitempty"`
 	// UndefinedToolRecovery answers a reply that calls a tool the node does
 	// not offer with error results instead of failing (SEED-SPEC 8.7).
 	UndefinedToolRecovery *RecoveryConfig `json:"undefined_tool_recovery,omitempty"`
@@ -116,6 +122,12 @@ func (inferenceType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 		return nil, err
 	}
 	if err := checkProfile(h.provider, h.providerKey, h.profile); err != nil {
+		return nil, err
+	}
+	if err := h.buildIntent(c.Intent); err != nil {
+		return nil, err
+	}
+	if err := h.buildExtensions(c.Extensions); err != nil {
 		return nil, err
 	}
 	if err := h.buildSystem(ctx, in, c.SystemPrompt); err != nil {
@@ -297,6 +309,8 @@ type inferenceHandler struct {
 	toolNames    []string
 	toolChoice   string
 	recovery     recovery
+	intent       model.Intent
+	extensions   []model.Extension
 }
 
 var (
@@ -308,7 +322,7 @@ var (
 // resolution.
 func (h *inferenceHandler) LiteralKeys() []string {
 	return []string{"model", "messages_channel", "output_key", "usage_key", "tool_pending_key", "stream", "tools",
-		"all_tools", "tool_choice",
+		"all_tools", "tool_choice", "intent", "extensions",
 		"undefined_tool_recovery", "recover_pending_key", "recover_count_key"}
 }
 

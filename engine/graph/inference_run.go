@@ -40,7 +40,7 @@ func (h *inferenceHandler) Run(ctx context.Context, c *Call) error {
 		return fault.Wrap(fault.Validation, err, opInference, "node %q", c.Node)
 	}
 	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice,
-		Profile: h.profile}
+		Profile: h.profile, Intent: h.intent, Extensions: cloneExtensions(h.extensions)}
 	out := &inferenceOutput{ctx: ctx, c: c}
 	resp, genErr := h.generate(ctx, c, req, out)
 	if genErr != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/model"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,22 @@ func FuzzSettings(f *testing.F) {
 			t.Fatalf("an unlisted profile: %v", err)
 		}
 	})
+}
+
+// SEED-SPEC 5.3.1: Chat Completions produce text: another modality is
+// refused before any request.
+func TestIntentOtherThanTextRefused(t *testing.T) {
+	t.Parallel()
+	w := newWire(t, replyJSON(t, 200, "chat_text.json"))
+	p := newProvider(t, w.URL)
+	require.NoError(t, p.CheckIntent(model.TextOnly))
+	for _, in := range []model.Intent{{Image: true}, {Text: true, Audio: true}, {Video: true}} {
+		require.ErrorIs(t, p.CheckIntent(in), fault.Validation)
+		req := userRequest("Hi")
+		req.Intent = in
+		_, err := p.Generate(context.Background(), req, nil)
+		require.ErrorIs(t, err, fault.Validation)
+		assert.Contains(t, err.Error(), "the provider produces text only")
+	}
+	assert.Empty(t, w.seen())
 }

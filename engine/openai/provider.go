@@ -56,6 +56,7 @@ type Provider struct {
 var (
 	_ model.Provider       = (*Provider)(nil)
 	_ model.ProfileChecker = (*Provider)(nil)
+	_ model.IntentChecker  = (*Provider)(nil)
 	_ io.Closer            = (*Provider)(nil)
 )
 
@@ -103,6 +104,10 @@ func newClient(cfg config, hc *http.Client) *goopenai.Client {
 	return goopenai.NewClientWithConfig(oc)
 }
 
+// CheckIntent refuses every modality but text: Chat Completions replies
+// are text (and tool calls).
+func (p *Provider) CheckIntent(i model.Intent) error { return model.CheckTextOnly(opGenerate, i) }
+
 // Close releases idle connections. It is idempotent.
 func (p *Provider) Close() error {
 	p.closeOnce.Do(p.http.CloseIdleConnections)
@@ -127,6 +132,9 @@ func (p *Provider) Generate(ctx context.Context, req model.Request, onDelta func
 	}
 	client, err := p.clientFor(req.Profile)
 	if err != nil {
+		return model.Response{}, err
+	}
+	if err := p.CheckIntent(req.Intent); err != nil {
 		return model.Response{}, err
 	}
 	creq, err := p.chatRequest(req, onDelta != nil)

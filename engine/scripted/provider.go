@@ -57,7 +57,11 @@ type Provider struct {
 var (
 	_ model.Provider       = (*Provider)(nil)
 	_ model.ProfileChecker = (*Provider)(nil)
+	_ model.IntentChecker  = (*Provider)(nil)
 )
+
+// CheckIntent refuses every modality but text: the replies are text.
+func (p *Provider) CheckIntent(i model.Intent) error { return model.CheckTextOnly(opGenerate, i) }
 
 // CheckProfile refuses every profile but the empty one: the provider has
 // no profiles.
@@ -98,6 +102,9 @@ func (p *Provider) Generate(ctx context.Context, req model.Request, onDelta func
 		return model.Response{}, fault.New(fault.Validation, opGenerate, "the request has no messages")
 	}
 	if err := p.CheckProfile(req.Profile); err != nil {
+		return model.Response{}, err
+	}
+	if err := p.CheckIntent(req.Intent); err != nil {
 		return model.Response{}, err
 	}
 	turn := assistantTurns(req.Messages)
