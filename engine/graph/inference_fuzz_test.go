@@ -21,6 +21,8 @@ func FuzzInferenceConfig(f *testing.F) {
 		`{"tools":["get_time"],"undefined_tool_recovery":{"enabled":true,"max_per_run":1},"recover_pending_key":"r"}`,
 		`{"undefined_tool_recovery":{"enabled":true},"recover_count_key":"n"}`,
 		`{"model":{"id":{"provider":"alt","name":"m"},"profile":"eu"}}`, `{"model":{"id":{},"name":"x"}}`,
+		`{"intent":{"text":true,"image":true}}`, `{"intent":{}}`,
+		`{"extensions":[{"provider":"openai","id":"r","fields":{"seed":1}},{"provider":"x","id":"r","fields":{}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

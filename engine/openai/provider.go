@@ -141,6 +141,11 @@ func (p *Provider) Generate(ctx context.Context, req model.Request, onDelta func
 	if err != nil {
 		return model.Response{}, err
 	}
+	extra, err := p.extraFields(req.Extensions, creq)
+	if err != nil {
+		return model.Response{}, err
+	}
+	ctx = withExtraBody(ctx, extra)
 	for attempt := 1; ; attempt++ {
 		a := &attemptRun{p: p, client: client, req: creq, onDelta: onDelta}
 		resp, err := a.run(ctx)

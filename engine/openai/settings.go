@@ -33,6 +33,9 @@ const (
 // Settings are the settings of a model.Provider/openai, decoded strictly
 // after ${env:NAME} expansion of every string.
 type Settings struct {
+	// ID is the provider's id, the one request extensions name in their
+	// provider; default "openai".
+	ID string `json:"id,omitempty"`
 	// BaseURL is the API root, up to and including /v1; default
 	// https://api.openai.com/v1. It must be http or https.
 	BaseURL string `json:"base_url,omitempty"`
@@ -85,6 +88,7 @@ type AzureSettings struct {
 
 // config is Settings checked and completed with defaults.
 type config struct {
+	id           string
 	baseURL      string
 	apiKey       string
 	auth         AuthSettings
@@ -108,8 +112,11 @@ func DecodeSettings(raw json.RawMessage) (Settings, error) {
 // config checks s and fills in the defaults. Errors are Validation errors
 // naming the settings key.
 func (s Settings) config() (config, error) {
-	c := config{baseURL: s.BaseURL, apiKey: s.APIKey, auth: s.Auth, model: s.Model,
+	c := config{id: s.ID, baseURL: s.BaseURL, apiKey: s.APIKey, auth: s.Auth, model: s.Model,
 		organization: s.Organization, project: s.Project, azure: s.Azure, retries: DefaultRetries, includeUsage: true}
+	if c.id == "" {
+		c.id = DefaultID
+	}
 	if c.baseURL == "" {
 		c.baseURL = DefaultBaseURL
 	}
