@@ -95,12 +95,12 @@ func available(defs []tool.Definition) string {
 	return strings.Join(names, ", ")
 }
 
-// recover decides what a reply with undefined calls does: with recovery
+// recoverUndefined decides what a reply with undefined calls does: with recovery
 // enabled and runs left, it appends the reply and a tool message that
 // answers every call (undefined ones with "not defined", the others with
 // "not run"), sets recover_pending and counts the recovery; otherwise it
 // returns ErrUndefinedTool naming the node and the tool.
-func (h *inferenceHandler) recover(c *Call, reply message.Message, undefined []message.ToolCall, defs []tool.Definition) error {
+func (h *inferenceHandler) recoverUndefined(c *Call, reply message.Message, undefined []message.ToolCall, defs []tool.Definition) error {
 	names := make([]string, len(undefined))
 	for i, u := range undefined {
 		names[i] = fmt.Sprintf("%q", u.Name)

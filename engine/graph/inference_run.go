@@ -82,7 +82,7 @@ func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Respo
 		return fault.Wrap(fault.Internal, err, opInference, "node %q: provider %s returned an invalid reply", c.Node, h.providerKey)
 	}
 	if undefined := undefinedCalls(reply, defs); len(undefined) > 0 {
-		if err := h.recover(c, reply, undefined, defs); err != nil {
+		if err := h.recoverUndefined(c, reply, undefined, defs); err != nil {
 			if uerr := h.report(ctx, c, resp.Usage); uerr != nil {
 				return uerr
 			}
