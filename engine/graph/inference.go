@@ -30,10 +30,12 @@ const DefaultToolPendingKey = "tool_pending"
 
 // InferenceConfig is the config of an inference node (SEED-SPEC 5.3.1).
 type InferenceConfig struct {
-	// Model picks the provider and the model: {provider, name}, or a
-	// string, the model name of the default provider. provider names the
-	// engine dep model.<provider>; empty means the bare model dep (or the
-	// only model.* dep). name empty means the provider's default model.
+	// Model picks the provider and the model: {id: {provider, name},
+	// profile} (SEED-SPEC 5.3.1), {provider, name, profile}, or a string,
+	// the model name of the default provider. provider names the engine
+	// dep model.<provider>; empty means the bare model dep (or the only
+	// model.* dep). name empty means the provider's default model. profile
+	// names one of the provider's profiles.
 	Model json.RawMessage `json:"model,omitempty"`
 	// MessagesChannel is the conversation; default the main channel.
 	MessagesChannel string `json:"messages_channel,omitempty"`
@@ -58,10 +60,34 @@ type InferenceConfig struct {
 	// ToolChoice is auto, none, required or the name of an offered tool;
 	// empty leaves it to the provider.
 	ToolChoice string `json:"tool_choice,omitempty"`
+	// Intent is what the reply should hold; default text only. A provider
+	// that can tell refuses at build what it cannot produce.
+	Intent *model.Intent `json:"intent,omitempty"`
+	// Extensions are provider-specific request fields
+	// ([{provider, id, fields}]), passed on as model.Request.Extensions.
+	Extensions []model.Extension `json:"extensions,omitempty"`
+	// UndefinedToolRecovery answers a reply that calls a tool the node does
+	// not offer with error results instead of failing (SEED-SPEC 8.7).
+	UndefinedToolRecovery *RecoveryConfig `json:"undefined_tool_recovery,omitempty"`
+	// RecoverPendingKey is the board var set to whether the node answered
+	// undefined calls; default "recover_pending".
+	RecoverPendingKey string `json:"recover_pending_key,omitempty"`
+	// RecoverCountKey is the board var that counts the recoveries of the
+	// run; default "recover_count".
+	RecoverCountKey string `json:"recover_count_key,omitempty"`
 }
 
-// ModelRef is the object form of InferenceConfig.Model.
+// ModelRef is the object form of InferenceConfig.Model: the model either
+// in ID or in Provider and Name, and the profile.
 type ModelRef struct {
+	ID       *ModelID `json:"id,omitempty"`
+	Provider string   `json:"provider,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	Profile  string   `json:"profile,omitempty"`
+}
+
+// ModelID is ModelRef.ID, the spec form of a model's identity.
+type ModelID struct {
 	Provider string `json:"provider,omitempty"`
 	Name     string `json:"name,omitempty"`
 }
@@ -84,7 +110,7 @@ func (inferenceType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &inferenceHandler{model: ref.Name, channel: c.MessagesChannel, outputKey: c.OutputKey, usageKey: c.UsageKey,
+	h := &inferenceHandler{model: ref.Name, profile: ref.Profile, channel: c.MessagesChannel, outputKey: c.OutputKey, usageKey: c.UsageKey,
 		pendingKey: c.ToolPendingKey, stream: c.Stream, toolChoice: c.ToolChoice}
 	if h.channel == "" {
 		h.channel = agent.MainChannel
@@ -95,10 +121,22 @@ func (inferenceType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if h.providerKey, h.provider, err = providerFromDeps(in.Deps, ref.Provider); err != nil {
 		return nil, err
 	}
+	if err := checkProfile(h.provider, h.providerKey, h.profile); err != nil {
+		return nil, err
+	}
+	if err := h.buildIntent(c.Intent); err != nil {
+		return nil, err
+	}
+	if err := h.buildExtensions(c.Extensions); err != nil {
+		return nil, err
+	}
 	if err := h.buildSystem(ctx, in, c.SystemPrompt); err != nil {
 		return nil, err
 	}
 	if err := h.buildTools(in.Deps, c); err != nil {
+		return nil, err
+	}
+	if h.recovery, err = buildRecovery(c); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -116,9 +154,30 @@ func parseModelRef(raw json.RawMessage) (ModelRef, error) {
 		return ref, fault.Wrap(fault.Validation, err, "", "model")
 	}
 	if err := DecodeConfig(raw, &ref); err != nil {
-		return ref, fault.Wrap(fault.Validation, err, "", "model: want a model name or {provider, name}")
+		return ref, fault.Wrap(fault.Validation, err, "", "model: want a model name, {id: {provider, name}, profile} or {provider, name}")
+	}
+	if ref.ID != nil {
+		if ref.Provider != "" || ref.Name != "" {
+			return ref, fault.New(fault.Validation, "", "model: give id or provider and name, not both")
+		}
+		ref.Provider, ref.Name, ref.ID = ref.ID.Provider, ref.ID.Name, nil
 	}
 	return ref, nil
+}
+
+// checkProfile asks a provider that can tell whether it serves profile.
+func checkProfile(p model.Provider, key, profile string) error {
+	if profile == "" {
+		return nil
+	}
+	pc, ok := p.(model.ProfileChecker)
+	if !ok {
+		return nil
+	}
+	if err := pc.CheckProfile(profile); err != nil {
+		return fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "model.profile: provider %s", key)
+	}
+	return nil
 }
 
 // providerFromDeps finds the provider of a node: model.<name> for a named
@@ -237,6 +296,7 @@ type inferenceHandler struct {
 	providerKey  string
 	provider     model.Provider
 	model        string
+	profile      string
 	channel      string
 	system       string
 	systemInline bool
@@ -248,6 +308,9 @@ type inferenceHandler struct {
 	allTools     bool
 	toolNames    []string
 	toolChoice   string
+	recovery     recovery
+	intent       model.Intent
+	extensions   []model.Extension
 }
 
 var (
@@ -259,7 +322,8 @@ var (
 // resolution.
 func (h *inferenceHandler) LiteralKeys() []string {
 	return []string{"model", "messages_channel", "output_key", "usage_key", "tool_pending_key", "stream", "tools",
-		"all_tools", "tool_choice"}
+		"all_tools", "tool_choice", "intent", "extensions",
+		"undefined_tool_recovery", "recover_pending_key", "recover_count_key"}
 }
 
 // systemPrompt is the system prompt of one call: the resolved inline

@@ -18,6 +18,11 @@ func FuzzInferenceConfig(f *testing.F) {
 		`{"stream":true,"output_key":"r","usage_key":"u","tool_pending_key":"p"}`,
 		`{"tools":["get_weather"],"tool_choice":"get_weather"}`, `{"all_tools":true,"tool_choice":"required"}`,
 		`{"system_prompt":"hi ${board.x:y}"}`, `{"messages_channel":"other"}`, `{"tools":"all"}`, `[]`,
+		`{"tools":["get_time"],"undefined_tool_recovery":{"enabled":true,"max_per_run":1},"recover_pending_key":"r"}`,
+		`{"undefined_tool_recovery":{"enabled":true},"recover_count_key":"n"}`,
+		`{"model":{"id":{"provider":"alt","name":"m"},"profile":"eu"}}`, `{"model":{"id":{},"name":"x"}}`,
+		`{"intent":{"text":true,"image":true}}`, `{"intent":{}}`,
+		`{"extensions":[{"provider":"openai","id":"r","fields":{"seed":1}},{"provider":"x","id":"r","fields":{}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

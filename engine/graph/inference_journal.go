@@ -22,11 +22,13 @@ const JournalFuncInference = "inference"
 
 // InferenceArgs is the argument of an inference journal entry: which
 // provider and model were asked, and a digest of the whole request
-// (system prompt, messages, tools, tool choice), so that a replay can tell
+// (system prompt, messages, tools, tool choice, profile, intent,
+// extensions), so that a replay can tell
 // when a run asks something else than the recorded one.
 type InferenceArgs struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model,omitempty"`
+	Profile  string `json:"profile,omitempty"`
 	Stream   bool   `json:"stream,omitempty"`
 	Messages int    `json:"messages"`
 	Digest   string `json:"digest"`
@@ -79,11 +81,23 @@ func inferenceArgs(provider string, stream bool, req model.Request) json.RawMess
 		Messages   []message.Message `json:"messages"`
 		Tools      any               `json:"tools"`
 		ToolChoice string            `json:"tool_choice"`
-	}{req.Model, req.System, req.Messages, req.Tools, req.ToolChoice})
+		Profile    string            `json:"profile,omitempty"`
+		Intent     *model.Intent     `json:"intent,omitempty"`
+		Extensions []model.Extension `json:"extensions,omitempty"`
+	}{req.Model, req.System, req.Messages, req.Tools, req.ToolChoice, req.Profile, intentOf(req), req.Extensions})
 	sum := sha256.Sum256(body)
-	args, _ := json.Marshal([]InferenceArgs{{Provider: provider, Model: req.Model, Stream: stream,
+	args, _ := json.Marshal([]InferenceArgs{{Provider: provider, Model: req.Model, Profile: req.Profile, Stream: stream,
 		Messages: len(req.Messages), Digest: "sha256:" + hex.EncodeToString(sum[:])}})
 	return args
+}
+
+// intentOf is the intent a digest covers: nil for text only, so that the
+// digests of text requests stay those recorded before intents existed.
+func intentOf(req model.Request) *model.Intent {
+	if req.Intent.IsTextOnly() {
+		return nil
+	}
+	return &req.Intent
 }
 
 // journalInference records one call in j (nil records nothing).

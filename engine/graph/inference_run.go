@@ -10,6 +10,7 @@ import (
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/model"
+	"github.com/corral-rt/corral/runtime/tool"
 )
 
 const opInference = "run inference"
@@ -38,13 +39,14 @@ func (h *inferenceHandler) Run(ctx context.Context, c *Call) error {
 	if err != nil {
 		return fault.Wrap(fault.Validation, err, opInference, "node %q", c.Node)
 	}
-	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice}
+	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice,
+		Profile: h.profile, Intent: h.intent, Extensions: cloneExtensions(h.extensions)}
 	out := &inferenceOutput{ctx: ctx, c: c}
 	resp, genErr := h.generate(ctx, c, req, out)
 	if genErr != nil {
 		return h.failed(ctx, c, out, resp, genErr)
 	}
-	return h.commit(ctx, c, resp)
+	return h.commit(ctx, c, resp, defs)
 }
 
 // generate asks the provider, or a replaying host, for the reply, and
@@ -70,12 +72,29 @@ func (h *inferenceHandler) generate(ctx context.Context, c *Call, req model.Requ
 	return resp, err
 }
 
-// commit writes a successful reply to the board and reports its usage.
-func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Response) error {
+// commit writes a successful reply to the board and reports its usage. A
+// reply that calls a tool the node does not offer is recovered or fails
+// with ErrUndefinedTool (SEED-SPEC 8.7).
+func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Response, defs []tool.Definition) error {
 	reply := resp.Message.Clone()
 	reply.Role = message.RoleAssistant
 	if err := reply.Validate(); err != nil {
 		return fault.Wrap(fault.Internal, err, opInference, "node %q: provider %s returned an invalid reply", c.Node, h.providerKey)
+	}
+	if undefined := undefinedCalls(reply, defs); len(undefined) > 0 {
+		if err := h.recoverUndefined(c, reply, undefined, defs); err != nil {
+			if uerr := h.report(ctx, c, resp.Usage); uerr != nil {
+				return uerr
+			}
+			return err
+		}
+		if h.outputKey != "" {
+			c.Board.Vars[h.outputKey] = reply.Text()
+		}
+		return h.report(ctx, c, resp.Usage)
+	}
+	if h.recovery.enabled {
+		c.Board.Vars[h.recovery.pendingKey] = false
 	}
 	c.Board.Append(h.channel, reply)
 	pending := resp.FinishReason == model.FinishToolCalls && len(reply.ToolCalls()) > 0

@@ -10,8 +10,11 @@
 // (default https://api.openai.com/v1), auth.scheme (bearer, header with
 // auth.header, or none for local servers), model (the default model),
 // organization, project, headers, azure.api_version, timeout (per attempt,
-// stream included), retries, retry_backoff, max_retry_wait and
-// include_usage. See docs/models.md.
+// stream included), retries, retry_backoff, max_retry_wait,
+// include_usage, id (the provider id extensions name, default "openai") and
+// profiles: further keys and endpoints a request picks with
+// model.Request.Profile (CheckProfile tells before any call whether one is
+// served). See docs/models.md.
 //
 // # Generation
 //
@@ -21,7 +24,12 @@
 // callback the reply is streamed over SSE: text deltas are passed on as
 // they arrive, and tool-call pieces are assembled by index and passed on
 // whole. The finish reason and the usage (the last chunk, requested with
-// stream_options.include_usage) complete the Response.
+// stream_options.include_usage) complete the Response. The fields of the
+// request's extensions for this provider's id are merged into the JSON body
+// by the driver's HTTP transport (the SDK has no extra-body option); one
+// that would override a key the driver sets is a Validation error. The
+// driver produces text: an intent asking for another modality is refused
+// (CheckIntent).
 //
 // # Errors
 //

@@ -48,13 +48,16 @@ func newFromInput(_ context.Context, in resource.Input) (any, error) {
 type Provider struct {
 	cfg       config
 	client    *goopenai.Client
+	profiles  map[string]profile
 	http      *http.Client
 	closeOnce sync.Once
 }
 
 var (
-	_ model.Provider = (*Provider)(nil)
-	_ io.Closer      = (*Provider)(nil)
+	_ model.Provider       = (*Provider)(nil)
+	_ model.ProfileChecker = (*Provider)(nil)
+	_ model.IntentChecker  = (*Provider)(nil)
+	_ io.Closer            = (*Provider)(nil)
 )
 
 // New returns a provider for s (already expanded). Errors are Validation
@@ -65,6 +68,15 @@ func New(s Settings) (*Provider, error) {
 		return nil, err
 	}
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	p := &Provider{cfg: cfg, client: newClient(cfg, hc), http: hc}
+	if p.profiles, err = buildProfiles(cfg, s.Profiles, hc); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newClient returns the SDK client of cfg, sending through hc.
+func newClient(cfg config, hc *http.Client) *goopenai.Client {
 	t := &transport{client: hc, header: cfg.headers.Clone()}
 	token := cfg.apiKey
 	if cfg.auth.Scheme != AuthBearer {
@@ -89,8 +101,12 @@ func New(s Settings) (*Provider, error) {
 	}
 	oc.OrgID = cfg.organization
 	oc.HTTPClient = t
-	return &Provider{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc}, nil
+	return goopenai.NewClientWithConfig(oc)
 }
+
+// CheckIntent refuses every modality but text: Chat Completions replies
+// are text (and tool calls).
+func (p *Provider) CheckIntent(i model.Intent) error { return model.CheckTextOnly(opGenerate, i) }
 
 // Close releases idle connections. It is idempotent.
 func (p *Provider) Close() error {
@@ -114,12 +130,24 @@ func (p *Provider) Generate(ctx context.Context, req model.Request, onDelta func
 	if ctx == nil {
 		return model.Response{}, fault.New(fault.Validation, opGenerate, "ctx must not be nil")
 	}
+	client, err := p.clientFor(req.Profile)
+	if err != nil {
+		return model.Response{}, err
+	}
+	if err := p.CheckIntent(req.Intent); err != nil {
+		return model.Response{}, err
+	}
 	creq, err := p.chatRequest(req, onDelta != nil)
 	if err != nil {
 		return model.Response{}, err
 	}
+	extra, err := p.extraFields(req.Extensions, creq)
+	if err != nil {
+		return model.Response{}, err
+	}
+	ctx = withExtraBody(ctx, extra)
 	for attempt := 1; ; attempt++ {
-		a := &attemptRun{p: p, req: creq, onDelta: onDelta}
+		a := &attemptRun{p: p, client: client, req: creq, onDelta: onDelta}
 		resp, err := a.run(ctx)
 		if err == nil {
 			return resp, nil
@@ -171,6 +199,7 @@ func (p *Provider) finalError(model string, err error, attempts int) error {
 // attemptRun is one HTTP attempt.
 type attemptRun struct {
 	p       *Provider
+	client  *goopenai.Client // the provider's, or its profile's
 	req     goopenai.ChatCompletionRequest
 	onDelta func(model.Delta) error
 	state   attemptState
@@ -194,13 +223,13 @@ func (a *attemptRun) run(parent context.Context) (model.Response, error) {
 	ctx, cancel := a.context(parent)
 	defer cancel()
 	if a.onDelta == nil {
-		r, err := a.p.client.CreateChatCompletion(ctx, a.req)
+		r, err := a.client.CreateChatCompletion(ctx, a.req)
 		if err != nil {
 			return model.Response{}, a.classify(parent, ctx, err)
 		}
 		return unaryResponse(r)
 	}
-	stream, err := a.p.client.CreateChatCompletionStream(ctx, a.req)
+	stream, err := a.client.CreateChatCompletionStream(ctx, a.req)
 	if err != nil {
 		return model.Response{}, a.classify(parent, ctx, err)
 	}

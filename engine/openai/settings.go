@@ -33,6 +33,9 @@ const (
 // Settings are the settings of a model.Provider/openai, decoded strictly
 // after ${env:NAME} expansion of every string.
 type Settings struct {
+	// ID is the provider's id, the one request extensions name in their
+	// provider; default "openai".
+	ID string `json:"id,omitempty"`
 	// BaseURL is the API root, up to and including /v1; default
 	// https://api.openai.com/v1. It must be http or https.
 	BaseURL string `json:"base_url,omitempty"`
@@ -67,6 +70,9 @@ type Settings struct {
 	// (stream_options.include_usage); default true. Some older servers
 	// refuse the option.
 	IncludeUsage *bool `json:"include_usage,omitempty"`
+	// Profiles are other credentials and endpoints of the same provider,
+	// picked by a request's profile (SEED-SPEC 8.2).
+	Profiles []ProfileSettings `json:"profiles,omitempty"`
 }
 
 // AuthSettings are settings.auth.
@@ -82,6 +88,7 @@ type AzureSettings struct {
 
 // config is Settings checked and completed with defaults.
 type config struct {
+	id           string
 	baseURL      string
 	apiKey       string
 	auth         AuthSettings
@@ -105,8 +112,11 @@ func DecodeSettings(raw json.RawMessage) (Settings, error) {
 // config checks s and fills in the defaults. Errors are Validation errors
 // naming the settings key.
 func (s Settings) config() (config, error) {
-	c := config{baseURL: s.BaseURL, apiKey: s.APIKey, auth: s.Auth, model: s.Model,
+	c := config{id: s.ID, baseURL: s.BaseURL, apiKey: s.APIKey, auth: s.Auth, model: s.Model,
 		organization: s.Organization, project: s.Project, azure: s.Azure, retries: DefaultRetries, includeUsage: true}
+	if c.id == "" {
+		c.id = DefaultID
+	}
 	if c.baseURL == "" {
 		c.baseURL = DefaultBaseURL
 	}

@@ -44,11 +44,14 @@ func (a *attemptState) watcher() *lineWatcher {
 	return a.body
 }
 
-// Do sends req with the extra headers and records the response for the
+// Do sends req with the extra headers and the extension fields, and records the response for the
 // attempt on req's context.
 func (t *transport) Do(req *http.Request) (*http.Response, error) {
 	for k, vs := range t.header {
 		req.Header[k] = append([]string(nil), vs...)
+	}
+	if err := mergeExtraBody(req); err != nil {
+		return nil, err
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {

@@ -54,7 +54,23 @@ type Provider struct {
 	loop     bool
 }
 
-var _ model.Provider = (*Provider)(nil)
+var (
+	_ model.Provider       = (*Provider)(nil)
+	_ model.ProfileChecker = (*Provider)(nil)
+	_ model.IntentChecker  = (*Provider)(nil)
+)
+
+// CheckIntent refuses every modality but text: the replies are text.
+func (p *Provider) CheckIntent(i model.Intent) error { return model.CheckTextOnly(opGenerate, i) }
+
+// CheckProfile refuses every profile but the empty one: the provider has
+// no profiles.
+func (p *Provider) CheckProfile(profile string) error {
+	if profile == "" {
+		return nil
+	}
+	return fault.New(fault.Validation, opGenerate, "profile %q: the scripted provider has no profiles", profile)
+}
 
 // New returns a provider for s.
 func New(s Settings) (*Provider, error) {
@@ -84,6 +100,12 @@ func (p *Provider) Generate(ctx context.Context, req model.Request, onDelta func
 	}
 	if len(req.Messages) == 0 {
 		return model.Response{}, fault.New(fault.Validation, opGenerate, "the request has no messages")
+	}
+	if err := p.CheckProfile(req.Profile); err != nil {
+		return model.Response{}, err
+	}
+	if err := p.CheckIntent(req.Intent); err != nil {
+		return model.Response{}, err
 	}
 	turn := assistantTurns(req.Messages)
 	input := lastText(req.Messages[len(req.Messages)-1])

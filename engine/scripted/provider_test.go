@@ -217,3 +217,54 @@ func TestFactorySpec(t *testing.T) {
 	assert.Equal(t, model.Kind, spec.Kind)
 	assert.Equal(t, "scripted", spec.Impl)
 }
+
+// SEED-SPEC 8.2: a provider without profiles refuses a request naming one,
+// and tells so before any call.
+func TestProfilesAreRefused(t *testing.T) {
+	t.Parallel()
+	p := build(t, "replies: [{text: x}]")
+	tests := []struct {
+		profile string
+		ok      bool
+	}{{"", true}, {"eu", false}}
+	for _, tt := range tests {
+		err := p.CheckProfile(tt.profile)
+		_, genErr := p.Generate(context.Background(), model.Request{Messages: []message.Message{user("x")}, Profile: tt.profile}, nil)
+		if tt.ok {
+			require.NoError(t, err)
+			require.NoError(t, genErr)
+			continue
+		}
+		require.ErrorIs(t, err, fault.Validation)
+		assert.Contains(t, err.Error(), `profile "eu"`)
+		require.ErrorIs(t, genErr, fault.Validation)
+	}
+}
+
+// SEED-SPEC 5.3.1: the scripted provider produces text: it refuses another
+// modality, before any call and at the call.
+func TestIntentsOtherThanTextAreRefused(t *testing.T) {
+	t.Parallel()
+	p := build(t, "replies: [{text: x}]")
+	tests := []struct {
+		intent model.Intent
+		want   string // "" when served
+	}{
+		{model.Intent{}, ""}, {model.TextOnly, ""},
+		{model.Intent{Text: true, Image: true}, "intent image"},
+		{model.Intent{Audio: true}, "intent audio"},
+		{model.Intent{Video: true}, "intent video"},
+	}
+	for _, tt := range tests {
+		err := p.CheckIntent(tt.intent)
+		_, genErr := p.Generate(context.Background(), model.Request{Messages: []message.Message{user("x")}, Intent: tt.intent}, nil)
+		if tt.want == "" {
+			require.NoError(t, err)
+			require.NoError(t, genErr)
+			continue
+		}
+		require.ErrorIs(t, err, fault.Validation)
+		assert.Contains(t, err.Error(), tt.want)
+		require.ErrorIs(t, genErr, fault.Validation)
+	}
+}

@@ -8,6 +8,13 @@
 // OpenAI-compatible server; the scripted provider answers from canned
 // replies for tests, replay and the offline demo.
 //
+// A Request may also name a profile (the provider's other key and
+// endpoint), an Intent (the modalities the reply should hold; zero means
+// text) and provider-specific Extensions. Providers that can tell before
+// any call whether they serve a profile or an intent implement the
+// optional ProfileChecker and IntentChecker; an inference node asks them
+// when it is built.
+//
 // # Errors
 //
 // Errors carry a fault kind: RateLimit, Timeout, NotAvailable, Forbidden,
