@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -419,7 +420,10 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	}
 	ev := &h.byNode[n.index]
 	if ev.headers == nil {
-		ev.headers = newHeaders(r, n.id)
+		// A copy of the run's headers with node_id added: copying a map
+		// of the same few entries costs less than filling a new one.
+		ev.headers = maps.Clone(h.runHeaders(r))
+		ev.headers[event.HeaderNodeID] = n.id
 		// Both subjects in one string: the two are its halves.
 		actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
 		both := event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start" +
@@ -438,6 +442,9 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	return ev
 }
 
+// newHeaders makes the headers of the run's envelopes, with node_id when
+// node is set; room is left for node_id in the run's own (headerCache.node
+// copies them).
 func newHeaders(r *runState, node string) map[string]string {
 	m := make(map[string]string, 4)
 	m[event.HeaderRunID] = r.run.ID

@@ -3,7 +3,6 @@ package event
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"maps"
 	"math/rand/v2"
@@ -246,30 +245,21 @@ func NewID() string { return NewIDAt(time.Now()) }
 // NewIDAt is NewID for an envelope made at t: a caller that stamps the
 // envelope's Time with t reads the clock once for both.
 func NewIDAt(t time.Time) string {
-	var raw [12]byte
-	binary.BigEndian.PutUint64(raw[:8], uint64(t.UnixNano()))
-	binary.BigEndian.PutUint32(raw[8:], rand.Uint32())
-	return encodeID(raw)
+	return encodeID(uint64(t.UnixNano()), rand.Uint32())
 }
 
-// encodeID writes 96 bits as 20 base32hex characters, most significant
-// first; the last character holds the final bit followed by four zeros.
-func encodeID(raw [12]byte) string {
+// encodeID writes the 96 bits hi·lo as 20 base32hex characters, most
+// significant first; the last character holds the final bit followed by
+// four zeros.
+func encodeID(hi uint64, lo uint32) string {
 	var out [IDLen]byte
-	var acc uint64
-	bits := 0
-	n := 0
-	for _, b := range raw {
-		acc = acc<<8 | uint64(b)
-		bits += 8
-		for bits >= 5 {
-			bits -= 5
-			out[n] = idAlphabet[(acc>>uint(bits))&31]
-			n++
-		}
+	for i := range 12 { // hi's first 60 bits
+		out[i] = idAlphabet[hi>>(59-5*i)&31]
 	}
-	if bits > 0 {
-		out[n] = idAlphabet[(acc<<uint(5-bits))&31]
+	out[12] = idAlphabet[(hi&15)<<1|uint64(lo>>31)]
+	for i := range 6 { // lo's bits 30 to 1
+		out[13+i] = idAlphabet[lo>>(26-5*i)&31]
 	}
+	out[19] = idAlphabet[(lo&1)<<4]
 	return string(out[:])
 }

@@ -230,10 +230,8 @@ func (c *call) installGlobalThis() {
 // fresh returns a realm no other call is using: a pooled one when one is
 // ready, else a spare prepared ahead (spare.go), else one made now.
 func (r *Runtime) fresh() (*call, error) {
-	select {
-	case c := <-r.realms:
+	if c := r.realms.get(); c != nil {
 		return c, nil
-	default:
 	}
 	select {
 	case c := <-r.spares:
@@ -282,10 +280,7 @@ func (r *Runtime) release(c *call) {
 	case c.uses == realmUses/2:
 		r.wantSpare()
 	}
-	select {
-	case r.realms <- c:
-	default:
-	}
+	r.realms.put(c)
 }
 
 // guardSymbolRegistry counts what Symbol.for may add to the VM's registry

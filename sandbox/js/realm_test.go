@@ -113,7 +113,7 @@ func TestPooledVMDroppedAfterCodeOrStop(t *testing.T) {
 			vm := pooled(t, rt)
 			inv.Script.Source = src
 			_ = rt.Invoke(context.Background(), inv)
-			assert.Empty(t, rt.realms, "the VM went back to the pool")
+			assert.Zero(t, rt.realms.len(), "the VM went back to the pool")
 			inv.Script.Source = `1`
 			require.NoError(t, rt.Invoke(context.Background(), inv))
 			assert.NotSame(t, vm, pooled(t, rt))
@@ -124,9 +124,9 @@ func TestPooledVMDroppedAfterCodeOrStop(t *testing.T) {
 // pooled returns the VM waiting in rt's pool (of one), leaving it there.
 func pooled(t *testing.T, rt *Runtime) *call {
 	t.Helper()
-	require.Len(t, rt.realms, 1)
-	c := <-rt.realms
-	rt.realms <- c
+	require.Equal(t, 1, rt.realms.len())
+	c := rt.realms.get()
+	rt.realms.put(c)
 	return c
 }
 

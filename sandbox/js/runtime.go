@@ -54,7 +54,7 @@ type Runtime struct {
 	kinds    []*goja.Program // each makes one async, generator or async generator function
 	hidden   *goja.Program   // lists the built-ins no property path reaches
 
-	realms   chan *call // pooled VMs, frozen, between calls
+	realms   *realmPool // pooled VMs, frozen, between calls
 	watchdog *watchdog
 	// spares are VMs prepared ahead (spare.go) by the preparer goroutine,
 	// which takes its requests from want and closes preparerDone when it
@@ -126,7 +126,7 @@ func New(o Options) (*Runtime, error) {
 		limits:   o.Limits.WithDefaults(),
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
-		realms:   make(chan *call, o.PoolSize),
+		realms:   newRealmPool(o.PoolSize),
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
 		blocking: hostabi.BlockingNames(),

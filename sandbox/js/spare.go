@@ -49,9 +49,9 @@ func (r *Runtime) prepareSpares() {
 
 // drainSpares drops the VMs waiting in the pool and the spares.
 func (r *Runtime) drainSpares() {
+	r.realms.drain()
 	for {
 		select {
-		case <-r.realms:
 		case <-r.spares:
 		default:
 			return

@@ -35,7 +35,7 @@ func TestSpareReplacesDroppedVM(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	require.NoError(t, invokeSrc(t, rt, `signal.done()`))
-	assert.Empty(t, rt.realms)
+	assert.Zero(t, rt.realms.len())
 	spare := waitSpare(t, rt)
 	require.NoError(t, invokeSrc(t, rt, `board.setVar("x", 1)`))
 	assert.Empty(t, rt.spares)
@@ -58,7 +58,7 @@ func TestSpareAskedAtHalfUses(t *testing.T) {
 	assert.Same(t, vm, pooled(t, rt), "the VM runs on")
 	vm.uses = realmUses - 1
 	require.NoError(t, invokeSrc(t, rt, `1`))
-	assert.Empty(t, rt.realms, "dropped after realmUses calls")
+	assert.Zero(t, rt.realms.len(), "dropped after realmUses calls")
 	require.NoError(t, invokeSrc(t, rt, `1`))
 	assert.Same(t, spare, pooled(t, rt))
 }
@@ -78,7 +78,7 @@ func TestCloseStopsPreparer(t *testing.T) {
 		t.Fatal("the preparer still runs after Close")
 	}
 	assert.Empty(t, rt.spares)
-	assert.Empty(t, rt.realms)
+	assert.Zero(t, rt.realms.len())
 	require.NoError(t, rt.Close())
 	assert.Error(t, invokeSrc(t, rt, `1`))
 }
@@ -105,11 +105,11 @@ func TestSymbolRegistryBounded(t *testing.T) {
 	require.NoError(t, invokeSrc(t, rt, flood))
 	assert.Same(t, vm, pooled(t, rt), "under the budget the VM is kept")
 	for range 4 {
-		if len(rt.realms) == 0 {
+		if rt.realms.len() == 0 {
 			break
 		}
 		require.NoError(t, invokeSrc(t, rt, flood))
 	}
-	assert.Empty(t, rt.realms, "past the budget the VM is dropped")
+	assert.Zero(t, rt.realms.len(), "past the budget the VM is dropped")
 	assert.Greater(t, vm.symbolKeyBytes, int64(maxSymbolKeyBytes))
 }
