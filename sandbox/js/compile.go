@@ -37,6 +37,9 @@ const arraySpreadGuard = "\x00spreadArray"
 type compiled struct {
 	prog   *goja.Program
 	idents []string
+	// sharedGlobal is set for a node script that cannot reach its global
+	// object (needsOwnGlobal), which may then run with a shared one.
+	sharedGlobal bool
 }
 
 // compileScript parses a node script as a function body, guards it and
@@ -49,7 +52,12 @@ func compileScript(name, source string) (*compiled, error) {
 	if !isWrappedFunction(prg) {
 		return nil, fault.New(fault.Validation, "compile "+name, "the script is not a function body (unbalanced braces?)")
 	}
-	return compileAST(name, prg)
+	comp, err := compileAST(name, prg)
+	if err != nil {
+		return nil, err
+	}
+	comp.sharedGlobal = !needsOwnGlobal(prg)
+	return comp, nil
 }
 
 // compileExpr parses a single expression, guards it and compiles it.

@@ -66,6 +66,10 @@ type apis struct {
 	// slice again (an ABI's Functions is read-only) needs no compare.
 	hostSeen []string
 	layer    *goja.Object
+	// shared is the global object of the calls that need no own one
+	// (needsOwnGlobal): empty, frozen, inheriting from layer; made at the
+	// first such call on the layer.
+	shared *goja.Object
 }
 
 func (c *call) newAPIs() *apis {
@@ -122,7 +126,7 @@ func (c *call) globalsLayer(names []string) *goja.Object {
 	} {
 		_ = layer.DefineDataProperty(g.name, g.v, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	}
-	a.layer = c.freeze(layer)
+	a.layer, a.shared = c.freeze(layer), nil
 	return a.layer
 }
 
@@ -136,7 +140,11 @@ func sameSlice(a, b []string) bool {
 // its globals (config, signal, board, host, run, node, parallel, console)
 // from the realm's frozen layer; Date and Math.random read the
 // invocation's host.
-func (c *call) installGlobals(inv sandbox.Invocation) {
+//
+// A script that cannot reach its global object (shared) and has no config
+// runs with the layer's shared global object instead: frozen and empty,
+// nothing can be left on it, and making none saves an object per call.
+func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
 	if inv.BoardBytes > 0 && inv.Board != nil { // the caller measured the board: the count starts there
 		c.boardBytes, c.boardSized = inv.BoardBytes, true
@@ -150,7 +158,15 @@ func (c *call) installGlobals(inv sandbox.Invocation) {
 	if c.apis == nil {
 		c.apis = c.newAPIs()
 	}
-	global := c.vm.CreateObject(c.globalsLayer(c.abi.Functions()))
+	layer := c.globalsLayer(c.abi.Functions())
+	if shared && len(inv.Config) == 0 {
+		if c.apis.shared == nil {
+			c.apis.shared = c.freeze(c.vm.CreateObject(layer))
+		}
+		c.vm.SetGlobalObject(c.apis.shared)
+		return
+	}
+	global := c.vm.CreateObject(layer)
 	c.vm.SetGlobalObject(global)
 	if len(inv.Config) > 0 {
 		cfg := c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory))

@@ -46,7 +46,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	c.bindOp(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
 	return c.run(len(inv.Config) > 0, func() {
-		c.installGlobals(inv)
+		c.installGlobals(inv, comp.sharedGlobal)
 	}, func() error {
 		f, err := c.scriptFunc(comp)
 		if err != nil {

@@ -149,8 +149,9 @@ func (walkABI) Call(_ context.Context, name string, _ json.RawMessage) (json.Raw
 }
 
 // setUpCall builds the VM an invocation's script runs in, with every
-// global installed, without running a script.
-func setUpCall(t *testing.T, rt *Runtime) *call {
+// global installed, without running a script: a global object of the
+// call's own with a config, or the realm's shared one (shared) without.
+func setUpCall(t *testing.T, rt *Runtime, shared bool) *call {
 	t.Helper()
 	board := agent.NewBoard()
 	board.Vars["v"] = map[string]any{"list": []any{1.0, "two"}, "at": "2024-01-01T00:00:00Z"}
@@ -158,11 +159,14 @@ func setUpCall(t *testing.T, rt *Runtime) *call {
 	inv := sandbox.Invocation{Node: "n", Type: "script", Board: board, ABI: walkABI{},
 		Config: map[string]any{"nested": map[string]any{"k": []any{true}}},
 		Run:    sandbox.RunInfo{RunID: "r"}, Parallel: func(string, string) bool { return false }}
+	if shared {
+		inv.Config = nil
+	}
 	c, err := rt.fresh()
 	require.NoError(t, err)
 	c.bind(context.Background(), "walk", "n", rt.Limits())
 	t.Cleanup(c.cancel)
-	ex := c.vm.Try(func() { c.installGlobals(inv) })
+	ex := c.vm.Try(func() { c.installGlobals(inv, shared) })
 	require.Nil(t, ex)
 	return c
 }
@@ -173,10 +177,19 @@ func setUpCall(t *testing.T, rt *Runtime) *call {
 // SEED-SPEC 9.5
 func TestNoGoValueReachable(t *testing.T) {
 	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			t.Parallel()
+			walkGlobals(t, shared)
+		})
+	}
+}
+
+func walkGlobals(t *testing.T, shared bool) {
 	rt, err := New(Options{})
 	require.NoError(t, err)
 	defer rt.Close()
-	c := setUpCall(t, rt)
+	c := setUpCall(t, rt, shared)
 	w := newWalker(c.vm)
 	w.walk("globalThis", c.vm.GlobalObject())
 	results, err := c.vm.RunString(`[
