@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,6 +64,10 @@ type runState struct {
 	// boardBytes is the board's size measured after the last wave
 	// (checkBoard), or 0 before the first.
 	boardBytes int64
+	// waveEnd is when the last node of a sequential wave completed (the
+	// time of its step complete event), the time of the wave's
+	// checkpoint; zero when unknown (a parallel wave, a skipped node).
+	waveEnd time.Time
 }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
@@ -255,7 +258,12 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	}
 	// The board goes as it is: a Checkpointer copies what it keeps
 	// (agent.Checkpointer), and nothing changes the board during the save.
-	now := time.Now()
+	// A sequential wave ended when its last node completed.
+	now := r.waveEnd
+	if now.IsZero() {
+		now = time.Now()
+	}
+	r.waveEnd = time.Time{}
 	cp := agent.Checkpoint{
 		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
 		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
@@ -420,10 +428,7 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	}
 	ev := &h.byNode[n.index]
 	if ev.headers == nil {
-		// A copy of the run's headers with node_id added: copying a map
-		// of the same few entries costs less than filling a new one.
-		ev.headers = maps.Clone(h.runHeaders(r))
-		ev.headers[event.HeaderNodeID] = n.id
+		ev.headers = newHeaders(r, n.id)
 		// Both subjects in one string: the two are its halves.
 		actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
 		both := event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start" +
@@ -442,9 +447,6 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	return ev
 }
 
-// newHeaders makes the headers of the run's envelopes, with node_id when
-// node is set; room is left for node_id in the run's own (headerCache.node
-// copies them).
 func newHeaders(r *runState, node string) map[string]string {
 	m := make(map[string]string, 4)
 	m[event.HeaderRunID] = r.run.ID

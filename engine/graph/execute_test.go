@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -338,6 +339,19 @@ func TestCheckpointFields(t *testing.T) {
 	assert.False(t, cp.Timestamp.Before(before))
 	assert.Equal(t, run.StartedAt, cp.OriginalStartedAt)
 	assert.Equal(t, "1", cp.SpecVersion)
+	// A sequential wave's checkpoint is stamped when its node completed:
+	// the time of its step complete event, in UTC.
+	var completed []time.Time
+	for _, env := range host.Envelopes() {
+		if strings.HasSuffix(env.Subject, ".complete") && strings.Contains(env.Subject, ".step.") {
+			completed = append(completed, env.Time)
+		}
+	}
+	require.Len(t, completed, len(cps))
+	for i, cp := range cps {
+		assert.True(t, cp.Timestamp.Equal(completed[i]), "checkpoint %d at %v, its node completed at %v", i, cp.Timestamp, completed[i])
+		assert.Equal(t, time.UTC, cp.Timestamp.Location())
+	}
 
 	failing := agenttest.NewHost()
 	failing.SetCheckpointError(errors.New("disk full"))

@@ -66,13 +66,14 @@ func (s *saveCtx) stop() { s.disarm() }
 func (s *saveCtx) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(time.Now())
+	s.expireLocked()
 }
 
 // expireLocked sets the error and closes done when the armed save's
-// deadline is not after now; s.mu is held.
-func (s *saveCtx) expireLocked(now time.Time) {
-	if !s.armed || s.err != nil || now.Before(s.deadline) {
+// deadline has passed; s.mu is held. The deadline carries the monotonic
+// reading of the save's start, so only the monotonic clock is read.
+func (s *saveCtx) expireLocked() {
+	if !s.armed || s.err != nil || time.Until(s.deadline) > 0 {
 		return
 	}
 	s.err = context.DeadlineExceeded
@@ -114,7 +115,7 @@ func (s *saveCtx) Done() <-chan struct{} {
 func (s *saveCtx) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(time.Now())
+	s.expireLocked()
 	return s.err
 }
 

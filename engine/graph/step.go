@@ -65,6 +65,9 @@ func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error)
 // its retries, the write roles, and step complete or step error.
 func (r *runState) step(ctx context.Context, in stepInput) error {
 	n := in.node
+	if in.fork == nil {
+		r.waveEnd = time.Time{} // until this node completes
+	}
 	r.running.enter(n.id)
 	defer r.running.leave(n.id)
 	if n.skip != nil {
@@ -101,7 +104,9 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 			return r.stepFailed(ctx, n, err)
 		}
 	}
-	r.publishStep(ctx, stepComplete, n, event.StepPayload{})
+	if done := r.publishStep(ctx, stepComplete, n, event.StepPayload{}); in.fork == nil {
+		r.waveEnd = done
+	}
 	return nil
 }
 

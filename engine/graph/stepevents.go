@@ -56,15 +56,17 @@ func (r *runState) stepSubject(kind stepKind, n *builtNode) string {
 // publishStep publishes a step event; a failure is only logged. A payload
 // without an error or a request id is the node's, encoded at build, and
 // its start and complete subjects are the run's, checked once: such an
-// event is stamped here rather than through event.NewEnvelope.
-func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode, p event.StepPayload) {
+// event is stamped here rather than through event.NewEnvelope, and its
+// time is returned (else the zero time).
+func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode, p event.StepPayload) (stamped time.Time) {
 	pctx := ctx
 	if ctx.Err() != nil {
 		pctx = context.WithoutCancel(ctx) // a step error of a cancelled run is still worth publishing
 	}
 	var err error
 	if raw, ok := n.stepPayload(p); ok && kind != stepError {
-		err = r.publishStamped(pctx, kind, n, raw)
+		stamped = time.Now()
+		err = r.publishStamped(pctx, kind, n, raw, stamped)
 	} else {
 		p.NodeID, p.Graph = n.id, r.e.doc.Name
 		err = r.publish(pctx, r.stepSubject(kind, n), p, n.id)
@@ -73,6 +75,7 @@ func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode,
 		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"node", n.id, "error", err)
 	}
+	return stamped
 }
 
 // stepPayload returns the payload of p encoded at build, when p is one of
@@ -87,10 +90,10 @@ func (n *builtNode) stepPayload(p event.StepPayload) (json.RawMessage, bool) {
 	return n.plain, n.plain != nil
 }
 
-// publishStamped publishes step start or step complete of n with its
-// payload encoded at build: one clock reading for the id and the time,
+// publishStamped publishes step start or step complete of n, at now, with
+// its payload encoded at build: one clock reading for the id and the time,
 // the headers and subject made once per node and run.
-func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNode, raw json.RawMessage) error {
+func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNode, raw json.RawMessage, now time.Time) error {
 	ev := r.headers.node(r, n)
 	subject, err := ev.start, ev.startErr
 	if kind == stepComplete {
@@ -99,7 +102,6 @@ func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNo
 	if err != nil {
 		return err
 	}
-	now := time.Now()
 	return r.host.Publish(ctx, event.Envelope{ID: event.NewIDAt(now), Subject: subject, Time: now, Payload: raw,
 		Headers: ev.headers, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
 }
