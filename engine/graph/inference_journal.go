@@ -124,7 +124,7 @@ func journalInference(j *hostabi.Journal, node string, args json.RawMessage, res
 // records into.
 func callJournal(c *Call) *hostabi.Journal {
 	if a, ok := c.ABI().(*lazyABI); ok {
-		return a.cfg.Journal
+		return a.rs.journal
 	}
 	return nil
 }

@@ -259,10 +259,7 @@ func (r *runState) call(c *Call, in stepInput, cfg map[string]any, shared *stepA
 
 // abi returns the step's ABI for c.
 func (r *runState) abi(c *Call) sandbox.ABI {
-	return c.step.get(hostabi.Config{
-		Host: r.host, Run: r.run, Node: c.Node, Limits: c.Limits, Journal: r.journal,
-		Logger: r.logger, Interrupts: r.latch, ForkID: c.ForkID, BranchID: c.BranchID,
-	}, r.e.hostNames)
+	return c.step.get(r, c, r.e.hostNames)
 }
 
 // stepABI is the host ABI of one node step, shared by its attempts: the
@@ -273,32 +270,45 @@ type stepABI struct {
 	abi  lazyABI
 }
 
-// get returns the step's ABI, making it with cfg on the first call.
-func (s *stepABI) get(cfg hostabi.Config, names []string) *lazyABI {
+// get returns the step's ABI, taking c's node, limits and branch on the
+// first call.
+func (s *stepABI) get(r *runState, c *Call, names []string) *lazyABI {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.made {
-		s.abi.cfg, s.abi.names, s.made = cfg, names, true
+		s.abi = lazyABI{names: names, rs: r, node: c.Node, limits: c.Limits, forkID: c.ForkID, branchID: c.BranchID}
+		s.made = true
 	}
 	return &s.abi
 }
 
-// lazyABI makes its hostabi.Dispatcher on the first call, so that a script
-// that never calls the host does not pay for one.
+// lazyABI makes its hostabi.Dispatcher, and the config it takes, on the
+// first call, so that a script that never calls the host does not pay for
+// either.
 type lazyABI struct {
-	names []string // hostabi.Names, read-only
-	cfg   hostabi.Config
-	once  sync.Once
-	d     *hostabi.Dispatcher
+	names                  []string // hostabi.Names, read-only
+	rs                     *runState
+	node, forkID, branchID string
+	limits                 sandbox.Limits
+	once                   sync.Once
+	d                      *hostabi.Dispatcher
 }
 
 var _ sandbox.ABI = (*lazyABI)(nil)
+
+// config is the dispatcher's config: the run's host, journal, logger and
+// interrupt latch, the step's node, limits and branch.
+func (a *lazyABI) config() hostabi.Config {
+	r := a.rs
+	return hostabi.Config{Host: r.host, Run: r.run, Node: a.node, Limits: a.limits, Journal: r.journal,
+		Logger: r.logger, Interrupts: r.latch, ForkID: a.forkID, BranchID: a.branchID}
+}
 
 // Functions lists the catalog's names: the engine's copy, made at build.
 func (a *lazyABI) Functions() []string { return a.names }
 
 // Call runs the host function through the call's dispatcher.
 func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	a.once.Do(func() { a.d = hostabi.NewDispatcher(a.cfg) })
+	a.once.Do(func() { a.d = hostabi.NewDispatcher(a.config()) })
 	return a.d.Call(ctx, name, args)
 }
