@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	"github.com/corral-rt/corral/fault"
 )
@@ -15,36 +17,68 @@ var ErrSlotsClosed = fault.New(fault.NotAvailable, "take slot", "runtime closed"
 // blocked in a host call that may wait for long (hostabi.Func.Blocking)
 // leaves its slot meanwhile and takes one again before it goes on.
 type Slots struct {
-	ch      chan struct{}
 	closing <-chan struct{}
+
+	mu   sync.Mutex
+	size int
+	used int
+	// waiting are the Takes waiting for a slot, first come first: Leave
+	// hands its slot to the first by closing its channel.
+	waiting []chan struct{}
 }
 
 // NewSlots returns n slots; a Take waiting for one ends with
 // ErrSlotsClosed when closing is closed.
 func NewSlots(n int, closing <-chan struct{}) *Slots {
-	return &Slots{ch: make(chan struct{}, n), closing: closing}
+	return &Slots{size: n, closing: closing}
 }
 
 // Size is the number of slots.
-func (s *Slots) Size() int { return cap(s.ch) }
+func (s *Slots) Size() int { return s.size }
 
 // Take waits for a free slot: ctx's error when ctx ends first,
-// ErrSlotsClosed when the runtime closes.
+// ErrSlotsClosed when the runtime closes. A free slot is taken under a
+// mutex, without a channel operation; waiters are served in order.
 func (s *Slots) Take(ctx context.Context) error {
-	select {
-	case s.ch <- struct{}{}:
+	s.mu.Lock()
+	if s.used < s.size && len(s.waiting) == 0 {
+		s.used++
+		s.mu.Unlock()
 		return nil
-	default:
 	}
+	granted := make(chan struct{})
+	s.waiting = append(s.waiting, granted)
+	s.mu.Unlock()
+	var err error
 	select {
-	case s.ch <- struct{}{}:
+	case <-granted:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	case <-s.closing:
-		return ErrSlotsClosed
+		err = ErrSlotsClosed
 	}
+	s.mu.Lock()
+	if i := slices.Index(s.waiting, granted); i >= 0 {
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Unlock()
+	// The slot was handed over as the wait ended: give it on.
+	s.Leave()
+	return err
 }
 
-// Leave frees a slot Take took.
-func (s *Slots) Leave() { <-s.ch }
+// Leave frees a slot Take took, handing it to the first waiting Take.
+func (s *Slots) Leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.waiting) > 0 {
+		close(s.waiting[0])
+		s.waiting[0] = nil
+		s.waiting = s.waiting[1:]
+		return
+	}
+	s.used--
+}
