@@ -48,10 +48,15 @@ type Invocation struct {
 	// engine shares one map between the steps of a node whose config holds
 	// no reference.
 	Config map[string]any
-	Board  *agent.Board // the run's board: the script reads and writes it
-	ABI    ABI          // the capability-checked host functions
-	Run    RunInfo      // what run.* answers
-	Limits Limits       // the limits of this call (already merged and tightened)
+	// StaticConfig tells that Config is one map the caller hands, unchanged,
+	// to every call of the node (the graph engine's config without ${board}
+	// references): a runner may keep what it made of it, by the map's
+	// identity, rather than convert it at each call.
+	StaticConfig bool
+	Board        *agent.Board // the run's board: the script reads and writes it
+	ABI          ABI          // the capability-checked host functions
+	Run          RunInfo      // what run.* answers
+	Limits       Limits       // the limits of this call (already merged and tightened)
 	// Parallel cancels a sibling branch of the current parallel wave
 	// (parallel.cancelNode); nil outside a parallel wave.
 	Parallel func(nodeID, reason string) bool

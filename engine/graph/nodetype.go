@@ -87,7 +87,16 @@ type Call struct {
 	// boardBytes is Board's size at the step's start when the engine
 	// knows it, else 0 (BoardBytes).
 	boardBytes int64
+	// static is set when Config is the node's own map (ConfigStatic).
+	static bool
 }
+
+// ConfigStatic reports whether Config is the node's config as built, the
+// same map at every step of the node (a config without ${board}
+// references): a handler that invokes a sandbox.Runtime passes it on
+// (sandbox.Invocation.StaticConfig), so that the runtime may keep what it
+// made of the config instead of converting it at each step.
+func (c *Call) ConfigStatic() bool { return c.static }
 
 // BoardBytes returns the board's size as sandbox.BoardJSONBytes measures
 // it, when the engine knows it, or 0: a handler that invokes a

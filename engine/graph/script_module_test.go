@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/corral-rt/corral/runtime/agent"
 	"log/slog"
+	"reflect"
 	"testing"
 
 	"github.com/corral-rt/corral/engine/graph"
@@ -39,5 +41,37 @@ func TestScriptCodeMustSuitItsRuntime(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, fault.Validation), "%v", err)
 		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// A script node's config without ${board} references is handed to the
+// runtime as static, the same map at every step, so that the runtime may
+// keep what it made of it; a config with a reference is resolved at each
+// step and is not.
+func TestScriptConfigStatic(t *testing.T) {
+	t.Parallel()
+	rt := newFake()
+	doc := parseDoc(t, `{name: g, entry: a, nodes: [
+		{id: a, type: script, config: {source: "#", config: {label: bug}}},
+		{id: b, type: script, config: {source: "#", config: {label: "${board.label}"}}}],
+		edges: [{from: a, to: b}, {from: b, to: a, condition: "__iterations < 4"}]}`)
+	e := buildWith(t, doc, rt, graph.Options{})
+	board := agent.NewBoard()
+	board.Vars["label"] = "resolved"
+	_, _, err := execute(t, e, board)
+	require.NoError(t, err)
+	invs := rt.invocations()
+	require.Len(t, invs, 4)
+	for i, inv := range invs {
+		switch inv.Node {
+		case "a":
+			assert.True(t, inv.StaticConfig, "call %d", i)
+			assert.Equal(t, "bug", inv.Config["label"])
+			assert.Equal(t, reflect.ValueOf(invs[0].Config).UnsafePointer(), reflect.ValueOf(inv.Config).UnsafePointer(),
+				"the same map at every step")
+		case "b":
+			assert.False(t, inv.StaticConfig, "call %d", i)
+			assert.Equal(t, "resolved", inv.Config["label"])
+		}
 	}
 }

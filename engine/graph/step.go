@@ -250,7 +250,8 @@ type stepCall struct {
 // shared one.
 func (r *runState) call(c *Call, in stepInput, cfg map[string]any, shared *stepABI) *Call {
 	*c = Call{Node: in.node.id, Type: in.node.typ, Config: cfg, Board: in.board, Host: r.host, Run: r.run,
-		RunInfo: r.info, Limits: r.e.opts.Limits, step: shared, rs: r, boardBytes: in.boardBytes}
+		RunInfo: r.info, Limits: r.e.opts.Limits, step: shared, rs: r, boardBytes: in.boardBytes,
+		static: in.node.static}
 	if in.fork != nil {
 		c.Parallel, c.ForkID, c.BranchID = in.fork.cancelNode, in.fork.id, in.node.id
 	}

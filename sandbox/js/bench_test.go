@@ -169,3 +169,35 @@ func BenchmarkInvokeSourceSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInvokeConfig is a node call of a script reading a config of a
+// few keys: made into a script value at each call (each-call), or kept by
+// the VM because the caller marks it static, as the graph engine does for
+// a config without ${board} references (static). Compare the two of one
+// run.
+func BenchmarkInvokeConfig(b *testing.B) {
+	rt, err := js.New(js.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	board := agent.NewBoard()
+	cfg := map[string]any{"label": "bug", "threshold": 3.0, "tags": []any{"a", "b"}, "route": map[string]any{"to": "triage"}}
+	script := sandbox.Script{Source: `board.setVar("x", config.threshold)`}
+	for _, static := range []bool{false, true} {
+		name := "each-call"
+		if static {
+			name = "static"
+		}
+		b.Run(name, func(b *testing.B) {
+			inv := sandbox.Invocation{Node: "n", Script: script, Board: board, Config: cfg, StaticConfig: static,
+				ABI: &lazyABI{names: hostabi.Names()}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rt.Invoke(context.Background(), inv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

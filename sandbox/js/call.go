@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -35,6 +36,9 @@ type call struct {
 	uses     int
 	// funcs are the functions of the scripts the VM ran (scriptFunc).
 	funcs map[*compiled]goja.Callable
+	// configs are the static configs the VM made, by the map's address
+	// (configValue).
+	configs map[unsafe.Pointer]*staticConfig
 	// overrides maps the getter of each overridable built-in property
 	// (realm.go) to the property's value.
 	overrides map[*goja.Object]goja.Value

@@ -141,9 +141,12 @@ func sameSlice(a, b []string) bool {
 // from the realm's frozen layer; Date and Math.random read the
 // invocation's host.
 //
-// A script that cannot reach its global object (shared) and has no config
-// runs with the layer's shared global object instead: frozen and empty,
-// nothing can be left on it, and making none saves an object per call.
+// A script that cannot reach its global object (shared) runs with a shared
+// one instead: the layer's, frozen and empty, without a config; with a
+// static config (sandbox.Invocation.StaticConfig), one per config, frozen,
+// holding only config. Nothing can be left on either, and making none
+// saves an object per call. A static config is made into a script value
+// once per VM.
 func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
 	if inv.BoardBytes > 0 && inv.Board != nil { // the caller measured the board: the count starts there
@@ -159,19 +162,25 @@ func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 		c.apis = c.newAPIs()
 	}
 	layer := c.globalsLayer(c.abi.Functions())
-	if shared && len(inv.Config) == 0 {
+	if len(inv.Config) == 0 {
+		if !shared {
+			c.vm.SetGlobalObject(c.vm.CreateObject(layer))
+			return
+		}
 		if c.apis.shared == nil {
 			c.apis.shared = c.freeze(c.vm.CreateObject(layer))
 		}
 		c.vm.SetGlobalObject(c.apis.shared)
 		return
 	}
+	cfg, static := c.configValue(inv)
+	if shared && static != nil {
+		c.vm.SetGlobalObject(static.sharedGlobal(c, layer))
+		return
+	}
 	global := c.vm.CreateObject(layer)
 	c.vm.SetGlobalObject(global)
-	if len(inv.Config) > 0 {
-		cfg := c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory))
-		_ = global.DefineDataProperty("config", cfg, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
-	}
+	_ = global.DefineDataProperty("config", cfg, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
 func (c *call) nodeIDFunc(goja.FunctionCall) goja.Value   { return c.vm.ToValue(c.node) }

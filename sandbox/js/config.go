@@ -1,0 +1,66 @@
+package js
+
+import (
+	"reflect"
+	"unsafe"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+)
+
+// maxStaticConfigs bounds the static configs a VM keeps (staticConfigs).
+const maxStaticConfigs = 64
+
+// staticConfig is what a VM made of a config the caller hands unchanged
+// to every call of a node (sandbox.Invocation.StaticConfig): the deeply
+// frozen value the script sees as config, and the shared global objects
+// (one per globals layer) that hold it for scripts that need no own one.
+type staticConfig struct {
+	src     map[string]any // kept alive, so that no other map takes its address
+	value   goja.Value
+	size    int64 // the config's JSON bytes, checked against each call's memory budget
+	globals map[*goja.Object]*goja.Object
+}
+
+// configValue returns the value the script sees as config: made (charged
+// to the call's memory budget) and deeply frozen at each call, or, for a
+// static config, at the first call on this VM and kept.
+func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
+	if !inv.StaticConfig {
+		return c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory)), nil
+	}
+	key := unsafe.Pointer(reflect.ValueOf(inv.Config).UnsafePointer())
+	if sc, ok := c.configs[key]; ok {
+		if sc.size > c.budget() {
+			c.abort(c.limitError(sandbox.LimitMemory))
+		}
+		return sc.value, sc
+	}
+	size, err := sandbox.JSONBytes(inv.Config)
+	if err != nil {
+		size = c.budget() + 1 // fromGo below reports what is wrong with it
+	}
+	v := c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory))
+	if c.configs == nil || len(c.configs) >= maxStaticConfigs {
+		c.configs = map[unsafe.Pointer]*staticConfig{}
+	}
+	sc := &staticConfig{src: inv.Config, value: v, size: size}
+	c.configs[key] = sc
+	return v, sc
+}
+
+// sharedGlobal returns the frozen global object, inheriting from layer,
+// whose only own property is the static config.
+func (sc *staticConfig) sharedGlobal(c *call, layer *goja.Object) *goja.Object {
+	if g, ok := sc.globals[layer]; ok {
+		return g
+	}
+	g := c.vm.CreateObject(layer)
+	_ = g.DefineDataProperty("config", sc.value, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	c.freeze(g)
+	if sc.globals == nil {
+		sc.globals = map[*goja.Object]*goja.Object{}
+	}
+	sc.globals[layer] = g
+	return g
+}
