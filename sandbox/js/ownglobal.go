@@ -22,10 +22,14 @@ var globalNames = map[string]bool{"globalThis": true, "eval": true, "Function": 
 
 // needsOwnGlobal reports whether the script in prg might read or write its
 // global object itself: it uses this or super, names globalThis, eval or
-// Function, deletes a plain name, or assigns to a name that no scope
-// around the assignment declares (which sloppy code turns into a property
-// of the global object). It errs towards true: anything it does not
-// recognise as safe needs an own global object.
+// Function (also as a shorthand property, {globalThis}), reaches a
+// constructor property (the way to the Function constructor without
+// naming it), deletes a plain name, declares a function as the lone body
+// of an if or a label (which sloppy code turns into an assignment), or
+// assigns to a name that no scope around the assignment declares (which
+// sloppy code turns into a property of the global object). It errs
+// towards true: anything it does not recognise as safe needs an own
+// global object.
 func needsOwnGlobal(prg *ast.Program) bool {
 	s := &globalScan{}
 	s.walk(reflect.ValueOf(prg))
@@ -52,10 +56,13 @@ func (s *globalScan) walk(v reflect.Value) {
 		if v.IsNil() || v.Type() == fileType {
 			return
 		}
+		if s.descend(v.Interface()) {
+			return
+		}
 		pushed := s.visit(v.Interface())
 		s.walk(v.Elem())
 		if pushed {
-			s.scopes = s.scopes[:len(s.scopes)-1]
+			s.pop()
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
@@ -68,6 +75,53 @@ func (s *globalScan) walk(v reflect.Value) {
 	}
 }
 
+func (s *globalScan) push(names map[string]bool) { s.scopes = append(s.scopes, names) }
+func (s *globalScan) pop()                       { s.scopes = s.scopes[:len(s.scopes)-1] }
+
+// descend walks the nodes whose parts are evaluated in different scopes
+// and reports whether n was one. A function's parameters (and their
+// default values) see its name and parameters; its body also sees its var
+// declarations. A switch's discriminant is outside the scope of its case
+// clauses.
+func (s *globalScan) descend(n any) bool {
+	switch t := n.(type) {
+	case *ast.FunctionLiteral:
+		names := map[string]bool{}
+		if t.Name != nil {
+			names[t.Name.Name.String()] = true
+		}
+		s.function(names, t.ParameterList, t.DeclarationList, t.Body)
+	case *ast.ArrowFunctionLiteral:
+		s.function(map[string]bool{}, t.ParameterList, t.DeclarationList, t.Body)
+	case *ast.SwitchStatement:
+		s.walk(reflect.ValueOf(t.Discriminant))
+		names := map[string]bool{}
+		for _, c := range t.Body {
+			declareLexical(names, c.Consequent)
+		}
+		s.push(names)
+		s.walk(reflect.ValueOf(t.Body))
+		s.pop()
+	default:
+		return false
+	}
+	return true
+}
+
+// function walks a function's parameters in a scope of names and its
+// parameters, then its body in a scope of its var declarations too.
+func (s *globalScan) function(names map[string]bool, params *ast.ParameterList, vars []*ast.VariableDeclaration, body ast.Node) {
+	declareParams(names, params)
+	s.push(names)
+	s.walk(reflect.ValueOf(params))
+	bodyNames := map[string]bool{}
+	declareVars(bodyNames, vars)
+	s.push(bodyNames)
+	s.walk(reflect.ValueOf(body))
+	s.pop()
+	s.pop()
+}
+
 // visit checks node n and reports whether it opened a scope, which walk
 // closes after n's children.
 func (s *globalScan) visit(n any) bool {
@@ -76,6 +130,16 @@ func (s *globalScan) visit(n any) bool {
 		s.own = true
 	case *ast.Identifier:
 		s.own = s.own || globalNames[t.Name.String()]
+	case *ast.PropertyShort: // {globalThis} reads the name; its Name is not a pointer the walk visits
+		s.own = s.own || globalNames[t.Name.Name.String()]
+	case *ast.DotExpression:
+		s.own = s.own || t.Identifier.Name == "constructor"
+	case *ast.StringLiteral:
+		s.own = s.own || t.Value == "constructor"
+	case *ast.IfStatement:
+		s.own = s.own || isFunctionDeclaration(t.Consequent) || isFunctionDeclaration(t.Alternate)
+	case *ast.LabelledStatement:
+		s.own = s.own || isFunctionDeclaration(t.Statement)
 	case *ast.UnaryExpression:
 		switch t.Operator {
 		case token.DELETE:
@@ -92,11 +156,16 @@ func (s *globalScan) visit(n any) bool {
 		return s.forInto(t.Into)
 	default:
 		if names := scopeNames(n); names != nil {
-			s.scopes = append(s.scopes, names)
+			s.push(names)
 			return true
 		}
 	}
 	return false
+}
+
+func isFunctionDeclaration(st ast.Statement) bool {
+	_, ok := st.(*ast.FunctionDeclaration)
+	return ok
 }
 
 // forInto checks the head of a for-in or for-of loop: an expression is
@@ -108,7 +177,7 @@ func (s *globalScan) forInto(into ast.ForInto) bool {
 	case *ast.ForDeclaration:
 		names := map[string]bool{}
 		declare(names, t.Target)
-		s.scopes = append(s.scopes, names)
+		s.push(names)
 		return true
 	}
 	return false
@@ -189,24 +258,16 @@ func targetNames(e ast.Expression, names []string) ([]string, bool) {
 }
 
 // scopeNames returns the names a scope-opening node declares for the code
-// inside it, or nil when n opens no scope. A function's scope holds its
-// name, its parameters and its var declarations (the parser hoists them
-// into DeclarationList); a block's, its let, const, class and function
-// declarations. A function declared in a block counts for that block
-// only, although sloppy code also gives it a var: an assignment to it
-// outside the block needs an own global object, which is only slower.
+// inside it, or nil when n opens no scope (functions and switches are
+// walked by descend). A block's scope holds its let, const, class and
+// function declarations. A function declared in a block counts for that
+// block only, although sloppy code also gives it a var: an assignment to
+// it outside the block needs an own global object, which is only slower.
+// A static block's holds its var declarations (the parser hoists them
+// into DeclarationList, as for functions).
 func scopeNames(n any) map[string]bool {
 	names := map[string]bool{}
 	switch t := n.(type) {
-	case *ast.FunctionLiteral:
-		if t.Name != nil {
-			names[t.Name.Name.String()] = true
-		}
-		declareParams(names, t.ParameterList)
-		declareVars(names, t.DeclarationList)
-	case *ast.ArrowFunctionLiteral:
-		declareParams(names, t.ParameterList)
-		declareVars(names, t.DeclarationList)
 	case *ast.ClassStaticBlock:
 		declareVars(names, t.DeclarationList)
 	case *ast.ClassLiteral:
@@ -215,10 +276,6 @@ func scopeNames(n any) map[string]bool {
 		}
 	case *ast.BlockStatement:
 		declareLexical(names, t.List)
-	case *ast.SwitchStatement:
-		for _, c := range t.Body {
-			declareLexical(names, c.Consequent)
-		}
 	case *ast.ForStatement:
 		if l, ok := t.Initializer.(*ast.ForLoopInitializerLexicalDecl); ok {
 			for _, b := range l.LexicalDeclaration.List {

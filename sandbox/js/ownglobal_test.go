@@ -35,6 +35,10 @@ func TestNeedsOwnGlobal(t *testing.T) {
 		`let n = 0; [1, 2].forEach((v) => { n += v }); board.setVar("n", n)`,
 		`const s = "this, globalThis, eval and Function in a string"; board.setVar("s", s.length)`,
 		`let cnt = 0; label: while (cnt < 3) { cnt++; continue label }`,
+		`function f(a, b = (a = 2)) { var v; v = a + b; return v } f(1)`,
+		`switch (1) { case 1: { let s2; s2 = 1 } }`,
+		`const o = {board, x: 1}; o.x = 2`,
+		`const key = "label"; const obj = {}; obj[key] = 1`,
 	}
 	own := []string{
 		`x = 1`,
@@ -62,6 +66,25 @@ func TestNeedsOwnGlobal(t *testing.T) {
 		`try {} catch (e) {} e = 1`,
 		`for (let i of []) {} i = 1`,
 		`function outer() { arguments = 1 } outer()`,
+		// A default value does not see the function body's var declarations.
+		`function f(a = (x = 1)) { var x } f()`,
+		`function f(a = ([x] = [7])) { var x } f()`,
+		`const f = (a = (x = 1)) => { var x }; f()`,
+		`const o = { m(a = () => { x = 1 }) { var x; a() } }; o.m()`,
+		// A switch's discriminant is outside the scope of its cases.
+		`switch (x = 5) { case 5: let x }`,
+		`switch ([q] = [3]) { case 1: class q {} }`,
+		// A function as the lone body of an if is an assignment.
+		`if (true) function ff() { return 1 }`,
+		`if (false) ; else function fe() {}`,
+		// Shorthand properties read the names.
+		`const { globalThis: g } = { globalThis }; g.count = 1`,
+		`const o = { eval }; o.eval("var zz = 1")`,
+		`const o = { Function }`,
+		// The way to the Function constructor without naming it.
+		`const F = (() => {}).constructor; F("counter = 1")()`,
+		`[].constructor.constructor("return this")().k = 5`,
+		`Object.getOwnPropertyDescriptor(Function.prototype, "constructor").value("x = 1")()`,
 	}
 	for _, src := range shared {
 		comp, err := compileScript("t", src)
@@ -79,8 +102,9 @@ func TestNeedsOwnGlobal(t *testing.T) {
 }
 
 // A script that reaches the shared global object anyway, through code it
-// makes at run time, can leave nothing on it: it is frozen, and the VM is
-// dropped after code made at run time.
+// makes at run time from a constructor property it names with a computed
+// key, can leave nothing on it: it is frozen, and the VM is dropped after
+// code made at run time.
 func TestSharedGlobalKeepsNothing(t *testing.T) {
 	t.Parallel()
 	rt, err := New(Options{PoolSize: 1})
@@ -91,7 +115,8 @@ func TestSharedGlobalKeepsNothing(t *testing.T) {
 		t.Helper()
 		require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Board: board}))
 	}
-	leak := `const make = [].constructor.constructor
+	leak := `const key = ["con", "structor"].join("")
+		const make = [][key][key]
 		const g = make("return this")()
 		g.leak = 1
 		make("leak2 = 2")()
@@ -119,7 +144,9 @@ func TestSharedGlobalKeepsNothing(t *testing.T) {
 // is refused, never a panic.
 func FuzzNeedsOwnGlobal(f *testing.F) {
 	for _, s := range []string{`board.setVar("x", 1)`, `x = 1`, `let a; [a] = [1]`, `for (k in {}) {}`,
-		`var v; v = 1; w = v`, `function f() { this.y = 1 } f()`, `(() => { z = 1 })()`, `try {} catch ({e}) { e = 1 }`} {
+		`var v; v = 1; w = v`, `function f() { this.y = 1 } f()`, `(() => { z = 1 })()`, `try {} catch ({e}) { e = 1 }`,
+		`function f(a = (x = 1)) { var x } f()`, `switch (x = 5) { case 5: let x }`, `if (true) function ff() {}`,
+		`const { globalThis: g } = { globalThis }; g.count = 1`} {
 		f.Add(s)
 	}
 	rt, err := New(Options{PoolSize: 1, Limits: sandbox.Limits{WallTime: 100e6, StackDepth: 64, MemoryBytes: 16 << 20}})
@@ -174,4 +201,48 @@ func runWithOwnGlobal(t *testing.T, r *Runtime, comp *compiled) (own []string, r
 		own = append(own, "[[Prototype]]")
 	}
 	return own, c.ranCode
+}
+
+// A script behaves the same whether it runs with the shared global object
+// or with one of its own: each script runs as it is and with a use of this
+// appended (which gives it its own), and both leave the same board and the
+// same error, if any.
+func TestSharedGlobalSameBehaviour(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{PoolSize: 1})
+	require.NoError(t, err)
+	defer rt.Close()
+	for _, src := range []string{
+		`board.setVar("x", 1)`,
+		`function f(a = (x = 1)) { var x } f(); board.setVar("x", typeof x)`,
+		`function f(a = ([x] = [7])) { var x } f(); board.setVar("x", x)`,
+		`switch (x = 5) { case 5: let x; } board.setVar("x", x)`,
+		`if (true) function ff() { return 1 } board.setVar("r", ff())`,
+		`const { globalThis: g } = { globalThis }; g.count = (g.count || 0) + 1; board.setVar("r", g.count)`,
+		`const o = { eval }; board.setVar("r", o.eval("var zz = 1; zz"))`,
+		`const F = (() => {}).constructor; F("counter = 1")(); F("counter++")(); board.setVar("r", F("return counter")())`,
+		`let n = 0; for (const v of [1, 2, 3]) { n += v } board.setVar("n", n)`,
+		`"use strict"; let s = 0; [1, 2].forEach((v) => { s += v }); board.setVar("s", s)`,
+		`try { undeclaredRead } catch (e) { board.setVar("e", e.name) }`,
+	} {
+		run := func(source string) (map[string]any, string) {
+			board := agent.NewBoard()
+			err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: source}})
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			}
+			return board.Vars, msg
+		}
+		comp, err := compileScript("n", src)
+		require.NoError(t, err, src)
+		forced := src + "\n;if (false) { this }"
+		forcedComp, err := compileScript("n", forced)
+		require.NoError(t, err)
+		require.False(t, forcedComp.sharedGlobal)
+		vars, msg := run(src)
+		ownVars, ownMsg := run(forced)
+		assert.Equal(t, ownVars, vars, "%s (shared: %v)", src, comp.sharedGlobal)
+		assert.Equal(t, ownMsg != "", msg != "", "%s: %q / %q", src, msg, ownMsg)
+	}
 }
