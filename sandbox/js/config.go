@@ -27,7 +27,7 @@ type staticConfig struct {
 // static config, at the first call on this VM and kept.
 func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
 	if !inv.StaticConfig {
-		return c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory)), nil
+		return c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory), nil
 	}
 	key := unsafe.Pointer(reflect.ValueOf(inv.Config).UnsafePointer())
 	if sc, ok := c.configs[key]; ok {
@@ -40,7 +40,7 @@ func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
 	if err != nil {
 		size = c.budget() + 1 // fromGo below reports what is wrong with it
 	}
-	v := c.deepFreeze(c.fromGo(inv.Config, c.budget(), sandbox.LimitMemory))
+	v := c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory)
 	if c.configs == nil || len(c.configs) >= maxStaticConfigs {
 		c.configs = map[unsafe.Pointer]*staticConfig{}
 	}

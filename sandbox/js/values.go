@@ -67,6 +67,23 @@ func (c *call) fromGo(v any, max int64, limit string) goja.Value {
 	if pv, ok := c.fromPrimitive(v, max); ok {
 		return pv
 	}
+	if tv, ok := c.fromGoTree(v, max, limit, false); ok {
+		return tv
+	}
+	return c.fromGoJSON(v, max, limit)
+}
+
+// fromGoFrozen is fromGo with every object and array of the value frozen.
+func (c *call) fromGoFrozen(v any, max int64, limit string) goja.Value {
+	if tv, ok := c.fromGoTree(v, max, limit, true); ok {
+		return tv
+	}
+	return c.deepFreeze(c.fromGo(v, max, limit))
+}
+
+// fromGoJSON is fromGo through JSON text: json.Marshal, then the VM's
+// JSON.parse.
+func (c *call) fromGoJSON(v any, max int64, limit string) goja.Value {
 	data, err := json.Marshal(v)
 	if err != nil {
 		c.throw(fault.Wrap(fault.Internal, err, "board", "node %q: value is not JSON-compatible", c.node))
