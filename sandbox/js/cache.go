@@ -66,24 +66,31 @@ func cacheKey(kind byte, name, source string) programKey {
 	return programKey{kind: kind, name: name, source: source}
 }
 
-// get returns the program of key, compiling it with compile on a miss. A
-// compile error is not cached.
-func (c *programCache) get(key programKey, compile func() (*compiled, error)) (*compiled, error) {
+// peek returns the program of key, or nil when it is not cached.
+func (c *programCache) peek(key programKey) *compiled {
 	id := identityOf(key)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	el, ok := c.byID[id]
 	if !ok {
 		el, ok = c.byKey[key]
 	}
-	if ok {
-		if c.order.Front() != el {
-			c.order.MoveToFront(el)
-		}
-		p := el.Value.(*cacheEntry).comp
-		c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if c.order.Front() != el {
+		c.order.MoveToFront(el)
+	}
+	return el.Value.(*cacheEntry).comp
+}
+
+// get returns the program of key, compiling it with compile on a miss. A
+// compile error is not cached.
+func (c *programCache) get(key programKey, compile func() (*compiled, error)) (*compiled, error) {
+	if p := c.peek(key); p != nil {
 		return p, nil
 	}
-	c.mu.Unlock()
+	id := identityOf(key)
 	p, err := compile()
 	if err != nil {
 		return nil, err
@@ -94,7 +101,7 @@ func (c *programCache) get(key programKey, compile func() (*compiled, error)) (*
 		c.order.MoveToFront(el)
 		return el.Value.(*cacheEntry).comp, nil
 	}
-	el = c.order.PushFront(&cacheEntry{key: key, comp: p})
+	el := c.order.PushFront(&cacheEntry{key: key, comp: p})
 	c.byKey[key] = el
 	c.byID[id] = el
 	for c.order.Len() > c.max {

@@ -36,6 +36,9 @@ type call struct {
 	uses     int
 	// funcs are the functions of the scripts the VM ran (scriptFunc).
 	funcs map[*compiled]goja.Callable
+	// scripts are the node scripts the VM ran, by where their strings are
+	// (realmFor): found without the runtime's cache and its lock.
+	scripts map[sourceIdentity]vmScript
 	// configs are the static configs the VM made, by the map's address
 	// (configValue).
 	configs map[unsafe.Pointer]*staticConfig

@@ -2,7 +2,9 @@ package js
 
 import (
 	"context"
+	"github.com/corral-rt/corral/fault"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
@@ -65,4 +67,36 @@ func TestStaticConfigBudget(t *testing.T) {
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitMemory, le.Limit)
+}
+
+// A VM keeps the scripts it ran by where their strings are: the next call
+// of the same strings finds its program in the VM, without the runtime's
+// cache; another copy of the same source is found in that cache; a script
+// that does not compile leaves no slot taken.
+func TestScriptsFoundInTheVM(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{PoolSize: 1})
+	require.NoError(t, err)
+	defer rt.Close()
+	board := agent.NewBoard()
+	src := `board.setVar("n", (board.getVar("n") || 0) + 1)`
+	invoke := func(source string) error {
+		return rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: source}})
+	}
+	require.NoError(t, invoke(src))
+	rt.programs = newProgramCache(4) // forget every compiled program
+	require.NoError(t, invoke(src))
+	assert.Zero(t, rt.programs.len(), "found in the VM, not compiled again")
+	same := string([]byte(src)) // equal text, another string
+	require.NoError(t, invoke(same))
+	assert.Equal(t, 1, rt.programs.len(), "another copy is compiled once into the runtime's cache")
+	assert.Equal(t, 3.0, board.Vars["n"])
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		err := rt.Invoke(ctx, sandbox.Invocation{Node: "bad", Board: board, Script: sandbox.Script{Source: `)(`}})
+		assert.ErrorIs(t, err, fault.Validation)
+	}
+	require.NoError(t, invoke(src), "the slot was left")
 }

@@ -27,21 +27,13 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return err
 	}
 	name := scriptName(inv)
-	comp, err := r.programs.get(cacheKey(keyScript, name, inv.Script.Source), func() (*compiled, error) {
+	key := cacheKey(keyScript, name, inv.Script.Source)
+	c, comp, err := r.realmFor(ctx, op, key, func() (*compiled, error) {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", op.String(), err)
-	}
-	if err := r.acquire(ctx, op); err != nil {
 		return err
 	}
-	c, err := r.fresh()
-	if err != nil {
-		r.leave(true)
-		return fmt.Errorf("%s: %w", op.String(), err)
-	}
-	c.slotHeld = true
 	defer r.finish(c)
 	c.bindOp(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
@@ -57,8 +49,62 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	})
 }
 
-// maxScriptFuncs bounds the script functions a VM keeps.
+// realmFor takes a slot and a realm for a call of the script of key and
+// returns them with the script's program: the one the realm ran before
+// (found by where the key's strings are, without a lock), else the
+// runtime's cached one, else one compiled with compile, with the slot
+// left meanwhile (a long script takes a while). The realm holds the slot
+// (slotHeld) until finish.
+func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
+	id := identityOf(key)
+	var made *compiled // compiled with the slot left, on the first round
+	for {
+		if err := r.acquire(ctx, op); err != nil {
+			return nil, nil, err
+		}
+		c, err := r.fresh()
+		if err != nil {
+			r.leave(true)
+			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
+		}
+		c.slotHeld = true
+		if e, ok := c.scripts[id]; ok {
+			return c, e.comp, nil
+		}
+		comp := made
+		if comp == nil {
+			comp = r.programs.peek(key)
+		}
+		if comp != nil {
+			c.rememberScript(id, key, comp)
+			return c, comp, nil
+		}
+		r.finish(c)
+		if made, err = r.programs.get(key, compile); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
+		}
+	}
+}
+
+// maxScriptFuncs bounds the script functions, and the scripts found by
+// where their strings are, a VM keeps.
 const maxScriptFuncs = 256
+
+// vmScript is a script a VM ran, found by where its name and source are
+// (sourceIdentity): it keeps the strings, so that no other string takes
+// their place while it is kept.
+type vmScript struct {
+	name, source string
+	comp         *compiled
+}
+
+// rememberScript keeps comp as the program of the script of key in c.
+func (c *call) rememberScript(id sourceIdentity, key programKey, comp *compiled) {
+	if c.scripts == nil || len(c.scripts) >= maxScriptFuncs {
+		c.scripts = map[sourceIdentity]vmScript{}
+	}
+	c.scripts[id] = vmScript{name: key.name, source: key.source, comp: comp}
+}
 
 // scriptFunc returns the function a compiled script makes in this VM,
 // made at its first call and kept for the next ones. It is frozen, with
