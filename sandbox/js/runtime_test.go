@@ -96,20 +96,20 @@ func TestClose(t *testing.T) {
 	rt, err := js.New(js.Options{})
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	started := make(chan struct{})
+	running := &signalABI{called: make(chan struct{})}
 	go func() {
-		close(started)
-		_, err := invoke(t, rt, `for (;;) {}`)
-		done <- err
+		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: agent.NewBoard(), ABI: running,
+			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}})
 	}()
-	<-started
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-running.called: // the call runs its loop
+	case err := <-done:
+		t.Fatalf("the call ended before it ran: %v", err)
+	}
 	require.NoError(t, rt.Close())
 	select {
 	case err := <-done:
-		if err != nil {
-			sandboxtest.RequireKind(t, err, fault.Aborted)
-		}
+		sandboxtest.RequireKind(t, err, fault.Aborted)
 	case <-time.After(time.Minute):
 		t.Fatal("Close did not stop the running call")
 	}
@@ -372,4 +372,17 @@ func TestArgumentsInArrowFunctions(t *testing.T) {
 		require.NoError(t, err, tc.src)
 		assert.Equal(t, tc.want, b.Vars["n"], tc.src)
 	}
+}
+
+// signalABI offers log alone and closes called at its first call.
+type signalABI struct {
+	once   sync.Once
+	called chan struct{}
+}
+
+func (a *signalABI) Functions() []string { return []string{"log"} }
+
+func (a *signalABI) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	a.once.Do(func() { close(a.called) })
+	return json.RawMessage(`null`), nil
 }
