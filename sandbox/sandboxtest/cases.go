@@ -74,7 +74,7 @@ func boardCases() []Case {
 		{"board invalid messages", "appendChannel and setChannel throw a validation error for an invalid message and write nothing.", boardInvalid},
 		{"board reserved names", "Vars and channels whose names start with __ (but the main channel) are the kernel's: writing them throws a validation error.", boardReserved},
 		{"board resolve", "resolve keeps a lone reference's type and applies defaults; resolveString formats; a missing var without a default throws validation.", boardResolve},
-		{"invocation globals", "run, node, config and parallel answer from the invocation; config is frozen; cancelNode is false outside a parallel wave.", invocationGlobals},
+		{"invocation globals", "run, node, config and parallel answer from the invocation; config is frozen, also when static; cancelNode is false outside a parallel wave.", invocationGlobals},
 	}
 }
 

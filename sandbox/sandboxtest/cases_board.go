@@ -89,4 +89,19 @@ func invocationGlobals(t *testing.T, env *Env) {
 	require.NoError(t, wave.Err)
 	assert.Equal(t, true, Var(t, wave, "cancel"))
 	assert.Equal(t, []string{"other:because"}, asked)
+
+	// A static config (one map, unchanged, at every call of a node) may be
+	// kept by the runtime, but each map is its own: a call with another
+	// static map sees that one.
+	first, second := map[string]any{"greeting": "first"}, map[string]any{"greeting": "second"}
+	for _, want := range []string{"first", "first", "second", "first", "second"} {
+		cfg := first
+		if want == "second" {
+			cfg = second
+		}
+		res := env.Invoke(t, Call{Program: "globals", Node: "n7", Config: cfg, StaticConfig: true})
+		require.NoError(t, res.Err)
+		assert.Equal(t, want, Var(t, res, "config"))
+		assert.Equal(t, true, Var(t, res, "frozen"))
+	}
 }

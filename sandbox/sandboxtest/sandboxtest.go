@@ -80,6 +80,9 @@ type Call struct {
 	Limits   sandbox.Limits
 	Ctx      context.Context
 	Parallel func(nodeID, reason string) bool
+	// StaticConfig marks Config as the node's unchanging config
+	// (sandbox.Invocation.StaticConfig).
+	StaticConfig bool
 }
 
 // Result is what an invocation left behind.
@@ -123,7 +126,7 @@ func (e *Env) invocation(c Call, script sandbox.Script) (context.Context, sandbo
 	inv := sandbox.Invocation{
 		Node: c.Node, Type: "script", Script: script, Config: c.Config, Board: c.Board, ABI: d,
 		Run:    sandbox.RunInfo{RunID: run.ID, TaskID: "task-1", AgentID: run.AgentID, ContextID: run.ContextID},
-		Limits: c.Limits, Parallel: c.Parallel,
+		Limits: c.Limits, Parallel: c.Parallel, StaticConfig: c.StaticConfig,
 	}
 	return c.Ctx, inv, Result{Board: c.Board, Host: c.Host, Journal: j, Dispatcher: d}
 }
