@@ -54,7 +54,10 @@ type Runtime struct {
 	kinds    []*goja.Program // each makes one async, generator or async generator function
 	hidden   *goja.Program   // lists the built-ins no property path reaches
 
-	realms   *realmPool // pooled VMs, frozen, between calls
+	realms *realmPool // pooled VMs, frozen, between calls
+	// epoch is when the runtime was made; call deadlines count from it
+	// (bindOp).
+	epoch    time.Time
 	watchdog *watchdog
 	// spares are VMs prepared ahead (spare.go) by the preparer goroutine,
 	// which takes its requests from want and closes preparerDone when it
@@ -127,6 +130,7 @@ func New(o Options) (*Runtime, error) {
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
 		realms:   newRealmPool(o.PoolSize),
+		epoch:    time.Now(),
 		ops:      map[[2]string]string{},
 		watchdog: newWatchdog(),
 		blocking: hostabi.BlockingNames(),
