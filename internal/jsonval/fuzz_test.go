@@ -42,6 +42,11 @@ func FuzzAppend(f *testing.F) {
 		check(t, json.Number(data))
 		check(t, json.RawMessage(data))
 		check(t, []any{map[string]any{string(data): string(data)}})
+		check(t, map[string]string{string(data): string(data)})
+		check(t, map[string]any{string(data): json.RawMessage(data)})
+		if half := len(data) / 2; half > 0 {
+			check(t, map[string]string{string(data[:half]): "", string(data[half:]): string(data)})
+		}
 	})
 }
 

@@ -37,9 +37,23 @@ func FuzzEncode(f *testing.F) {
 		// Up to 1023 copies, so that records of every size are written.
 		cp.Board.Vars["long"] = strings.Repeat(text+execID, int(nanos&0x3ff))
 		cp.Board.Append(execID, message.Message{Role: message.Role(text), Name: text,
-			Parts: []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
+			Metadata: map[string]string{execID: text},
+			Parts:    []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
+		if nanos&2 == 2 { // maps of two entries (or of one, where the keys are equal)
+			cp.Attributes[execID] = text
+			cp.Board.Append(text, message.NewTextMessage(message.RoleUser, execID))
+		}
 		got, err := Encode(cp)
+		if saved, ok := appendPlain(make([]byte, 0, 512), &cp); ok && (err != nil || !bytes.Equal(saved, got)) {
+			t.Fatalf("appendPlain = %s; Encode = %s, %v", saved, got, err)
+		}
+		if nanos&1 == 1 {
+			cp.Payload = nil // the plain shape, and the memory store's fast path
+		}
 		valid := ValidateExecID(cp.ExecID) == nil && cp.Validate() == nil
+		if plainCheckpoint(&cp) && !valid {
+			t.Fatalf("plainCheckpoint accepts an invalid checkpoint %q", cp.ExecID)
+		}
 		want, marshalErr := json.Marshal(cp)
 		if !valid || marshalErr != nil {
 			if err == nil || !fault.Is(err, fault.Validation) {
