@@ -67,6 +67,7 @@ func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 				if dst, ok = appendValue(dst, e, depth+1, limit); !ok || len(dst) > limit {
 					return dst, false
 				}
+				break // the only member: spares the iterator's search for another
 			}
 			return append(dst, '}'), true
 		}
@@ -243,6 +244,7 @@ func AppendStringMap(dst []byte, m map[string]string) []byte {
 			dst = AppendString(dst, k)
 			dst = append(dst, ':')
 			dst = AppendString(dst, v)
+			break // the only member: spares the iterator's search for another
 		}
 		return append(dst, '}')
 	}

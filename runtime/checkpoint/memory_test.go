@@ -46,7 +46,7 @@ func TestMemoryReusesRecords(t *testing.T) {
 	short := save("e", nil)
 	assert.NotSame(t, &long[:1][0], &short[:1][0], "a record of less than half of the memory gets its own")
 	assert.Less(t, cap(short), 1000)
-	save(strings.Repeat("f", 20000), nil)                  // written by the general path
+	save(strings.Repeat("f", 20000), nil)                     // written by the general path
 	save(strings.Repeat("g", 10), json.RawMessage(`{"a":1}`)) // not in the plain shape
 	save(strings.Repeat("h", 20), nil)
 }

@@ -144,6 +144,7 @@ func appendBoard(dst []byte, b *agent.Board, limit int) ([]byte, bool) {
 			if dst, ok = appendMessages(dst, msgs, limit); !ok {
 				return dst, false
 			}
+			break // the only channel: spares the iterator's search for another
 		}
 		return append(dst, "}}"...), true
 	}

@@ -38,26 +38,41 @@ const (
 // layout machinery: 2006-01-02T15:04:05.999999999Z, the fraction without
 // its trailing zeros and without its dot when it is zero. The date is
 // computed once from the Unix time (t.Date and t.Clock would each compute
-// it again).
+// it again), and the digits go into a template appended at once.
 func appendUTC(dst []byte, t time.Time) ([]byte, bool) {
 	secs := t.Unix()
 	if secs < unixYear0 || secs >= unixYear10000 {
 		return dst, false
 	}
-	days, sod := (secs-unixYear0)/86400, int((secs-unixYear0)%86400)
-	year, month, day := civilDate(days)
-	dst = append(dst, '"')
-	dst = appendTwoDigits(dst, year/100, 0)
-	dst = appendTwoDigits(dst, year%100, 0)
-	dst = appendTwoDigits(dst, month, '-')
-	dst = appendTwoDigits(dst, day, '-')
-	dst = appendTwoDigits(dst, sod/3600, 'T')
-	dst = appendTwoDigits(dst, sod/60%60, ':')
-	dst = appendTwoDigits(dst, sod%60, ':')
+	since := uint64(secs - unixYear0) // unsigned: cheaper to divide
+	days, sod := since/86400, uint(since%86400)
+	year, month, day := civilDate(uint(days))
+	n := len(dst)
+	dst = append(dst, `"0000-00-00T00:00:00`...)
+	b := dst[n+1 : n+20]
+	putTwoDigits(b[0:2], year/100)
+	putTwoDigits(b[2:4], year%100)
+	putTwoDigits(b[5:7], month)
+	putTwoDigits(b[8:10], day)
+	putTwoDigits(b[11:13], sod/3600)
+	putTwoDigits(b[14:16], sod/60%60)
+	putTwoDigits(b[17:19], sod%60)
 	if ns := t.Nanosecond(); ns != 0 {
-		dst = appendFraction(dst, ns)
+		dst = appendFraction(dst, uint(ns))
 	}
 	return append(dst, 'Z', '"'), true
+}
+
+// twoDigits holds the numbers 00 to 99, two bytes each.
+const twoDigits = "" +
+	"00010203040506070809" + "10111213141516171819" + "20212223242526272829" + "30313233343536373839" +
+	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
+	"80818283848586878889" + "90919293949596979899"
+
+// putTwoDigits writes the last two decimal digits of n into b[0] and b[1].
+func putTwoDigits(b []byte, n uint) {
+	i := n % 100 * 2
+	b[0], b[1] = twoDigits[i], twoDigits[i+1]
 }
 
 // civilDate returns the proleptic Gregorian date of the day that is days
@@ -67,9 +82,9 @@ func appendUTC(dst []byte, t time.Time) ([]byte, bool) {
 // of an era (365 days, one more every fourth year except the hundredth
 // ones that are not the fourth hundredth), and months of 153 days every
 // five (31, 30, 31, 30, 31).
-func civilDate(days int64) (year, month, day int) {
-	const marchOfYear0 = 31 + 29           // days from January 1 to March 1 of the year 0, a leap year
-	z := int(days) - marchOfYear0 + 146097 // one era later, so that z >= 0
+func civilDate(days uint) (year, month, day uint) {
+	const marchOfYear0 = 31 + 29      // days from January 1 to March 1 of the year 0, a leap year
+	z := days - marchOfYear0 + 146097 // one era later, so that z >= 0
 	era := z / 146097
 	doe := z - era*146097                                  // day of the era, 0..146096
 	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, 0..399
@@ -87,24 +102,18 @@ func civilDate(days int64) (year, month, day int) {
 
 // appendFraction appends '.' and ns, 0 < ns < 1e9, as nine digits
 // without their trailing zeros.
-func appendFraction(dst []byte, ns int) []byte {
+func appendFraction(dst []byte, ns uint) []byte {
 	n := len(dst)
-	dst = append(dst, '.', 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	for i := len(dst) - 1; i > n; i-- {
-		dst[i] = byte('0' + ns%10)
-		ns /= 10
+	dst = append(dst, ".000000000"...)
+	b := dst[n+1 : n+10]
+	b[0] = byte('0' + ns/1e8%10)
+	putTwoDigits(b[1:3], ns/1e6)
+	putTwoDigits(b[3:5], ns/1e4)
+	putTwoDigits(b[5:7], ns/100)
+	putTwoDigits(b[7:9], ns)
+	end := len(dst)
+	for dst[end-1] == '0' {
+		end--
 	}
-	for dst[len(dst)-1] == '0' {
-		dst = dst[:len(dst)-1]
-	}
-	return dst
-}
-
-// appendTwoDigits appends sep (unless it is 0) and n, 0 <= n < 100, in
-// two digits.
-func appendTwoDigits(dst []byte, n int, sep byte) []byte {
-	if sep != 0 {
-		dst = append(dst, sep)
-	}
-	return append(dst, byte('0'+n/10), byte('0'+n%10))
+	return dst[:end]
 }

@@ -18,8 +18,8 @@ func TestCivilDateEveryDay(t *testing.T) {
 	require.Equal(t, int64(3652425), days)
 	for d := range days {
 		y, m, day := time.Unix(unixYear0+d*86400, 0).UTC().Date()
-		gy, gm, gd := civilDate(d)
-		if gy != y || gm != int(m) || gd != day {
+		gy, gm, gd := civilDate(uint(d))
+		if int(gy) != y || int(gm) != int(m) || int(gd) != day {
 			t.Fatalf("civilDate(%d) = %04d-%02d-%02d, want %04d-%02d-%02d", d, gy, gm, gd, y, m, day)
 		}
 	}
