@@ -101,22 +101,33 @@ func Encode(cp agent.Checkpoint) ([]byte, error) {
 }
 
 func encode(cp *agent.Checkpoint) ([]byte, error) {
-	if !plainCheckpoint(cp) {
-		if err := ValidateExecID(cp.ExecID); err != nil {
-			return nil, err
-		}
-		if err := cp.Validate(); err != nil {
+	plain := plainCheckpoint(cp)
+	if !plain {
+		if err := validate(cp); err != nil {
 			return nil, err
 		}
 	}
 	if data, ok := encodeRecord(cp); ok {
 		return data, nil
 	}
+	if plain { // the payload was not checked: Validate names the problem
+		if err := validate(cp); err != nil {
+			return nil, err
+		}
+	}
 	data, err := json.Marshal(*cp) // a copy: cp itself must not escape
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "checkpoint", "%s: not JSON-encodable", cp.ExecID)
 	}
 	return data, nil
+}
+
+// validate runs the full checks of ValidateExecID and Validate.
+func validate(cp *agent.Checkpoint) error {
+	if err := ValidateExecID(cp.ExecID); err != nil {
+		return err
+	}
+	return cp.Validate()
 }
 
 // appendPlain appends the record of cp to dst, which it does not grow
@@ -131,13 +142,16 @@ func appendPlain(dst []byte, cp *agent.Checkpoint) ([]byte, bool) {
 }
 
 // plainCheckpoint reports, without building an error, whether cp passes
-// both ValidateExecID and Validate because it is in the common shape: a
-// plain exec id (see plainExecID, which also makes it non-blank), a board,
-// no payload and an iteration that is not negative. Anything else takes the
-// full checks, which name the problem. A rule added to Checkpoint.Validate
-// must be added here too (TestPlainCheckpoint).
+// both ValidateExecID and Validate as long as its payload, if any, is valid
+// JSON: it is in the common shape of a plain exec id (see plainExecID,
+// which also makes it non-blank), a board and an iteration that is not
+// negative. The payload is checked by appendRecord, which gives up on
+// invalid JSON, so a record written without json.Marshal from a plain
+// checkpoint is valid. Anything else takes the full checks, which name the
+// problem. A rule added to Checkpoint.Validate must be added here too
+// (TestPlainCheckpoint).
 func plainCheckpoint(cp *agent.Checkpoint) bool {
-	return cp.Board != nil && cp.Iteration >= 0 && len(cp.Payload) == 0 && plainExecID(cp.ExecID)
+	return cp.Board != nil && cp.Iteration >= 0 && plainExecID(cp.ExecID)
 }
 
 // Decode reads a record written by Encode. Unknown fields are ignored, so

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -232,7 +233,8 @@ func FuzzPlainExecID(f *testing.F) {
 }
 
 // plainCheckpoint, the fast path of Encode's validation, accepts only
-// checkpoints that pass ValidateExecID and Validate, and the common shape.
+// checkpoints that pass ValidateExecID and Validate, given a valid
+// payload, and the common shape.
 func TestPlainCheckpoint(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -242,14 +244,14 @@ func TestPlainCheckpoint(t *testing.T) {
 	}{
 		{"no payload", func(cp *agent.Checkpoint) { cp.Payload = nil }, true},
 		{"empty payload", func(cp *agent.Checkpoint) { cp.Payload = json.RawMessage{} }, true},
-		{"payload", func(*agent.Checkpoint) {}, false},
-		{"no board", func(cp *agent.Checkpoint) { cp.Payload, cp.Board = nil, nil }, false},
-		{"negative iteration", func(cp *agent.Checkpoint) { cp.Payload, cp.Iteration = nil, -1 }, false},
-		{"blank exec id", func(cp *agent.Checkpoint) { cp.Payload, cp.ExecID = nil, " " }, false},
-		{"empty exec id", func(cp *agent.Checkpoint) { cp.Payload, cp.ExecID = nil, "" }, false},
-		{"exec id with a space", func(cp *agent.Checkpoint) { cp.Payload, cp.ExecID = nil, "a b" }, false},
-		{"exec id with a slash", func(cp *agent.Checkpoint) { cp.Payload, cp.ExecID = nil, "a/b" }, false},
-		{"exec id ..", func(cp *agent.Checkpoint) { cp.Payload, cp.ExecID = nil, ".." }, false},
+		{"payload", func(*agent.Checkpoint) {}, true},
+		{"no board", func(cp *agent.Checkpoint) { cp.Board = nil }, false},
+		{"negative iteration", func(cp *agent.Checkpoint) { cp.Iteration = -1 }, false},
+		{"blank exec id", func(cp *agent.Checkpoint) { cp.ExecID = " " }, false},
+		{"empty exec id", func(cp *agent.Checkpoint) { cp.ExecID = "" }, false},
+		{"exec id with a space", func(cp *agent.Checkpoint) { cp.ExecID = "a b" }, false},
+		{"exec id with a slash", func(cp *agent.Checkpoint) { cp.ExecID = "a/b" }, false},
+		{"exec id ..", func(cp *agent.Checkpoint) { cp.ExecID = ".." }, false},
 	} {
 		cp := checkpointtest.NewCheckpoint("run-1", 1)
 		tc.change(&cp)
@@ -259,4 +261,27 @@ func TestPlainCheckpoint(t *testing.T) {
 			assert.NoError(t, cp.Validate(), tc.name)
 		}
 	}
+}
+
+// A plain checkpoint whose payload is not JSON fails with Validate's own
+// error, in Encode and in the memory store, though its checks were skipped
+// at first; and nothing is stored.
+func TestPlainCheckpointWithBadPayload(t *testing.T) {
+	t.Parallel()
+	cp := checkpointtest.NewCheckpoint("run-1", 1)
+	cp.Payload = json.RawMessage(`{"a":`)
+	require.True(t, plainCheckpoint(&cp))
+	want := cp.Validate()
+	require.Error(t, want)
+	_, err := Encode(cp)
+	require.Error(t, err)
+	assert.Equal(t, want.Error(), err.Error())
+	assert.True(t, fault.Is(err, fault.Validation))
+	m := NewMemory()
+	err = m.Save(context.Background(), cp)
+	require.Error(t, err)
+	assert.Equal(t, "save checkpoint: "+want.Error(), err.Error())
+	ids, err := m.List(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, ids)
 }
