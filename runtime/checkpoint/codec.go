@@ -97,17 +97,20 @@ func plainExecID(id string) bool {
 // A checkpoint that fails Validate, has a bad exec id or holds values JSON
 // cannot encode is a Validation error.
 func Encode(cp agent.Checkpoint) ([]byte, error) {
-	return encode(&cp)
+	return encode(&cp, false)
 }
 
-func encode(cp *agent.Checkpoint) ([]byte, error) {
+// encode is Encode; measure says that the record does not fit in the stack
+// buffers of encodeRecord (the caller has tried them), so it is measured
+// at once.
+func encode(cp *agent.Checkpoint, measure bool) ([]byte, error) {
 	plain := plainCheckpoint(cp)
 	if !plain {
 		if err := validate(cp); err != nil {
 			return nil, err
 		}
 	}
-	if data, ok := encodeRecord(cp); ok {
+	if data, ok := encodeRecord(cp, measure); ok {
 		return data, nil
 	}
 	if plain { // the payload was not checked: Validate names the problem

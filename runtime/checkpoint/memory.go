@@ -44,7 +44,9 @@ func (m *Memory) Save(ctx context.Context, cp agent.Checkpoint) error {
 	if m.saveVia(buf[:0], &cp) || m.saveMedium(&cp) {
 		return nil
 	}
-	data, err := encode(&cp)
+	// A plain checkpoint gets here with a record too long for the buffers
+	// (or one json.Marshal writes or rejects): it is measured at once.
+	data, err := encode(&cp, plainCheckpoint(&cp))
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}

@@ -21,15 +21,19 @@ import (
 // encodeRecord writes the record of cp without json.Marshal, into a new
 // slice of its exact length, or reports false. A record is first written
 // into a buffer on the stack, 512 bytes, then 8 KiB if it does not fit
-// (each try gives up as soon as it overflows); a larger record is measured
-// with recordSize and written into a buffer of its size. So every record
-// costs one allocation and no more memory than its length.
-func encodeRecord(cp *agent.Checkpoint) ([]byte, bool) {
-	if data, ok := encodeSmall(cp); ok {
-		return data, true
-	}
-	if data, ok := encodeMedium(cp); ok {
-		return data, true
+// (each try gives up as soon as it overflows), and copied out; a larger
+// record, or any record when measure is set (the caller has made those
+// tries), is measured with recordSize and written into a buffer of its
+// size. So every record costs one allocation and no more memory than its
+// length.
+func encodeRecord(cp *agent.Checkpoint, measure bool) ([]byte, bool) {
+	if !measure {
+		if data, ok := encodeSmall(cp); ok {
+			return data, true
+		}
+		if data, ok := encodeMedium(cp); ok {
+			return data, true
+		}
 	}
 	size, ok := recordSize(cp)
 	if !ok {
@@ -183,20 +187,27 @@ func appendMessages(dst []byte, msgs []message.Message, limit int) ([]byte, bool
 	return append(dst, ']'), true
 }
 
-// messageTextLen is about the length of the texts of m, less than its
-// JSON: a guess for giving up early, before a long message grows a stack
-// buffer. (A wrong guess costs time, never correctness: the next try
-// writes the whole record again.)
+// messageTextLen is about the length of m's JSON, and not more where no
+// part holds data: its texts and the fixed text around them, a guess for
+// giving up early, before a long message grows a stack buffer. (A wrong
+// guess costs time, never correctness: the next try writes the whole
+// record again.)
 func messageTextLen(m *message.Message) int {
-	n := len(m.Role) + len(m.Name)
+	n := len(`{"role":"","parts":[]}`) + len(m.Role)
+	if m.Name != "" {
+		n += len(`,"name":""`) + len(m.Name)
+	}
 	for i := range m.Parts {
 		p := &m.Parts[i]
-		n += len(p.Text) + len(p.Data)/2 + len(p.MimeType) // compacting may halve data
-		if p.ToolCall != nil {
-			n += len(p.ToolCall.Arguments)
+		n += len(`{"type":""}`) + len(p.Type) + len(p.Data)/2 + len(p.MimeType) // compacting may halve data
+		if p.Text != "" {
+			n += len(`,"text":""`) + len(p.Text)
 		}
-		if p.ToolResult != nil {
-			n += len(p.ToolResult.Content)
+		if tc := p.ToolCall; tc != nil {
+			n += len(`,"tool_call":{"id":"","name":""}`) + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		if tr := p.ToolResult; tr != nil {
+			n += len(`,"tool_result":{"tool_call_id":"","content":""}`) + len(tr.ToolCallID) + len(tr.Content)
 		}
 	}
 	return n
