@@ -46,6 +46,9 @@ func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 	if depth > MaxDepth {
 		return dst, false
 	}
+	if f, isFloat := v.(float64); isFloat { // the commonest value, checked first
+		return appendFloat(dst, f, 64)
+	}
 	ok := true
 	switch x := v.(type) {
 	case string:

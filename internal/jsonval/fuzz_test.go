@@ -73,6 +73,9 @@ func check(t *testing.T, v any) {
 	if !bytes.Equal(got, want) || size != int64(len(want)) {
 		t.Fatalf("Append(%#v) = %s (Size %d), want %s", v, got, size, want)
 	}
+	if spare, _ := jsonval.Append(make([]byte, 0, 64), v); !bytes.Equal(spare, want) {
+		t.Fatalf("Append(%#v) into spare capacity = %s, want %s", v, spare, want)
+	}
 	if _, ok := jsonval.AppendUpTo(nil, v, len(want)); !ok {
 		t.Fatalf("AppendUpTo(%#v, %d) gave up", v, len(want))
 	}
