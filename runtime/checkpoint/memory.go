@@ -20,7 +20,7 @@ import (
 // call NewMemory.
 type Memory struct {
 	mu      sync.RWMutex
-	records map[string][]byte
+	records map[string]*[]byte // a pointer, so that a record is replaced with one map lookup
 }
 
 var (
@@ -30,7 +30,7 @@ var (
 )
 
 // NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{records: map[string][]byte{}} }
+func NewMemory() *Memory { return &Memory{records: map[string]*[]byte{}} }
 
 // Save validates cp and replaces the record of cp.ExecID. A record that
 // fits in the memory of the one it replaces is written over it, so that
@@ -51,7 +51,7 @@ func (m *Memory) Save(ctx context.Context, cp agent.Checkpoint) error {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	m.mu.Lock()
-	m.records[cp.ExecID] = data
+	m.records[cp.ExecID] = &data
 	m.mu.Unlock()
 	return nil
 }
@@ -82,14 +82,18 @@ func (m *Memory) saveVia(buf []byte, cp *agent.Checkpoint) bool {
 // previous record when it fits in its memory without wasting more than
 // half of it.
 func (m *Memory) putLocked(execID string, rec []byte) {
-	old, ok := m.records[execID]
-	if ok && len(rec) <= cap(old) && cap(old) <= 2*len(rec) {
-		m.records[execID] = append(old[:0], rec...)
-		return
-	}
 	// append rounds the capacity up to the allocator's size class, which
 	// costs no more memory and leaves room for the next record to grow.
-	m.records[execID] = append([]byte(nil), rec...)
+	if p := m.records[execID]; p != nil {
+		if old := *p; len(rec) <= cap(old) && cap(old) <= 2*len(rec) {
+			*p = append(old[:0], rec...)
+		} else {
+			*p = append([]byte(nil), rec...)
+		}
+		return
+	}
+	data := append([]byte(nil), rec...)
+	m.records[execID] = &data
 }
 
 // Load returns the record of execID, or (nil, nil) when there is none.
@@ -101,10 +105,13 @@ func (m *Memory) Load(ctx context.Context, execID string) (*agent.Checkpoint, er
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
 	m.mu.RLock()
-	data, ok := m.records[execID]
-	data = bytes.Clone(data) // Save may write over the record once the lock is released
+	p := m.records[execID]
+	var data []byte
+	if p != nil {
+		data = bytes.Clone(*p) // Save may write over the record once the lock is released
+	}
 	m.mu.RUnlock()
-	if !ok {
+	if p == nil {
 		return nil, nil
 	}
 	return Decode(data)

@@ -28,7 +28,7 @@ func TestMemoryReusesRecords(t *testing.T) {
 		want, err := json.Marshal(cp)
 		require.NoError(t, err)
 		m.mu.RLock()
-		got := m.records["run-1"]
+		got := *m.records["run-1"]
 		m.mu.RUnlock()
 		require.Equal(t, string(want), string(got), "the stored record")
 		loaded, err := m.Load(ctx, "run-1")

@@ -69,9 +69,10 @@ const twoDigits = "" +
 	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
 	"80818283848586878889" + "90919293949596979899"
 
-// putTwoDigits writes the last two decimal digits of n into b[0] and b[1].
+// putTwoDigits writes n, n < 100, in two decimal digits into b[0] and
+// b[1].
 func putTwoDigits(b []byte, n uint) {
-	i := n % 100 * 2
+	i := n * 2
 	b[0], b[1] = twoDigits[i], twoDigits[i+1]
 }
 
@@ -106,11 +107,11 @@ func appendFraction(dst []byte, ns uint) []byte {
 	n := len(dst)
 	dst = append(dst, ".000000000"...)
 	b := dst[n+1 : n+10]
-	b[0] = byte('0' + ns/1e8%10)
-	putTwoDigits(b[1:3], ns/1e6)
-	putTwoDigits(b[3:5], ns/1e4)
-	putTwoDigits(b[5:7], ns/100)
-	putTwoDigits(b[7:9], ns)
+	b[0] = byte('0' + ns/1e8)
+	putTwoDigits(b[1:3], ns/1e6%100)
+	putTwoDigits(b[3:5], ns/1e4%100)
+	putTwoDigits(b[5:7], ns/100%100)
+	putTwoDigits(b[7:9], ns%100)
 	end := len(dst)
 	for dst[end-1] == '0' {
 		end--
