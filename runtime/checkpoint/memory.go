@@ -51,7 +51,11 @@ func (m *Memory) Save(ctx context.Context, cp agent.Checkpoint) error {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	m.mu.Lock()
-	m.records[cp.ExecID] = &data
+	if p := m.records[cp.ExecID]; p != nil {
+		*p = data
+	} else {
+		m.records[cp.ExecID] = &data
+	}
 	m.mu.Unlock()
 	return nil
 }
