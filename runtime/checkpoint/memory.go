@@ -54,7 +54,8 @@ func (m *Memory) Save(ctx context.Context, cp agent.Checkpoint) error {
 	if p := m.records[cp.ExecID]; p != nil {
 		*p = data
 	} else {
-		m.records[cp.ExecID] = &data
+		first := data // only this copy of the slice header moves to the heap
+		m.records[cp.ExecID] = &first
 	}
 	m.mu.Unlock()
 	return nil
