@@ -46,6 +46,9 @@ func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 	if depth > MaxDepth {
 		return dst, false
 	}
+	if f, isFloat := v.(float64); isFloat { // the commonest value, checked first
+		return appendFloat(dst, f, 64)
+	}
 	ok := true
 	switch x := v.(type) {
 	case string:
@@ -59,8 +62,19 @@ func appendValue(dst []byte, v any, depth, limit int) ([]byte, bool) {
 			return append(dst, "null"...), true
 		case len(x) == 0:
 			return append(dst, "{}"...), true
+		case len(x) == 1: // nothing to sort
+			for k, e := range x {
+				dst = append(dst, '{')
+				dst = AppendString(dst, k)
+				dst = append(dst, ':')
+				if dst, ok = appendValue(dst, e, depth+1, limit); !ok || len(dst) > limit {
+					return dst, false
+				}
+				break // the only member: spares the iterator's search for another
+			}
+			return append(dst, '}'), true
 		}
-		var buf [smallMap]member
+		var buf [smallMap]member[any]
 		var orderBuf [smallMap]int32
 		members, order := sortedMembers(buf[:0], orderBuf[:0], x)
 		for i, j := range order {
@@ -222,18 +236,31 @@ func appendStrings(dst []byte, s []string) []byte {
 // AppendStringMap appends m as json.Marshal writes a map[string]string:
 // "null" for a nil map, otherwise an object with sorted keys.
 func AppendStringMap(dst []byte, m map[string]string) []byte {
-	if m == nil {
+	switch {
+	case m == nil:
 		return append(dst, "null"...)
+	case len(m) == 0:
+		return append(dst, "{}"...)
+	case len(m) == 1: // nothing to sort
+		for k, v := range m {
+			dst = append(dst, '{')
+			dst = AppendString(dst, k)
+			dst = append(dst, ':')
+			dst = AppendString(dst, v)
+			break // the only member: spares the iterator's search for another
+		}
+		return append(dst, '}')
 	}
-	var buf [16]string
-	keys := SortedKeys(buf[:0], m)
-	for i, k := range keys {
+	var buf [smallStringMap]member[string]
+	var orderBuf [smallStringMap]int32
+	members, order := sortedMembers(buf[:0], orderBuf[:0], m)
+	for i, j := range order {
 		dst = append(dst, separator(i, '{')...)
-		dst = AppendString(dst, k)
+		dst = AppendString(dst, members[j].key)
 		dst = append(dst, ':')
-		dst = AppendString(dst, m[k])
+		dst = AppendString(dst, members[j].value)
 	}
-	return closeObject(dst, len(keys))
+	return append(dst, '}')
 }
 
 // separator is what goes before element i of an array ('[') or an object
@@ -264,24 +291,28 @@ func closeObject(dst []byte, n int) []byte {
 	return append(dst, '}')
 }
 
-// smallMap is the most members a map can have for Append to sort them
+// smallMap and smallStringMap are the most members a map[string]any and
+// a map[string]string can have for Append and AppendStringMap to sort them
 // without allocating.
-const smallMap = 32
+const (
+	smallMap       = 32
+	smallStringMap = 16
+)
 
-// member is a key and its value in a map[string]any.
-type member struct {
+// member is a key and its value in a map.
+type member[V any] struct {
 	key   string
-	value any
+	value V
 }
 
 // sortedMembers appends the members of m to members, and their indexes in
 // key order to order. Sorting indexes rather than members moves no
 // pointers, so the sort runs without the garbage collector's write
-// barriers.
-func sortedMembers(members []member, order []int32, m map[string]any) ([]member, []int32) {
+// barriers; taking each value with its key spares a lookup per key.
+func sortedMembers[V any](members []member[V], order []int32, m map[string]V) ([]member[V], []int32) {
 	for k, v := range m {
 		order = append(order, int32(len(members)))
-		members = append(members, member{k, v})
+		members = append(members, member[V]{k, v})
 	}
 	if len(order) > 12 {
 		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(members[a].key, members[b].key) })

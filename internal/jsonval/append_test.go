@@ -88,6 +88,11 @@ var nativeCases = []struct {
 	{"nested map", map[string]any{"a": map[string]any{"n": []any{"x", 2.5, map[string]any(nil)}}}},
 	{"map of more than sixteen keys", manyKeys(40)},
 	{"string map", map[string]string{"z": "<1>", "a": "\u2028"}},
+	{"string map of one entry", map[string]string{"<k>\"\xff": "\u2029&"}},
+	{"empty string map", map[string]string{}},
+	{"string map of many entries", map[string]string{"q": "1", "b": "2", "<": "3", "": "4", "é": "5", "a": "6",
+		"k1": "", "k0": "", "z": "", "y": "", "x": "", "w": "", "v": "", "u": "", "t": "", "s": "", "r": "", "p": ""}},
+	{"map of one entry", map[string]any{"\u2028<k>": map[string]any{"\x00": []any{map[string]any{"": nil}}}}},
 	{"nil string map", map[string]string(nil)},
 	{"strings", []string{"a", "<b>", ""}},
 	{"nil strings", []string(nil)},
@@ -204,7 +209,7 @@ func TestDepthLimit(t *testing.T) {
 	for _, leaf := range []struct {
 		v     any
 		depth int // of its deepest value
-	}{{"leaf", 0}, {[]any{}, 0}, {map[string]any{}, 0}, {[]map[string]any{{}}, 1}} {
+	}{{"leaf", 0}, {1.5, 0}, {[]any{1.5}, 1}, {[]any{"leaf"}, 1}, {[]any{}, 0}, {map[string]any{}, 0}, {[]map[string]any{{}}, 1}} {
 		for n := jsonval.MaxDepth/2 - 2; n <= jsonval.MaxDepth/2+1; n++ {
 			v := leaf.v
 			for range n {
@@ -232,6 +237,8 @@ func TestASCIIEscapes(t *testing.T) {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(jsonval.AppendString(nil, s)), "byte %#x", b)
+		assert.Equal(t, "x"+string(want), string(jsonval.AppendString(append(make([]byte, 0, 64), 'x'), s)),
+			"byte %#x into spare capacity", b)
 	}
 }
 
@@ -248,6 +255,8 @@ func TestEscapesAtEveryPosition(t *testing.T) {
 				got, ok := jsonval.Append(nil, s)
 				require.True(t, ok)
 				require.Equal(t, string(want), string(got), "%q", s)
+				got = jsonval.AppendString(make([]byte, 0, len(s)+2), s) // short strings take a byte loop
+				require.Equal(t, string(want), string(got), "%q into spare capacity", s)
 				size, _ := jsonval.Size(s)
 				require.Equal(t, int64(len(want)), size, "%q", s)
 			}

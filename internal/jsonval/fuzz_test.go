@@ -42,6 +42,11 @@ func FuzzAppend(f *testing.F) {
 		check(t, json.Number(data))
 		check(t, json.RawMessage(data))
 		check(t, []any{map[string]any{string(data): string(data)}})
+		check(t, map[string]string{string(data): string(data)})
+		check(t, map[string]any{string(data): json.RawMessage(data)})
+		if half := len(data) / 2; half > 0 {
+			check(t, map[string]string{string(data[:half]): "", string(data[half:]): string(data)})
+		}
 	})
 }
 
@@ -67,6 +72,9 @@ func check(t *testing.T, v any) {
 	}
 	if !bytes.Equal(got, want) || size != int64(len(want)) {
 		t.Fatalf("Append(%#v) = %s (Size %d), want %s", v, got, size, want)
+	}
+	if spare, _ := jsonval.Append(make([]byte, 0, 64), v); !bytes.Equal(spare, want) {
+		t.Fatalf("Append(%#v) into spare capacity = %s, want %s", v, spare, want)
 	}
 	if _, ok := jsonval.AppendUpTo(nil, v, len(want)); !ok {
 		t.Fatalf("AppendUpTo(%#v, %d) gave up", v, len(want))

@@ -8,17 +8,21 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII has a '1' at index b for each ASCII byte b written as it is
-// inside a JSON string with HTML escaping on (as json.Marshal writes
-// strings): every byte from 0x20 up except '"', '\\', '<', '>' and '&'.
-const plainASCII = "" +
+// plainBytes has a '1' at index b for each byte b written as it is inside
+// a JSON string with HTML escaping on (as json.Marshal writes strings):
+// every ASCII byte from 0x20 up except '"', '\\', '<', '>' and '&'. The
+// bytes from 0x80 up, parts of multibyte characters, take the slow path.
+const plainBytes = "" +
 	"0000000000000000" + "0000000000000000" + // 0x00-0x1f: control characters
 	"1101110111111111" + "1111111111110101" + // 0x20-0x3f: '"', '&', '<', '>'
 	"1111111111111111" + "1111111111110111" + // 0x40-0x5f: '\\'
-	"1111111111111111" + "1111111111111111" // 0x60-0x7f
+	"1111111111111111" + "1111111111111111" + // 0x60-0x7f
+	"0000000000000000" + "0000000000000000" + "0000000000000000" + "0000000000000000" + // 0x80-0xbf
+	"0000000000000000" + "0000000000000000" + "0000000000000000" + "0000000000000000" // 0xc0-0xff
 
-// plain reports whether the ASCII byte b is written as it is.
-func plain(b byte) bool { return plainASCII[b&0x7f] == '1' }
+// plain reports whether the byte b is written as it is (a table of 256
+// entries indexed by a byte needs no bounds check).
+func plain(b byte) bool { return plainBytes[b] == '1' }
 
 // plainRun returns the end of the run of plain ASCII bytes in s that starts
 // at i, testing eight bytes at a time while it can.
@@ -38,7 +42,7 @@ func plainRun(s string, i int) int {
 			break
 		}
 	}
-	for i < len(s) && s[i] < utf8.RuneSelf && plain(s[i]) {
+	for i < len(s) && plain(s[i]) {
 		i++
 	}
 	return i
@@ -54,9 +58,47 @@ func zeroByte(x uint64) uint64 {
 // AppendString appends s as a JSON string, escaped as json.Marshal escapes
 // it (see the package documentation).
 func AppendString(dst []byte, s string) []byte {
+	if len(s) <= shortString && cap(dst)-len(dst) >= len(s)+2 {
+		if out, ok := appendShortString(dst, s); ok {
+			return out
+		}
+	}
+	i := plainRun(s, 0)
 	dst = append(dst, '"')
-	done := 0 // s[:done] is written
-	for i := 0; i < len(s); {
+	dst = append(dst, s[:i]...)
+	if i == len(s) { // the common case: nothing to escape
+		return append(dst, '"')
+	}
+	return appendEscaped(dst, s, i)
+}
+
+// shortString is the longest string appendShortString takes: keys, names
+// and ids, where a byte loop costs less than the word-wise scan.
+const shortString = 24
+
+// appendShortString writes s quoted into the spare capacity of dst, which
+// must hold len(s)+2 more bytes, checking each byte as it copies it; it
+// reports false, with dst unchanged, at the first byte that is not plain.
+func appendShortString(dst []byte, s string) ([]byte, bool) {
+	n := len(dst)
+	dst = dst[:n+len(s)+2]
+	b := dst[n+1:][:len(s)] // of the length of s: no bounds checks in the loop
+	for i := range b {
+		c := s[i]
+		if !plain(c) {
+			return dst[:n], false
+		}
+		b[i] = c
+	}
+	dst[n], dst[len(dst)-1] = '"', '"'
+	return dst, true
+}
+
+// appendEscaped appends s[i:], where s[i] is not plain, and the closing
+// quote.
+func appendEscaped(dst []byte, s string, i int) []byte {
+	done := i // s[:done] is written
+	for i < len(s) {
 		if i = plainRun(s, i); i == len(s) {
 			break
 		}

@@ -21,6 +21,17 @@ func smallCheckpoint() agent.Checkpoint {
 		Timestamp: time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC)}
 }
 
+// waveCheckpoint is the record a graph run saves at a wave boundary of
+// a short chain: one variable, no messages, the graph's attributes and
+// spec version (a 190-byte record).
+func waveCheckpoint() agent.Checkpoint {
+	board := agent.NewBoard()
+	board.Vars["x"] = 1.0
+	return agent.Checkpoint{ExecID: "run-bench", Steps: []string{"n0"}, Iteration: 1, Board: board,
+		Attributes: map[string]string{"graph": "chain"}, SpecVersion: "chain",
+		Timestamp: time.Date(2026, 11, 30, 9, 33, 15, 238031925, time.UTC)}
+}
+
 // realisticCheckpoint has 30 variables (numbers, strings, nested maps and
 // arrays) and two channels of a few messages.
 func realisticCheckpoint() agent.Checkpoint {
@@ -58,6 +69,7 @@ var encodeBoards = []struct {
 	cp   agent.Checkpoint
 }{
 	{"small", smallCheckpoint()},
+	{"wave", waveCheckpoint()},
 	{"realistic", realisticCheckpoint()},
 }
 

@@ -37,13 +37,31 @@ func FuzzEncode(f *testing.F) {
 		// Up to 1023 copies, so that records of every size are written.
 		cp.Board.Vars["long"] = strings.Repeat(text+execID, int(nanos&0x3ff))
 		cp.Board.Append(execID, message.Message{Role: message.Role(text), Name: text,
-			Parts: []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
-		got, err := Encode(cp)
+			Metadata: map[string]string{execID: text},
+			Parts:    []message.Part{{Type: message.PartData, Data: data, Text: text}, message.ToolCallPart(text, execID, text)}})
+		if nanos&2 == 2 { // maps of two entries (or of one, where the keys are equal)
+			cp.Attributes[execID] = text
+			cp.Board.Append(text, message.NewTextMessage(message.RoleUser, execID))
+		}
+		if nanos&1 == 1 {
+			cp.Payload = nil
+		}
 		valid := ValidateExecID(cp.ExecID) == nil && cp.Validate() == nil
+		if plainCheckpoint(&cp) && !valid && (len(cp.Payload) == 0 || json.Valid(cp.Payload)) {
+			t.Fatalf("plainCheckpoint accepts an invalid checkpoint %q", cp.ExecID)
+		}
+		got, err := Encode(cp)
+		// The memory store's path: the same record, where it takes it.
+		if saved, ok := appendPlain(make([]byte, 0, 512), &cp); ok && (err != nil || !bytes.Equal(saved, got)) {
+			t.Fatalf("appendPlain = %s; Encode = %s, %v", saved, got, err)
+		}
 		want, marshalErr := json.Marshal(cp)
 		if !valid || marshalErr != nil {
 			if err == nil || !fault.Is(err, fault.Validation) {
 				t.Fatalf("Encode = %s, %v; want a Validation error (valid %v, marshal %v)", got, err, valid, marshalErr)
+			}
+			if verr := validate(&cp); verr != nil && err.Error() != verr.Error() {
+				t.Fatalf("Encode fails with %v, want the validation error %v", err, verr)
 			}
 			return
 		}

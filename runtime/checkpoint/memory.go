@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -19,7 +20,7 @@ import (
 // call NewMemory.
 type Memory struct {
 	mu      sync.RWMutex
-	records map[string][]byte
+	records map[string]*[]byte // a pointer, so that a record is replaced with one map lookup
 }
 
 var (
@@ -29,21 +30,75 @@ var (
 )
 
 // NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{records: map[string][]byte{}} }
+func NewMemory() *Memory { return &Memory{records: map[string]*[]byte{}} }
 
-// Save validates cp and replaces the record of cp.ExecID.
+// Save validates cp and replaces the record of cp.ExecID. A record that
+// fits in the memory of the one it replaces is written over it, so that
+// saving the records of a run, which grow slowly, allocates nothing most of
+// the time.
 func (m *Memory) Save(ctx context.Context, cp agent.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return fault.FromContext(err, "save checkpoint")
 	}
-	data, err := Encode(cp)
+	var buf [smallRecord]byte
+	if m.saveVia(buf[:0], &cp) || m.saveMedium(&cp) {
+		return nil
+	}
+	// A plain checkpoint gets here with a record too long for the buffers
+	// (or one json.Marshal writes or rejects): it is measured at once.
+	data, err := encode(&cp, plainCheckpoint(&cp))
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	m.mu.Lock()
-	m.records[cp.ExecID] = data
+	if p := m.records[cp.ExecID]; p != nil {
+		*p = data
+	} else {
+		first := data // only this copy of the slice header moves to the heap
+		m.records[cp.ExecID] = &first
+	}
 	m.mu.Unlock()
 	return nil
+}
+
+// saveMedium is saveVia with a buffer of 8 KiB, for the records that do
+// not fit in Save's (it is a function of its own so that Save does not
+// clear 8 KiB of stack for every record).
+func (m *Memory) saveMedium(cp *agent.Checkpoint) bool {
+	var buf [8 << 10]byte
+	return m.saveVia(buf[:0], cp)
+}
+
+// saveVia writes the record of cp into buf, a buffer on the caller's stack
+// that it does not grow, and stores a copy of it; it reports false, and
+// stores nothing, when appendPlain does.
+func (m *Memory) saveVia(buf []byte, cp *agent.Checkpoint) bool {
+	rec, ok := appendPlain(buf, cp)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	m.putLocked(cp.ExecID, rec)
+	m.mu.Unlock()
+	return true
+}
+
+// putLocked stores a copy of rec as the record of execID, over the
+// previous record when it fits in its memory without wasting more than
+// half of it.
+func (m *Memory) putLocked(execID string, rec []byte) {
+	// append rounds the capacity up to the allocator's size class, which
+	// costs no more memory and leaves room for the next record to grow.
+	if p := m.records[execID]; p != nil {
+		if old := *p; len(rec) <= cap(old) && cap(old) <= 2*len(rec) {
+			*p = append(old[:0], rec...)
+		} else {
+			*p = append([]byte(nil), rec...)
+		}
+		return
+	}
+	data := append([]byte(nil), rec...)
+	m.records[execID] = &data
 }
 
 // Load returns the record of execID, or (nil, nil) when there is none.
@@ -55,9 +110,13 @@ func (m *Memory) Load(ctx context.Context, execID string) (*agent.Checkpoint, er
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
 	m.mu.RLock()
-	data, ok := m.records[execID]
+	p := m.records[execID]
+	var data []byte
+	if p != nil {
+		data = bytes.Clone(*p) // Save may write over the record once the lock is released
+	}
 	m.mu.RUnlock()
-	if !ok {
+	if p == nil {
 		return nil, nil
 	}
 	return Decode(data)

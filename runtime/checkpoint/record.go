@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/corral-rt/corral/internal/jsonval"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -22,15 +21,19 @@ import (
 // encodeRecord writes the record of cp without json.Marshal, into a new
 // slice of its exact length, or reports false. A record is first written
 // into a buffer on the stack, 512 bytes, then 8 KiB if it does not fit
-// (each try gives up as soon as it overflows); a larger record is measured
-// with recordSize and written into a buffer of its size. So every record
-// costs one allocation and no more memory than its length.
-func encodeRecord(cp *agent.Checkpoint) ([]byte, bool) {
-	if data, ok := encodeSmall(cp); ok {
-		return data, true
-	}
-	if data, ok := encodeMedium(cp); ok {
-		return data, true
+// (each try gives up as soon as it overflows), and copied out; a larger
+// record, or any record when measure is set (the caller has made those
+// tries), is measured with recordSize and written into a buffer of its
+// size. So every record costs one allocation and no more memory than its
+// length.
+func encodeRecord(cp *agent.Checkpoint, measure bool) ([]byte, bool) {
+	if !measure {
+		if data, ok := encodeSmall(cp); ok {
+			return data, true
+		}
+		if data, ok := encodeMedium(cp); ok {
+			return data, true
+		}
 	}
 	size, ok := recordSize(cp)
 	if !ok {
@@ -39,8 +42,12 @@ func encodeRecord(cp *agent.Checkpoint) ([]byte, bool) {
 	return appendRecord(make([]byte, 0, size), cp, math.MaxInt)
 }
 
+// smallRecord is the size of the stack buffer a record is written into
+// first, enough for the records of most wave boundaries.
+const smallRecord = 512
+
 func encodeSmall(cp *agent.Checkpoint) ([]byte, bool) {
-	var buf [512]byte
+	var buf [smallRecord]byte
 	data, ok := appendRecord(buf[:0], cp, len(buf))
 	return exactCopy(data, ok)
 }
@@ -116,71 +123,6 @@ func appendStrings(dst []byte, s []string) []byte {
 	return append(dst, ']')
 }
 
-// appendTime appends t as time.Time's MarshalJSON writes it, RFC 3339 with
-// nanoseconds in quotes; ok is false where MarshalJSON fails: a year
-// outside 0..9999 or a zone offset of 24 hours or more.
-func appendTime(dst []byte, t time.Time) ([]byte, bool) {
-	if t.Location() == time.UTC {
-		return appendUTC(dst, t)
-	}
-	start := len(dst)
-	dst = append(dst, '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
-	s := dst[start+1:]
-	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' {
-		return dst[:start], false
-	}
-	if s[len(s)-1] != 'Z' {
-		c := s[len(s)-len("Z07:00")]
-		hours := 10*int(s[len(s)-5]-'0') + int(s[len(s)-4]-'0')
-		if ('0' <= c && c <= '9') || hours >= 24 {
-			return dst[:start], false
-		}
-	}
-	return append(dst, '"'), true
-}
-
-// appendUTC is appendTime for a time in UTC, written without the
-// general layout machinery: 2006-01-02T15:04:05.999999999Z, the fraction
-// without its trailing zeros and without its dot when it is zero.
-func appendUTC(dst []byte, t time.Time) ([]byte, bool) {
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return dst, false
-	}
-	hour, minute, sec := t.Clock()
-	dst = append(dst, '"', byte('0'+year/1000), byte('0'+year/100%10))
-	dst = appendTwoDigits(dst, year%100, 0)
-	dst = appendTwoDigits(dst, int(month), '-')
-	dst = appendTwoDigits(dst, day, '-')
-	dst = appendTwoDigits(dst, hour, 'T')
-	dst = appendTwoDigits(dst, minute, ':')
-	dst = appendTwoDigits(dst, sec, ':')
-	if ns := t.Nanosecond(); ns != 0 {
-		var digits [9]byte
-		for i := len(digits) - 1; i >= 0; i-- {
-			digits[i] = byte('0' + ns%10)
-			ns /= 10
-		}
-		n := len(digits)
-		for digits[n-1] == '0' {
-			n--
-		}
-		dst = append(dst, '.')
-		dst = append(dst, digits[:n]...)
-	}
-	return append(dst, 'Z', '"'), true
-}
-
-// appendTwoDigits appends sep (unless it is 0) and n, 0 <= n < 100, in
-// two digits.
-func appendTwoDigits(dst []byte, n int, sep byte) []byte {
-	if sep != 0 {
-		dst = append(dst, sep)
-	}
-	return append(dst, byte('0'+n/10), byte('0'+n%10))
-}
-
 // appendBoard appends b as {"vars":…,"channels":…}, or null.
 func appendBoard(dst []byte, b *agent.Board, limit int) ([]byte, bool) {
 	if b == nil {
@@ -197,6 +139,18 @@ func appendBoard(dst []byte, b *agent.Board, limit int) ([]byte, bool) {
 		return append(dst, "null}"...), true
 	case len(b.Channels) == 0:
 		return append(dst, "{}}"...), true
+	}
+	if len(b.Channels) == 1 { // nothing to sort
+		for name, msgs := range b.Channels {
+			dst = append(dst, '{')
+			dst = jsonval.AppendString(dst, name)
+			dst = append(dst, ':')
+			if dst, ok = appendMessages(dst, msgs, limit); !ok {
+				return dst, false
+			}
+			break // the only channel: spares the iterator's search for another
+		}
+		return append(dst, "}}"...), true
 	}
 	var buf [8]string
 	dst = append(dst, '{')
@@ -233,20 +187,27 @@ func appendMessages(dst []byte, msgs []message.Message, limit int) ([]byte, bool
 	return append(dst, ']'), true
 }
 
-// messageTextLen is about the length of the texts of m, less than its
-// JSON: a guess for giving up early, before a long message grows a stack
-// buffer. (A wrong guess costs time, never correctness: the next try
-// writes the whole record again.)
+// messageTextLen is about the length of m's JSON, and not more where no
+// part holds data: its texts and the fixed text around them, a guess for
+// giving up early, before a long message grows a stack buffer. (A wrong
+// guess costs time, never correctness: the next try writes the whole
+// record again.)
 func messageTextLen(m *message.Message) int {
-	n := len(m.Role) + len(m.Name)
+	n := len(`{"role":"","parts":[]}`) + len(m.Role)
+	if m.Name != "" {
+		n += len(`,"name":""`) + len(m.Name)
+	}
 	for i := range m.Parts {
 		p := &m.Parts[i]
-		n += len(p.Text) + len(p.Data)/2 + len(p.MimeType) // compacting may halve data
-		if p.ToolCall != nil {
-			n += len(p.ToolCall.Arguments)
+		n += len(`{"type":""}`) + len(p.Type) + len(p.Data)/2 + len(p.MimeType) // compacting may halve data
+		if p.Text != "" {
+			n += len(`,"text":""`) + len(p.Text)
 		}
-		if p.ToolResult != nil {
-			n += len(p.ToolResult.Content)
+		if tc := p.ToolCall; tc != nil {
+			n += len(`,"tool_call":{"id":"","name":""}`) + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		if tr := p.ToolResult; tr != nil {
+			n += len(`,"tool_result":{"tool_call_id":"","content":""}`) + len(tr.ToolCallID) + len(tr.Content)
 		}
 	}
 	return n

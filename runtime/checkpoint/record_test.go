@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,21 @@ var recordCases = []struct {
 	{"before 1970 and in leap years", true, func(cp *agent.Checkpoint) {
 		cp.Timestamp = time.Date(1600, 2, 29, 1, 2, 3, 400, time.UTC)
 		cp.OriginalStartedAt = time.Date(12, 3, 4, 5, 6, 7, 8, time.UTC)
+	}},
+	{"leap days, month ends and year ends", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp = time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC)
+		cp.OriginalStartedAt = time.Date(2023, 12, 31, 23, 59, 59, 0, time.UTC)
+	}},
+	{"century years", true, func(cp *agent.Checkpoint) {
+		cp.Timestamp = time.Date(1900, 3, 1, 0, 0, 0, 1000, time.UTC)
+		cp.OriginalStartedAt = time.Date(2000, 2, 29, 12, 0, 0, 500000000, time.UTC)
+	}},
+	{"one-entry maps with escaped keys", true, func(cp *agent.Checkpoint) {
+		cp.Payload = nil
+		cp.Attributes = map[string]string{"<a>\"\u2028": "&\x00"}
+		cp.Board.Vars = map[string]any{"\xff<": map[string]any{"\n": map[string]string{"&": "\t"}}}
+		cp.Board.Channels = map[string][]message.Message{"<ch>\u2029": {{Role: message.RoleUser,
+			Metadata: map[string]string{"\"k\"": "<v>"}, Parts: []message.Part{message.TextPart("hi")}}}}
 	}},
 	{"zero offset zone that is not UTC", true, func(cp *agent.Checkpoint) {
 		cp.Timestamp = time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("GMT", 0))
@@ -214,4 +230,58 @@ func FuzzPlainExecID(f *testing.F) {
 			t.Fatalf("fast path accepts %q: %v", id, execIDProblem(id))
 		}
 	})
+}
+
+// plainCheckpoint, the fast path of Encode's validation, accepts only
+// checkpoints that pass ValidateExecID and Validate, given a valid
+// payload, and the common shape.
+func TestPlainCheckpoint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		change func(cp *agent.Checkpoint)
+		plain  bool
+	}{
+		{"no payload", func(cp *agent.Checkpoint) { cp.Payload = nil }, true},
+		{"empty payload", func(cp *agent.Checkpoint) { cp.Payload = json.RawMessage{} }, true},
+		{"payload", func(*agent.Checkpoint) {}, true},
+		{"no board", func(cp *agent.Checkpoint) { cp.Board = nil }, false},
+		{"negative iteration", func(cp *agent.Checkpoint) { cp.Iteration = -1 }, false},
+		{"blank exec id", func(cp *agent.Checkpoint) { cp.ExecID = " " }, false},
+		{"empty exec id", func(cp *agent.Checkpoint) { cp.ExecID = "" }, false},
+		{"exec id with a space", func(cp *agent.Checkpoint) { cp.ExecID = "a b" }, false},
+		{"exec id with a slash", func(cp *agent.Checkpoint) { cp.ExecID = "a/b" }, false},
+		{"exec id ..", func(cp *agent.Checkpoint) { cp.ExecID = ".." }, false},
+	} {
+		cp := checkpointtest.NewCheckpoint("run-1", 1)
+		tc.change(&cp)
+		assert.Equal(t, tc.plain, plainCheckpoint(&cp), tc.name)
+		if plainCheckpoint(&cp) {
+			assert.NoError(t, ValidateExecID(cp.ExecID), tc.name)
+			assert.NoError(t, cp.Validate(), tc.name)
+		}
+	}
+}
+
+// A plain checkpoint whose payload is not JSON fails with Validate's own
+// error, in Encode and in the memory store, though its checks were skipped
+// at first; and nothing is stored.
+func TestPlainCheckpointWithBadPayload(t *testing.T) {
+	t.Parallel()
+	cp := checkpointtest.NewCheckpoint("run-1", 1)
+	cp.Payload = json.RawMessage(`{"a":`)
+	require.True(t, plainCheckpoint(&cp))
+	want := cp.Validate()
+	require.Error(t, want)
+	_, err := Encode(cp)
+	require.Error(t, err)
+	assert.Equal(t, want.Error(), err.Error())
+	assert.True(t, fault.Is(err, fault.Validation))
+	m := NewMemory()
+	err = m.Save(context.Background(), cp)
+	require.Error(t, err)
+	assert.Equal(t, "save checkpoint: "+want.Error(), err.Error())
+	ids, err := m.List(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, ids)
 }

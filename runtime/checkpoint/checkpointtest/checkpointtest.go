@@ -244,7 +244,6 @@ func deleterIdempotent(t *testing.T, s agent.CheckpointStore) {
 func concurrentSaves(t *testing.T, s agent.CheckpointStore) {
 	const writers, rounds, readers = 8, 6, 4
 	ctx := context.Background()
-	blob := strings.Repeat("x", 16<<10)
 	var mu sync.Mutex
 	var failures []error
 	record := func(err error) {
@@ -261,7 +260,10 @@ func concurrentSaves(t *testing.T, s agent.CheckpointStore) {
 				iteration := w*rounds + r + 1
 				cp := NewCheckpoint("run-hammer", iteration)
 				cp.Steps = []string{fmt.Sprint(iteration)}
-				cp.Board.Vars["blob"] = blob
+				cp.Board.Vars["blob"] = hammerBlob(iteration)
+				if iteration%2 == 1 {
+					cp.Payload = nil
+				}
 				record(s.Save(ctx, cp))
 			}
 		})
@@ -277,7 +279,7 @@ func concurrentSaves(t *testing.T, s agent.CheckpointStore) {
 				}
 				got, err := s.Load(ctx, "run-hammer")
 				if err == nil && got != nil {
-					err = checkHammered(got, blob, writers*rounds)
+					err = checkHammered(got, writers*rounds)
 				}
 				if err != nil {
 					record(err)
@@ -290,12 +292,22 @@ func concurrentSaves(t *testing.T, s agent.CheckpointStore) {
 	close(stop)
 	reading.Wait()
 	require.Empty(t, failures)
-	require.NoError(t, checkHammered(mustLoad(t, s, "run-hammer"), blob, writers*rounds))
+	require.NoError(t, checkHammered(mustLoad(t, s, "run-hammer"), writers*rounds))
+}
+
+// hammerBlob is a board variable of the concurrent case: records of
+// several sizes, from a few hundred bytes to over 16 KiB, so that a store
+// that reuses memory sees records shrink and grow.
+func hammerBlob(iteration int) string {
+	if iteration%3 == 0 {
+		return strings.Repeat("x", 16<<10)
+	}
+	return strings.Repeat(fmt.Sprint(iteration%10), iteration*97)
 }
 
 // checkHammered checks that a record of the concurrent case is whole: its
 // parts all come from the same save.
-func checkHammered(cp *agent.Checkpoint, blob string, most int) error {
+func checkHammered(cp *agent.Checkpoint, most int) error {
 	if err := cp.Validate(); err != nil {
 		return fmt.Errorf("a torn record: %w", err)
 	}
@@ -305,7 +317,7 @@ func checkHammered(cp *agent.Checkpoint, blob string, most int) error {
 		return fmt.Errorf("a record that was never saved: iteration %d", cp.Iteration)
 	case count != float64(cp.Iteration) || len(cp.Steps) != 1 || cp.Steps[0] != fmt.Sprint(cp.Iteration):
 		return fmt.Errorf("a torn record: iteration %d, count %v, steps %v", cp.Iteration, cp.Board.Vars["count"], cp.Steps)
-	case cp.Board.Vars["blob"] != blob:
+	case cp.Board.Vars["blob"] != hammerBlob(cp.Iteration) || (len(cp.Payload) == 0) != (cp.Iteration%2 == 1):
 		return fmt.Errorf("a torn record: iteration %d has a damaged board", cp.Iteration)
 	}
 	return nil
