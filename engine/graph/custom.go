@@ -172,6 +172,7 @@ type customHandler struct {
 	rt     sandbox.Runtime
 	script sandbox.Script
 	roles  NodeRoles
+	limits runtimeLimits
 }
 
 var _ RoleHandler = (*customHandler)(nil)
@@ -181,9 +182,7 @@ func (h *customHandler) Roles() NodeRoles { return h.roles }
 
 // Run invokes the type's script with the node's config.
 func (h *customHandler) Run(ctx context.Context, c *Call) error {
-	if l, ok := h.rt.(LimitedRuntime); ok {
-		c.Limits = l.Limits().Tighten(c.Limits)
-	}
+	c.Limits = h.limits.tighten(h.rt, c.Limits)
 	cfg := c.Config
 	if cfg == nil {
 		cfg = map[string]any{}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -134,6 +135,28 @@ type LimitedRuntime interface {
 type scriptHandler struct {
 	rt     sandbox.Runtime
 	script sandbox.Script
+	limits runtimeLimits
+}
+
+// runtimeLimits tightens a call's limits by a runtime's own (a
+// LimitedRuntime's), keeping the last result: a node's calls come with
+// the same engine limits, and a runtime's limits do not change.
+type runtimeLimits struct {
+	last atomic.Pointer[[2]sandbox.Limits] // the engine's limits and the tightened ones
+}
+
+// tighten returns in tightened by rt's limits, or in when rt has none.
+func (r *runtimeLimits) tighten(rt sandbox.Runtime, in sandbox.Limits) sandbox.Limits {
+	l, ok := rt.(LimitedRuntime)
+	if !ok {
+		return in
+	}
+	if p := r.last.Load(); p != nil && p[0] == in {
+		return p[1]
+	}
+	out := l.Limits().Tighten(in)
+	r.last.Store(&[2]sandbox.Limits{in, out})
+	return out
 }
 
 var (
@@ -157,9 +180,7 @@ func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
 	default:
 		return fault.New(fault.Validation, "run script", "node %q: config resolved to %T, want an object", c.Node, v)
 	}
-	if l, ok := h.rt.(LimitedRuntime); ok {
-		c.Limits = l.Limits().Tighten(c.Limits)
-	}
+	c.Limits = h.limits.tighten(h.rt, c.Limits)
 	return h.rt.Invoke(ctx, sandbox.Invocation{
 		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
 		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
