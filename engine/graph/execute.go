@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -429,12 +430,48 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 	ev := &h.byNode[n.index]
 	if ev.headers == nil {
 		ev.headers = newHeaders(r, n.id)
-		// Both subjects in one string: the two are its halves.
-		actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
-		both := event.SubjectPrefixRun + r.runPart + ".step." + actor + ".start" +
-			event.SubjectPrefixRun + r.runPart + ".step." + actor + ".complete"
-		half := len(both) - len(".complete") - (len(both)-len(".start")-len(".complete"))/2
-		ev.start, ev.complete = both[:half], both[half:]
+		if ev.start == "" {
+			h.subjects(r, n.index)
+		}
+	}
+	return ev
+}
+
+// smallGraph is the most nodes a graph may have for the step subjects of
+// all its nodes to be made at once, in one string, at a run's first step
+// event: it saves an allocation per node, and a larger graph whose run
+// steps through a few of its nodes does not pay for the others.
+const smallGraph = 32
+
+// subjects makes the step start and complete subjects of node i, or of
+// every node of a small graph, as slices of one string; h.mu is held.
+func (h *headerCache) subjects(r *runState, i int) {
+	actors := r.e.actors.get(r.e, r.run.AgentID)
+	from, to := i, i+1
+	if len(actors) <= smallGraph {
+		from, to = 0, len(actors)
+	}
+	prefix := event.SubjectPrefixRun + r.runPart + ".step."
+	size := 0
+	for _, a := range actors[from:to] {
+		size += 2*(len(prefix)+len(a)) + len(".start.complete")
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, a := range actors[from:to] {
+		b.WriteString(prefix)
+		b.WriteString(a)
+		b.WriteString(".start")
+		b.WriteString(prefix)
+		b.WriteString(a)
+		b.WriteString(".complete")
+	}
+	all, at := b.String(), 0
+	for j, a := range actors[from:to] {
+		ev := &h.byNode[from+j]
+		start, complete := len(prefix)+len(a)+len(".start"), len(prefix)+len(a)+len(".complete")
+		ev.start, ev.complete = all[at:at+start], all[at+start:at+start+complete]
+		at += start + complete
 		// Their segments are sanitised ids (event.SanitiseID: never empty,
 		// no '.', '*' or '>'), so only their length can make them invalid.
 		if len(ev.start) > event.MaxSubjectLen {
@@ -444,7 +481,6 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 			ev.completeErr = event.ValidateSubject(ev.complete)
 		}
 	}
-	return ev
 }
 
 func newHeaders(r *runState, node string) map[string]string {

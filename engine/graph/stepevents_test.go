@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,6 +57,27 @@ func TestStepSubjectsTooLong(t *testing.T) {
 			assert.NoError(t, ev.completeErr)
 		} else {
 			assert.ErrorIs(t, ev.completeErr, event.ErrInvalidSubject)
+		}
+	}
+}
+
+// The subjects of every node are right whether they are made for all the
+// nodes of a small graph at once or node by node in a larger one, in
+// whatever order the nodes run.
+func TestStepSubjectsOfManyNodes(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{3, smallGraph, smallGraph + 5} {
+		doc := &Document{Name: "g", Entry: "n0"}
+		for i := range size {
+			doc.Nodes = append(doc.Nodes, Node{ID: fmt.Sprintf("n.%d", i), Type: "noop"})
+		}
+		e := &Engine{doc: doc}
+		r := &runState{e: e, run: agent.Run{ID: "run.1", AgentID: "a*b"}, runPart: event.SanitiseID("run.1")}
+		for _, i := range []int{size - 1, 0, size / 2, 1} {
+			n := &builtNode{index: i, id: doc.Nodes[i].ID}
+			actor := event.Actor("a*b", n.id)
+			assert.Equal(t, event.SubjectStepStart("run.1", actor), r.stepSubject(stepStart, n), "%d nodes, node %d", size, i)
+			assert.Equal(t, event.SubjectStepComplete("run.1", actor), r.stepSubject(stepComplete, n), "%d nodes, node %d", size, i)
 		}
 	}
 }
