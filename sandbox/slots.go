@@ -70,7 +70,20 @@ func (s *Slots) Take(ctx context.Context) error {
 	return err
 }
 
-// Leave frees a slot Take took, handing it to the first waiting Take.
+// TryTake takes a free slot if there is one at once (and no Take waits
+// for one); it reports whether it took one.
+func (s *Slots) TryTake() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used < s.size && len(s.waiting) == 0 {
+		s.used++
+		return true
+	}
+	return false
+}
+
+// Leave frees a slot Take or TryTake took, handing it to the first waiting
+// Take.
 func (s *Slots) Leave() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,13 +13,16 @@ const maxStaticConfigs = 64
 
 // staticConfig is what a VM made of a config the caller hands unchanged
 // to every call of a node (sandbox.Invocation.StaticConfig): the deeply
-// frozen value the script sees as config, and the shared global objects
-// (one per globals layer) that hold it for scripts that need no own one.
+// frozen value the script sees as config, and the shared global object
+// that holds it for scripts that need no own one, made for the globals
+// layer of the last such call (a call with another layer, from an ABI with
+// other functions, replaces it: one per config, however the ABIs change).
 type staticConfig struct {
-	src     map[string]any // kept alive, so that no other map takes its address
-	value   goja.Value
-	size    int64 // the config's JSON bytes, checked against each call's memory budget
-	globals map[*goja.Object]*goja.Object
+	src    map[string]any // kept alive, so that no other map takes its address
+	value  goja.Value
+	size   int64 // the config's JSON bytes, checked against each call's memory budget
+	layer  *goja.Object
+	global *goja.Object
 }
 
 // configValue returns the value the script sees as config: made (charged
@@ -52,15 +55,11 @@ func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
 // sharedGlobal returns the frozen global object, inheriting from layer,
 // whose only own property is the static config.
 func (sc *staticConfig) sharedGlobal(c *call, layer *goja.Object) *goja.Object {
-	if g, ok := sc.globals[layer]; ok {
-		return g
+	if sc.layer == layer {
+		return sc.global
 	}
 	g := c.vm.CreateObject(layer)
 	_ = g.DefineDataProperty("config", sc.value, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
-	c.freeze(g)
-	if sc.globals == nil {
-		sc.globals = map[*goja.Object]*goja.Object{}
-	}
-	sc.globals[layer] = g
+	sc.layer, sc.global = layer, c.freeze(g)
 	return g
 }

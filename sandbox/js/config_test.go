@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/corral-rt/corral/fault"
 	"testing"
 	"time"
@@ -99,4 +100,43 @@ func TestScriptsFoundInTheVM(t *testing.T) {
 		assert.ErrorIs(t, err, fault.Validation)
 	}
 	require.NoError(t, invoke(src), "the slot was left")
+}
+
+// logABI offers log alone.
+type logABI struct{}
+
+func (logABI) Functions() []string { return []string{"log"} }
+
+func (logABI) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(`null`), nil
+}
+
+// Calls of one static config with ABIs of other functions, taking turns,
+// each see the config and their own host functions; the VM keeps one
+// shared global object per config, made again when the functions change,
+// not one per set of functions.
+func TestStaticConfigAcrossABIs(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{PoolSize: 1})
+	require.NoError(t, err)
+	defer rt.Close()
+	cfg := map[string]any{"label": "bug"}
+	for i := range 20 {
+		var abi sandbox.ABI = noABI{}
+		want := "undefined"
+		if i%2 == 1 {
+			abi, want = logABI{}, "function"
+		}
+		board := agent.NewBoard()
+		require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, ABI: abi,
+			Script: sandbox.Script{Source: `board.setVar("r", config.label + "," + typeof host.log)`}, Config: cfg, StaticConfig: true}))
+		assert.Equal(t, "bug,"+want, board.Vars["r"], "call %d", i)
+	}
+	c := rt.realms.get()
+	require.NotNil(t, c)
+	defer rt.realms.put(c)
+	require.Len(t, c.configs, 1)
+	for _, sc := range c.configs {
+		assert.Same(t, c.apis.layer, sc.layer, "the global of the last call's layer is the one kept")
+	}
 }

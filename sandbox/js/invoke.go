@@ -52,16 +52,24 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 // realmFor takes a slot and a realm for a call of the script of key and
 // returns them with the script's program: the one the realm ran before
 // (found by where the key's strings are, without a lock), else the
-// runtime's cached one, else one compiled with compile, with the slot
-// left meanwhile (a long script takes a while). The realm holds the slot
-// (slotHeld) until finish.
+// runtime's cached one, else one compiled with compile, with no slot held
+// meanwhile (a long script takes a while). When no slot is free at once,
+// or the runtime is closed, the program is found or compiled first, so
+// that a script that does not compile fails at once, as at any time. The
+// realm holds the slot (slotHeld) until finish.
 func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
 	id := identityOf(key)
-	var made *compiled // compiled with the slot left, on the first round
-	for {
+	var made *compiled // found or compiled with no slot held
+	if !r.tryAcquire() {
+		var err error
+		if made, err = r.programs.get(key, compile); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
+		}
 		if err := r.acquire(ctx, op); err != nil {
 			return nil, nil, err
 		}
+	}
+	for {
 		c, err := r.fresh()
 		if err != nil {
 			r.leave(true)
@@ -82,6 +90,9 @@ func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compi
 		r.finish(c)
 		if made, err = r.programs.get(key, compile); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
+		}
+		if err := r.acquire(ctx, op); err != nil {
+			return nil, nil, err
 		}
 	}
 }

@@ -190,8 +190,9 @@ func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limi
 func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
 	c.vm.SetMaxCallStackSize(limits.StackDepth)
 	// From the runtime's epoch, reading only the monotonic clock: half
-	// the cost of time.Now, the same deadline.
-	deadline := c.rt.epoch.Add(time.Since(c.rt.epoch) + limits.WallTime)
+	// the cost of time.Now, the same deadline. Two Adds, not a sum of the
+	// durations, so that a huge wall time saturates rather than overflows.
+	deadline := c.rt.epoch.Add(time.Since(c.rt.epoch)).Add(limits.WallTime)
 	c.mu.Lock()
 	c.gen++
 	c.parent, c.deadline = parent, deadline

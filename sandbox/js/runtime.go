@@ -195,6 +195,23 @@ func (r *Runtime) acquire(ctx context.Context, op opName) error {
 	return nil
 }
 
+// tryAcquire is acquire without waiting: it reports false, admitting
+// nothing, when the runtime is closed or no slot is free at once.
+func (r *Runtime) tryAcquire() bool {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false
+	}
+	r.calls.Add(1)
+	r.mu.Unlock()
+	if !r.slots.TryTake() {
+		r.calls.Done()
+		return false
+	}
+	return true
+}
+
 // leave ends a call acquire admitted, freeing its slot when it holds one.
 func (r *Runtime) leave(held bool) {
 	if held {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"sync"
@@ -385,4 +386,39 @@ func (a *signalABI) Functions() []string { return []string{"log"} }
 func (a *signalABI) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	a.once.Do(func() { close(a.called) })
 	return json.RawMessage(`null`), nil
+}
+
+// A script that does not compile fails with a Validation error at once,
+// also while every slot is busy and after Close: it does not wait for a
+// slot (nor time out waiting for one).
+func TestCompileErrorWithoutSlot(t *testing.T) {
+	t.Parallel()
+	rt, err := js.New(js.Options{PoolSize: 1})
+	require.NoError(t, err)
+	running := &signalABI{called: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "busy", Board: agent.NewBoard(), ABI: running,
+			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}})
+	}()
+	<-running.called
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = rt.Invoke(ctx, sandbox.Invocation{Node: "bad", Board: agent.NewBoard(), Script: sandbox.Script{Source: `)(`}})
+	sandboxtest.RequireKind(t, err, fault.Validation)
+	require.NoError(t, rt.Close())
+	sandboxtest.RequireKind(t, <-done, fault.Aborted)
+	_, err = invoke(t, rt, `}{`)
+	sandboxtest.RequireKind(t, err, fault.Validation)
+}
+
+// The longest wall time there is still lets a call run: its deadline
+// saturates rather than overflows into the past.
+func TestHugeWallTime(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{Limits: sandbox.Limits{WallTime: math.MaxInt64}})
+	// Long enough for the watchdog to look at the call a few times.
+	b, err := invoke(t, rt, `let n = 0; for (let i = 0; i < 2e6; i++) { n += i } board.setVar("ok", n > 0)`)
+	require.NoError(t, err)
+	assert.Equal(t, true, b.Vars["ok"])
 }
