@@ -87,12 +87,19 @@ func (c *call) tree(v any, frozen bool) goja.Value {
 		}
 		slices.Sort(keys)
 		o := c.vm.NewObject()
+		if !frozen {
+			for _, k := range keys {
+				_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+			}
+			return o
+		}
+		// Frozen from the start: read-only, fixed properties, then no new
+		// ones (what Object.freeze makes, without its walk over them).
 		for _, k := range keys {
-			_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+			_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		}
-		if frozen {
-			c.freeze(o)
-		}
+		_, err := c.in.seal(goja.Undefined(), o)
+		rethrow(err)
 		return o
 	case []any:
 		items := make([]any, len(x))

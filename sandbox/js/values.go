@@ -19,6 +19,7 @@ type intrinsics struct {
 	parse      goja.Callable // JSON.parse
 	stringify  goja.Callable // JSON.stringify
 	freeze     goja.Callable // Object.freeze
+	seal       goja.Callable // Object.preventExtensions
 	construct  goja.Callable // Reflect.construct
 	isArray    goja.Callable // Array.isArray
 	descriptor goja.Callable // Object.getOwnPropertyDescriptor
@@ -36,6 +37,7 @@ func captureIntrinsics(vm *goja.Runtime) intrinsics {
 	str, _ := goja.AssertFunction(vm.Get("String"))
 	return intrinsics{
 		parse: fn(json, "parse"), stringify: fn(json, "stringify"), freeze: fn(object, "freeze"),
+		seal: fn(object, "preventExtensions"),
 		construct: fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
 		descriptor: fn(object, "getOwnPropertyDescriptor"), toString: str,
 	}
