@@ -16,9 +16,15 @@ import (
 // frozen and empty, so that even a way in the analysis did not foresee
 // could neither leave nor find anything on it.
 
-// globalNames are the identifiers that name the global object or run code
+// globalName reports whether name names the global object or runs code
 // whose scope it is: a script that mentions one gets its own.
-var globalNames = map[string]bool{"globalThis": true, "eval": true, "Function": true}
+func globalName(name string) bool {
+	switch name {
+	case "globalThis", "eval", "Function":
+		return true
+	}
+	return false
+}
 
 // needsOwnGlobal reports whether the script in prg might read or write its
 // global object itself: it uses this or super, names globalThis, eval or
@@ -129,9 +135,9 @@ func (s *globalScan) visit(n any) bool {
 	case *ast.ThisExpression, *ast.SuperExpression, *ast.WithStatement:
 		s.own = true
 	case *ast.Identifier:
-		s.own = s.own || globalNames[t.Name.String()]
+		s.own = s.own || globalName(t.Name.String())
 	case *ast.PropertyShort: // {globalThis} reads the name; its Name is not a pointer the walk visits
-		s.own = s.own || globalNames[t.Name.Name.String()]
+		s.own = s.own || globalName(t.Name.Name.String())
 	case *ast.DotExpression:
 		s.own = s.own || t.Identifier.Name == "constructor"
 	case *ast.StringLiteral:
