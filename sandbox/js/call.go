@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -41,7 +40,7 @@ type call struct {
 	scripts map[sourceIdentity]vmScript
 	// configs are the static configs the VM made, by the map's address
 	// (configValue).
-	configs map[unsafe.Pointer]*staticConfig
+	configs map[uintptr]*staticConfig
 	// overrides maps the getter of each overridable built-in property
 	// (realm.go) to the property's value.
 	overrides map[*goja.Object]goja.Value

@@ -2,13 +2,12 @@ package js
 
 import (
 	"reflect"
-	"unsafe"
 
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
 
-// maxStaticConfigs bounds the static configs a VM keeps (staticConfigs).
+// maxStaticConfigs bounds the static configs a VM keeps (call.configs).
 const maxStaticConfigs = 64
 
 // staticConfig is what a VM made of a config the caller hands unchanged
@@ -32,7 +31,7 @@ func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
 	if !inv.StaticConfig {
 		return c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory), nil
 	}
-	key := unsafe.Pointer(reflect.ValueOf(inv.Config).UnsafePointer())
+	key := reflect.ValueOf(inv.Config).Pointer() // the map stays alive in its entry: no other takes its address
 	if sc, ok := c.configs[key]; ok {
 		if sc.size > c.budget() {
 			c.abort(c.limitError(sandbox.LimitMemory))
@@ -45,7 +44,7 @@ func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
 	}
 	v := c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory)
 	if c.configs == nil || len(c.configs) >= maxStaticConfigs {
-		c.configs = map[unsafe.Pointer]*staticConfig{}
+		c.configs = map[uintptr]*staticConfig{}
 	}
 	sc := &staticConfig{src: inv.Config, value: v, size: size}
 	c.configs[key] = sc
