@@ -37,7 +37,7 @@ func captureIntrinsics(vm *goja.Runtime) intrinsics {
 	str, _ := goja.AssertFunction(vm.Get("String"))
 	return intrinsics{
 		parse: fn(json, "parse"), stringify: fn(json, "stringify"), freeze: fn(object, "freeze"),
-		seal: fn(object, "preventExtensions"),
+		seal:      fn(object, "preventExtensions"),
 		construct: fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
 		descriptor: fn(object, "getOwnPropertyDescriptor"), toString: str,
 	}
