@@ -98,7 +98,7 @@ func (c *call) tree(v any, frozen bool) goja.Value {
 		for _, k := range keys {
 			_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		}
-		_, err := c.in.seal(goja.Undefined(), o)
+		_, err := c.in.preventExtensions(goja.Undefined(), o)
 		rethrow(err)
 		return o
 	case []any:

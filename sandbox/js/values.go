@@ -16,15 +16,15 @@ import (
 // intrinsics are built-ins captured before the script (or a guard) can
 // replace them; the runner's own code uses only these.
 type intrinsics struct {
-	parse      goja.Callable // JSON.parse
-	stringify  goja.Callable // JSON.stringify
-	freeze     goja.Callable // Object.freeze
-	seal       goja.Callable // Object.preventExtensions
-	construct  goja.Callable // Reflect.construct
-	isArray    goja.Callable // Array.isArray
-	descriptor goja.Callable // Object.getOwnPropertyDescriptor
-	toString   goja.Callable // String
-	errorCtor  *goja.Object  // Error
+	parse             goja.Callable // JSON.parse
+	stringify         goja.Callable // JSON.stringify
+	freeze            goja.Callable // Object.freeze
+	preventExtensions goja.Callable // Object.preventExtensions
+	construct         goja.Callable // Reflect.construct
+	isArray           goja.Callable // Array.isArray
+	descriptor        goja.Callable // Object.getOwnPropertyDescriptor
+	toString          goja.Callable // String
+	errorCtor         *goja.Object  // Error
 }
 
 func captureIntrinsics(vm *goja.Runtime) intrinsics {
@@ -37,8 +37,8 @@ func captureIntrinsics(vm *goja.Runtime) intrinsics {
 	str, _ := goja.AssertFunction(vm.Get("String"))
 	return intrinsics{
 		parse: fn(json, "parse"), stringify: fn(json, "stringify"), freeze: fn(object, "freeze"),
-		seal:      fn(object, "preventExtensions"),
-		construct: fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
+		preventExtensions: fn(object, "preventExtensions"),
+		construct:         fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
 		descriptor: fn(object, "getOwnPropertyDescriptor"), toString: str,
 	}
 }
