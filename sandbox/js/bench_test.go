@@ -201,3 +201,40 @@ func BenchmarkInvokeConfig(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEvalBoard is a condition over a board of 30 vars (numbers,
+// strings and nested objects) that names two of them: made with only the
+// vars it names (by-name), and, as the baseline of the same run, made to
+// name globalThis as well, which gives it every var (every-var).
+func BenchmarkEvalBoard(b *testing.B) {
+	rt, err := js.New(js.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	vars := map[string]any{"tool_pending": true, "__iterations": 3.0}
+	for i := range 28 {
+		switch i % 3 {
+		case 0:
+			vars[fmt.Sprintf("count_%d", i)] = float64(i)
+		case 1:
+			vars[fmt.Sprintf("note_%d", i)] = fmt.Sprintf("step %d looked at %d sources", i, i+2)
+		default:
+			vars[fmt.Sprintf("result_%d", i)] = map[string]any{"score": 0.5, "tags": []any{"a", "b"}, "meta": map[string]any{"rank": float64(i)}}
+		}
+	}
+	for _, tc := range []struct{ name, expr string }{
+		{"by-name", `tool_pending == true && __iterations < 10`},
+		{"every-var", `(0, globalThis), tool_pending == true && __iterations < 10`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ev := sandbox.Evaluation{Node: "edge", Expr: tc.expr, Vars: vars}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rt.Eval(context.Background(), ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

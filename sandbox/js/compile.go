@@ -40,6 +40,10 @@ type compiled struct {
 	// sharedGlobal is set for a node script that cannot reach its global
 	// object (needsOwnGlobal), which may then run with a shared one.
 	sharedGlobal bool
+	// varsByName is set for an expression that cannot reach its global
+	// object (needsOwnGlobal): it sees a var only by naming it, so only
+	// the vars it names are made for it.
+	varsByName bool
 }
 
 // compileScript parses a node script as a function body, guards it and
@@ -72,7 +76,12 @@ func compileExpr(name, expr string) (*compiled, error) {
 	if _, ok := prg.Body[0].(*ast.ExpressionStatement); !ok {
 		return nil, fault.New(fault.Validation, "compile "+name, "not a single expression")
 	}
-	return compileAST(name, prg)
+	comp, err := compileAST(name, prg)
+	if err != nil {
+		return nil, err
+	}
+	comp.varsByName = !needsOwnGlobal(prg)
+	return comp, nil
 }
 
 // compileCode compiles code for eval and the Function constructor.
@@ -239,6 +248,8 @@ func (g *astGuard) visit(n any) error {
 		return errWithStmts
 	case *ast.Identifier:
 		g.idents[t.Name.String()] = true
+	case *ast.PropertyShort: // {x} names x; its Name is not a pointer the walk visits
+		g.idents[t.Name.Name.String()] = true
 	case *ast.ObjectLiteral:
 		for _, p := range t.Value {
 			if s, ok := p.(*ast.SpreadElement); ok {

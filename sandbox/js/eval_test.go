@@ -2,6 +2,7 @@ package js_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/corral-rt/corral/sandbox"
@@ -96,4 +97,41 @@ func TestEvalGlobalThisIsOwnGlobal(t *testing.T) {
 	got, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "e", Expr: `typeof w`})
 	require.NoError(t, err)
 	assert.Equal(t, "undefined", got)
+}
+
+// An expression that reaches vars only by name gets only the vars it
+// names, with the same result as one that is given every var (here,
+// the same expression made to name globalThis); a var it does not name
+// costs it nothing, even one that cannot be made into a script value.
+func TestEvalVarsByName(t *testing.T) {
+	t.Parallel()
+	rt, err := js.New(js.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	vars := map[string]any{"tool_pending": true, "count": 4.0, "label": "bug", "__iterations": 3.0,
+		"items": []any{1.0, map[string]any{"k": "v"}}, "nested": map[string]any{"a": map[string]any{"b": 2.0}}}
+	eval := func(expr string, vars map[string]any) (any, error) {
+		return rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: expr, Vars: vars})
+	}
+	for _, expr := range []string{
+		`tool_pending == true && __iterations < 10`,
+		`count > 3 && label === "bug"`,
+		`items.length === 2 && items[1].k === "v" && nested.a.b === 2`,
+		`({label}).label + ({missing}).missing`,
+		`typeof missing === "undefined" && typeof label`,
+		`items.some((x) => x === 1) ? "yes" : "no"`,
+		`[count, label, nested]`,
+	} {
+		named, err := eval(expr, vars)
+		require.NoError(t, err, expr)
+		all, err := eval("((0, globalThis), ("+expr+"))", vars)
+		require.NoError(t, err, expr)
+		assert.Equal(t, all, named, expr)
+	}
+	withBad := map[string]any{"ok": true, "bad": math.NaN()}
+	v, err := eval(`ok === true`, withBad)
+	require.NoError(t, err, "a var the expression does not name is not made")
+	assert.Equal(t, true, v)
+	_, err = eval(`ok === true && typeof globalThis === "object"`, withBad)
+	require.Error(t, err, "an expression that can reach every var gets every var")
 }

@@ -240,7 +240,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	c.bindOp(ctx, op, ev.Node, limits)
 	var out any
 	err = c.run(true, func() {
-		c.defineVars(c.newGlobal(), ev.Vars, comp.idents)
+		c.defineVars(c.newGlobal(), ev.Vars, comp)
 	}, func() error {
 		v, err := c.vm.RunProgram(comp.prog)
 		if err != nil {
@@ -258,8 +258,24 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 }
 
 // defineVars makes each var a global, and each other identifier the
-// expression mentions that is not a global an undefined one.
-func (c *call) defineVars(g *goja.Object, vars map[string]any, idents []string) {
+// expression mentions that is not a global an undefined one. An
+// expression that sees vars only by name (compiled.varsByName) gets only
+// the vars it names: the others it could not tell from absent ones, and a
+// large board costs a condition nothing for the vars it does not read.
+func (c *call) defineVars(g *goja.Object, vars map[string]any, comp *compiled) {
+	idents := comp.idents
+	if comp.varsByName {
+		for _, id := range idents {
+			v, ok := vars[id]
+			switch {
+			case ok:
+				_ = g.DefineDataProperty(id, c.fromGo(v, c.budget(), sandbox.LimitMemory), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+			case g.Get(id) == nil:
+				_ = g.DefineDataProperty(id, goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+			}
+		}
+		return
+	}
 	keys := c.varKeys[:0]
 	for k := range vars {
 		keys = append(keys, k)
