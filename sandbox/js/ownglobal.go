@@ -16,11 +16,12 @@ import (
 // frozen and empty, so that even a way in the analysis did not foresee
 // could neither leave nor find anything on it.
 
-// globalName reports whether name names the global object or runs code
-// whose scope it is: a script that mentions one gets its own.
+// globalName reports whether name names the global object, its
+// prototype chain (a bare __proto__ reads the global object's prototype)
+// or code whose scope it is: a script that mentions one gets its own.
 func globalName(name string) bool {
 	switch name {
-	case "globalThis", "eval", "Function":
+	case "globalThis", "eval", "Function", "__proto__":
 		return true
 	}
 	return false
@@ -137,11 +138,15 @@ func (s *globalScan) visit(n any) bool {
 	case *ast.Identifier:
 		s.own = s.own || globalName(t.Name.String())
 	case *ast.PropertyShort: // {globalThis} reads the name; its Name is not a pointer the walk visits
-		s.own = s.own || globalName(t.Name.Name.String())
-	case *ast.DotExpression:
-		s.own = s.own || t.Identifier.Name == "constructor"
+		name := t.Name.Name.String()
+		s.own = s.own || globalName(name) || name == "constructor" // const {constructor} = f
+	case *ast.DotExpression: // x.constructor, and x.globalThis on whatever x is
+		name := t.Identifier.Name.String()
+		s.own = s.own || name == "constructor" || globalName(name) && name != "__proto__"
 	case *ast.StringLiteral:
 		s.own = s.own || t.Value == "constructor"
+	case *ast.TemplateElement: // `constructor`
+		s.own = s.own || t.Parsed == "constructor"
 	case *ast.IfStatement:
 		s.own = s.own || isFunctionDeclaration(t.Consequent) || isFunctionDeclaration(t.Alternate)
 	case *ast.LabelledStatement:

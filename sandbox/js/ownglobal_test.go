@@ -35,6 +35,8 @@ func TestNeedsOwnGlobal(t *testing.T) {
 		`let n = 0; [1, 2].forEach((v) => { n += v }); board.setVar("n", n)`,
 		`const s = "this, globalThis, eval and Function in a string"; board.setVar("s", s.length)`,
 		`let cnt = 0; label: while (cnt < 3) { cnt++; continue label }`,
+		`const o = {a: 1}; board.setVar("p", o.__proto__ === Object.prototype)`,
+		"const s = `template ${1}`; board.setVar(\"s\", s)",
 		`function f(a, b = (a = 2)) { var v; v = a + b; return v } f(1)`,
 		`switch (1) { case 1: { let s2; s2 = 1 } }`,
 		`const o = {board, x: 1}; o.x = 2`,
@@ -85,6 +87,14 @@ func TestNeedsOwnGlobal(t *testing.T) {
 		`const F = (() => {}).constructor; F("counter = 1")()`,
 		`[].constructor.constructor("return this")().k = 5`,
 		`Object.getOwnPropertyDescriptor(Function.prototype, "constructor").value("x = 1")()`,
+		"const F = [][`constructor`][`constructor`]; F(\"q = 1\")()",
+		`const { constructor } = () => {}; constructor("q = 1")()`,
+		// A bare __proto__ reads the global object's prototype, the layer.
+		`const g = __proto__.globalThis; g.count = 5`,
+		`const { globalThis: g } = __proto__`,
+		`const o = { __proto__ }`,
+		`const e = __proto__.eval; e("var zz = 1")`,
+		`const F = obj.Function`,
 	}
 	for _, src := range shared {
 		comp, err := compileScript("t", src)
@@ -224,6 +234,11 @@ func TestSharedGlobalSameBehaviour(t *testing.T) {
 		`let n = 0; for (const v of [1, 2, 3]) { n += v } board.setVar("n", n)`,
 		`"use strict"; let s = 0; [1, 2].forEach((v) => { s += v }); board.setVar("s", s)`,
 		`try { undeclaredRead } catch (e) { board.setVar("e", e.name) }`,
+		`const g = __proto__.globalThis; g.count = 5; board.setVar("r", typeof count)`,
+		`"use strict"; const g = __proto__.globalThis; g.count = 5; board.setVar("r", typeof count)`,
+		`const e = __proto__.eval; board.setVar("r", e("var zz = 1; typeof zz"))`,
+		`const { constructor } = () => {}; board.setVar("r", constructor("q = 1; return typeof q")())`,
+		"const F = [][`constructor`][`constructor`]; board.setVar(\"r\", F(\"q = 1; return typeof q\")())",
 	} {
 		run := func(source string) (map[string]any, string) {
 			board := agent.NewBoard()
