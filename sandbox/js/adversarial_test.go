@@ -103,6 +103,8 @@ func attacks(fifo string) []attack {
 		{name: "array buffer bomb", src: `new ArrayBuffer(2 ** 31)`, limit: memory},
 		{name: "apply bomb", src: `Math.max.apply(null, {length: 2 ** 30})`, limit: memory},
 		{name: "object spread of a string", src: `({..."x".repeat(1 << 22)})`, limit: memory},
+		{name: "spread guard hidden by the global object", src: `Object.defineProperty(globalThis, "\x00spread", {value: (x) => x}); ({..."x".repeat(1 << 22)})`, kind: fault.Internal},
+		{name: "array spread guard hidden by the global object", src: `Object.defineProperty(globalThis, "\x00spreadArray", {value: (x) => x}); const a = []; a.length = 2 ** 30; [...a]`, kind: fault.Internal},
 		{name: "object keys of a string", src: `Object.keys("x".repeat(1 << 22))`, limit: memory},
 		{name: "for in over a string", src: `for (const k in "x".repeat(1 << 22)) {}`, limit: memory},
 		{name: "json nesting bomb", src: `JSON.parse("[".repeat(1e6) + "]".repeat(1e6))`, limit: stack},

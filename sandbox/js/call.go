@@ -35,6 +35,9 @@ type call struct {
 	uses     int
 	// funcs are the functions of the scripts the VM ran (scriptFunc).
 	funcs map[*compiled]goja.Callable
+	// guards are the spread guards (spreadGuard, arraySpreadGuard), which
+	// every global object of the VM holds.
+	guards [2]goja.Value
 	// scripts are the node scripts the VM ran, by where their strings are
 	// (realmFor): found without the runtime's cache and its lock.
 	scripts map[sourceIdentity]vmScript

@@ -109,7 +109,9 @@ func TestEvalVarsByName(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	vars := map[string]any{"tool_pending": true, "count": 4.0, "label": "bug", "__iterations": 3.0,
-		"items": []any{1.0, map[string]any{"k": "v"}}, "nested": map[string]any{"a": map[string]any{"b": 2.0}}}
+		"items": []any{1.0, map[string]any{"k": "v"}}, "nested": map[string]any{"a": map[string]any{"b": 2.0}},
+		// Vars named as the spread guards cannot hide them.
+		"\x00spread": 1.0, "\x00spreadArray": 1.0}
 	eval := func(expr string, vars map[string]any) (any, error) {
 		return rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: expr, Vars: vars})
 	}
@@ -121,6 +123,7 @@ func TestEvalVarsByName(t *testing.T) {
 		`typeof missing === "undefined" && typeof label`,
 		`items.some((x) => x === 1) ? "yes" : "no"`,
 		`[count, label, nested]`,
+		`({...nested}).a.b + [...items].length`,
 	} {
 		named, err := eval(expr, vars)
 		require.NoError(t, err, expr)

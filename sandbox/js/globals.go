@@ -164,7 +164,7 @@ func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 	layer := c.globalsLayer(c.abi.Functions())
 	if len(inv.Config) == 0 {
 		if !shared {
-			c.vm.SetGlobalObject(c.vm.CreateObject(layer))
+			c.ownGlobal(layer)
 			return
 		}
 		if c.apis.shared == nil {
@@ -178,8 +178,7 @@ func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 		c.vm.SetGlobalObject(static.sharedGlobal(c, layer))
 		return
 	}
-	global := c.vm.CreateObject(layer)
-	c.vm.SetGlobalObject(global)
+	global := c.ownGlobal(layer)
 	_ = global.DefineDataProperty("config", cfg, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 

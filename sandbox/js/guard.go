@@ -242,6 +242,7 @@ func (c *call) guardObjects() {
 		c.stringSource(fc.Argument(0))
 		return fc.Argument(0)
 	})
+	c.guards[0] = guard
 	_ = c.vm.GlobalObject().DefineDataProperty(spreadGuard, guard, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	arrays := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
 		if o, ok := fc.Argument(0).(*goja.Object); ok && c.isArray(o) {
@@ -249,7 +250,21 @@ func (c *call) guardObjects() {
 		}
 		return fc.Argument(0)
 	})
+	c.guards[1] = arrays
 	_ = c.vm.GlobalObject().DefineDataProperty(arraySpreadGuard, arrays, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// ownGlobal makes a new global object inheriting from proto and makes it
+// the VM's. The compiled code finds the spread guards by name through the
+// global object, so they are its own properties too, read-only and fixed:
+// a call cannot hide them behind a property of its own global object
+// (Object.defineProperty(globalThis, ...)), nor can a var of that name.
+func (c *call) ownGlobal(proto *goja.Object) *goja.Object {
+	global := c.vm.CreateObject(proto)
+	_ = global.DefineDataProperty(spreadGuard, c.guards[0], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	_ = global.DefineDataProperty(arraySpreadGuard, c.guards[1], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	c.vm.SetGlobalObject(global)
+	return global
 }
 
 // typedArrays are the constructors whose first argument sets a size in

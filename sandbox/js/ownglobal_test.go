@@ -203,7 +203,11 @@ func runWithOwnGlobal(t *testing.T, r *Runtime, comp *compiled) (own []string, r
 	if global == nil {
 		return nil, c.ranCode
 	}
-	own = global.GetOwnPropertyNames()
+	for _, name := range global.GetOwnPropertyNames() {
+		if name != spreadGuard && name != arraySpreadGuard { // every global object holds them
+			own = append(own, name)
+		}
+	}
 	for _, s := range global.Symbols() {
 		own = append(own, s.String())
 	}

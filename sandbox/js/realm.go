@@ -211,9 +211,7 @@ func (c *call) bindOp(parent context.Context, op opName, node string, limits san
 // the frozen one: whatever the call defines or assigns at the top level is
 // gone with it.
 func (c *call) newGlobal() *goja.Object {
-	global := c.vm.CreateObject(c.template)
-	c.vm.SetGlobalObject(global)
-	return global
+	return c.ownGlobal(c.template)
 }
 
 // installGlobalThis makes globalThis an accessor of the frozen global
