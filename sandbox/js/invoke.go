@@ -263,37 +263,33 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 // the vars it names: the others it could not tell from absent ones, and a
 // large board costs a condition nothing for the vars it does not read.
 func (c *call) defineVars(g *goja.Object, vars map[string]any, comp *compiled) {
-	idents := comp.idents
 	if comp.varsByName {
-		for _, id := range idents {
-			v, ok := vars[id]
-			switch {
-			case ok:
-				_ = g.DefineDataProperty(id, c.fromGo(v, c.budget(), sandbox.LimitMemory), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
-			case g.Get(id) == nil:
-				_ = g.DefineDataProperty(id, goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		for _, id := range comp.idents {
+			if v, ok := vars[id]; ok {
+				c.defineVar(g, id, v)
 			}
 		}
-		return
-	}
-	keys := c.varKeys[:0]
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	c.varKeys = keys // release clears them if a var throws
-	for _, k := range keys {
-		_ = g.DefineDataProperty(k, c.fromGo(vars[k], c.budget(), sandbox.LimitMemory),
-			goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
-	}
-	clear(keys)
-	c.varKeys = keys[:0]
-	for _, id := range idents {
-		if _, ok := vars[id]; ok {
-			continue
+	} else {
+		keys := c.varKeys[:0]
+		for k := range vars {
+			keys = append(keys, k)
 		}
-		if g.Get(id) == nil {
+		slices.Sort(keys)
+		c.varKeys = keys // release clears them if a var throws
+		for _, k := range keys {
+			c.defineVar(g, k, vars[k])
+		}
+		clear(keys)
+		c.varKeys = keys[:0]
+	}
+	for _, id := range comp.idents {
+		if _, ok := vars[id]; !ok && g.Get(id) == nil {
 			_ = g.DefineDataProperty(id, goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 		}
 	}
+}
+
+// defineVar makes var name, of value v, a global of g.
+func (c *call) defineVar(g *goja.Object, name string, v any) {
+	_ = g.DefineDataProperty(name, c.fromGo(v, c.budget(), sandbox.LimitMemory), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
 }

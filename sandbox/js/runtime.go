@@ -177,13 +177,9 @@ func (r *Runtime) Close() error {
 // acquire admits one call and takes a slot for it; leave must follow,
 // told whether the call still holds its slot.
 func (r *Runtime) acquire(ctx context.Context, op opName) error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.admit() {
 		return fault.New(fault.NotAvailable, op.String(), "runtime closed")
 	}
-	r.calls.Add(1)
-	r.mu.Unlock()
 	if err := r.slots.Take(ctx); err != nil {
 		r.calls.Done()
 		if errors.Is(err, sandbox.ErrSlotsClosed) {
@@ -198,17 +194,25 @@ func (r *Runtime) acquire(ctx context.Context, op opName) error {
 // tryAcquire is acquire without waiting: it reports false, admitting
 // nothing, when the runtime is closed or no slot is free at once.
 func (r *Runtime) tryAcquire() bool {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.admit() {
 		return false
 	}
-	r.calls.Add(1)
-	r.mu.Unlock()
 	if !r.slots.TryTake() {
 		r.calls.Done()
 		return false
 	}
+	return true
+}
+
+// admit counts a call in, for Close to wait for; it reports false, counting
+// nothing, when the runtime is closed.
+func (r *Runtime) admit() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.calls.Add(1)
 	return true
 }
 
