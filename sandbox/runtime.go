@@ -65,6 +65,13 @@ type Invocation struct {
 	// or 0: a runner that counts board writes against max_board_bytes
 	// starts from it rather than measuring the board again.
 	BoardBytes int64
+	// BoardBytesAfter, when not nil, is where a runner that kept Board's
+	// size through the call's writes (BoardMeter) stores it when the call
+	// returns nil: exactly what BoardJSONBytes would measure then, or 0
+	// when the runner does not know it. The graph engine passes it for its
+	// script nodes, whose boards change only through the runner, and then
+	// need not measure the board after their waves.
+	BoardBytesAfter *int64
 }
 
 // Evaluation is one expression evaluation (a graph condition).

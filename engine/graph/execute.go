@@ -62,14 +62,25 @@ type runState struct {
 	span event.Span
 	// seq is the stepCall of the steps of sequential waves, reused.
 	seq *stepCall
-	// boardBytes is the board's size measured after the last wave
-	// (checkBoard), or 0 before the first.
+	// boardBytes is the board's size when the engine knows it, else 0:
+	// measured after the last wave (checkBoard), or reported by the last
+	// node of a sequential wave that ran (a script node, Call.boardAfter)
+	// or was skipped.
 	boardBytes int64
 	// waveEnd is when the last node of a sequential wave completed (the
 	// time of its step complete event), the time of the wave's
 	// checkpoint; zero when unknown (a parallel wave, a skipped node).
 	waveEnd time.Time
+	// started is when the run was set up, with its monotonic reading: the
+	// run's clock (now).
+	started time.Time
 }
+
+// now is the run's clock: its start plus the monotonic time since. One
+// clock reading (time.Now reads two clocks), and the times of a run's
+// events never go backwards, whatever happens to the wall clock
+// meanwhile.
+func (r *runState) now() time.Time { return r.started.Add(time.Since(r.started)) }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
 // board. It publishes run start and, from a deferred function, run end
@@ -116,7 +127,7 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 	}
 	r := &runState{e: e, run: run, host: host, board: board, latch: &hostabi.InterruptLatch{}, logger: e.opts.Logger,
 		info:    sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
-		runPart: event.SanitiseID(run.ID)}
+		runPart: event.SanitiseID(run.ID), started: time.Now()}
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
 		r.journal = p.Journal()
 	}
@@ -262,7 +273,7 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	// A sequential wave ended when its last node completed.
 	now := r.waveEnd
 	if now.IsZero() {
-		now = time.Now()
+		now = r.now()
 	}
 	r.waveEnd = time.Time{}
 	cp := agent.Checkpoint{

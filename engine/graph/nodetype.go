@@ -87,6 +87,11 @@ type Call struct {
 	// boardBytes is Board's size at the step's start when the engine
 	// knows it, else 0 (BoardBytes).
 	boardBytes int64
+	// boardAfter is Board's size once Run returned nil, when the handler
+	// knows it exactly (sandbox.Invocation.BoardBytesAfter), else 0; only
+	// the engine's own handlers set it, whose boards change only through
+	// the runner.
+	boardAfter int64
 	// static is set when Config is the node's own map (ConfigStatic).
 	static bool
 }

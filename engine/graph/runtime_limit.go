@@ -76,13 +76,18 @@ func (r *runState) maxBoardBytes() int64 {
 
 // checkBoard refuses a board past max_board_bytes at a wave boundary,
 // before the checkpoint: the LimitError names the wave's node, or the
-// graph for a wave of several.
+// graph for a wave of several. The board is measured unless the wave's
+// last node reported its size (a script node: the runner counted every
+// write, sandbox.Invocation.BoardBytesAfter).
 func (r *runState) checkBoard(wave []string) error {
 	max := r.maxBoardBytes()
+	size := r.boardBytes
 	r.boardBytes = 0
-	size, err := sandbox.BoardJSONBytes(r.board)
-	if err != nil {
-		return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
+	if size <= 0 {
+		var err error
+		if size, err = sandbox.BoardJSONBytes(r.board); err != nil {
+			return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
+		}
 	}
 	if size <= max {
 		r.boardBytes = size

@@ -184,6 +184,6 @@ func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
 	return h.rt.Invoke(ctx, sandbox.Invocation{
 		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
 		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
-		StaticConfig: c.ConfigStatic(),
+		StaticConfig: c.ConfigStatic(), BoardBytesAfter: &c.boardAfter,
 	})
 }

@@ -47,15 +47,17 @@ type stepInput struct {
 // every node, except the branches of a parallel wave that were cancelled.
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
-		return r.runParallel(ctx, wave)
+		routes, err := r.runParallel(ctx, wave)
+		r.boardBytes = 0 // the merged board is measured after the wave
+		return routes, err
 	}
-	// The board's size is known until the wave's first node runs.
-	size := r.boardBytes
+	// The board's size is known until a node that does not report it
+	// runs (stepInput.boardBytes).
 	for _, id := range wave {
+		size := r.boardBytes
 		if err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board, boardBytes: size}); err != nil {
 			return nil, err
 		}
-		size = 0
 	}
 	return wave, nil
 }
@@ -67,6 +69,7 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 	n := in.node
 	if in.fork == nil {
 		r.waveEnd = time.Time{} // until this node completes
+		r.boardBytes = 0        // until it reports the board's size
 	}
 	r.running.enter(n.id)
 	defer r.running.leave(n.id)
@@ -77,6 +80,9 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 		}
 		if skip {
 			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
+			if in.fork == nil {
+				r.boardBytes = in.boardBytes // unchanged
+			}
 			return nil
 		}
 	}
@@ -92,7 +98,8 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 		before = in.board.Clone()
 	}
 	r.publishStep(ctx, stepStart, n, event.StepPayload{})
-	if err := r.invoke(ctx, in, cfg); err != nil {
+	size, err := r.invoke(ctx, in, cfg)
+	if err != nil {
 		if in.fork != nil && in.fork.isCancelled(n.id) {
 			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
 			return nil
@@ -105,7 +112,7 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 		}
 	}
 	if done := r.publishStep(ctx, stepComplete, n, event.StepPayload{}); in.fork == nil {
-		r.waveEnd = done
+		r.waveEnd, r.boardBytes = done, size
 	}
 	return nil
 }
@@ -144,7 +151,9 @@ func resolveConfig(n *builtNode, vars map[string]any) (map[string]any, error) {
 // are per node step, not per attempt, and every retry counts as a node run
 // against max_iterations. Interrupted, Aborted, BudgetExceeded and
 // Validation errors and every *sandbox.LimitError are never retried.
-func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any) error {
+// It returns the board's size after the call that succeeded when the
+// handler reports it (Call.boardAfter), else 0.
+func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any) (boardBytes int64, err error) {
 	retries := r.e.opts.MaxNodeRetries
 	var snapshot *agent.Board
 	if retries > 0 {
@@ -161,16 +170,19 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 			c = &Call{}
 		}
 		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
-		if err == nil || attempt > retries || !retryable(err) || ctx.Err() != nil {
-			return err
+		if err == nil {
+			return c.boardAfter, nil
+		}
+		if attempt > retries || !retryable(err) || ctx.Err() != nil {
+			return 0, err
 		}
 		if berr := r.countRetry(in.node.id, attempt); berr != nil {
-			return errors.Join(berr, err)
+			return 0, errors.Join(berr, err)
 		}
 		r.logger.WarnContext(ctx, "graph node failed, retrying", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"node", in.node.id, "attempt", attempt, "error", err)
 		if !sleep(ctx, r.e.opts.RetryBackoff*time.Duration(attempt)) {
-			return err
+			return 0, err
 		}
 		restored := snapshot.Clone()
 		in.board.Vars, in.board.Channels = restored.Vars, restored.Channels

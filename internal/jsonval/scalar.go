@@ -211,10 +211,19 @@ func appendFloat(dst []byte, f float64, bits int) ([]byte, bool) {
 
 // floatSize is the length appendFloat writes.
 func floatSize(f float64, bits int) (int64, bool) {
+	// An integer a float64 holds exactly (not -0) is written as its
+	// decimal digits: counted without formatting.
+	if bits == 64 && f == math.Trunc(f) && -maxExactInt < f && f < maxExactInt && (f != 0 || !math.Signbit(f)) {
+		return intSize(int64(f)), true
+	}
 	var buf [32]byte
 	b, ok := appendFloat(buf[:0], f, bits)
 	return int64(len(b)), ok
 }
+
+// maxExactInt bounds the integers floatSize counts without formatting:
+// below it a float64 holds every integer exactly.
+const maxExactInt = 1 << 53
 
 // intSize is the length of strconv.AppendInt(nil, i, 10).
 func intSize(i int64) int64 {

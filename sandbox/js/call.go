@@ -89,10 +89,9 @@ type call struct {
 	varKeys    []string               // defineVars' scratch, empty between calls
 	joining    []*goja.Object         // arrays being joined, outermost first
 
-	// boardBytes estimates the board's size as JSON: measured at the
-	// call's first board write, then kept up to date by each write.
-	boardBytes int64
-	boardSized bool
+	// meter keeps the board's size as JSON through the call's writes,
+	// from the size the invocation gives or measured at the first write.
+	meter sandbox.BoardMeter
 
 	// mem is the memory guard of the call being watched; only the
 	// runtime's watchdog goroutine touches it.

@@ -31,3 +31,16 @@ func newRuntime(t *testing.T) sandbox.Runtime {
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, newRuntime)
 }
+
+// The js runtime reports the board's size after a call, whether or not it
+// was handed the size before: the graph engine then need not measure the
+// board after a script node's wave.
+func TestReportsBoardSize(t *testing.T) {
+	t.Parallel()
+	env := &sandboxtest.Env{Runtime: newRuntime(t), Programs: sandboxtest.ProgramsFor("js")}
+	res := env.Invoke(t, sandboxtest.Call{Program: "board_channels"})
+	require.NoError(t, res.Err)
+	want, err := sandbox.BoardJSONBytes(res.Board)
+	require.NoError(t, err)
+	require.Equal(t, want, res.BoardBytesAfter)
+}

@@ -149,8 +149,8 @@ func sameSlice(a, b []string) bool {
 // once per VM.
 func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
-	if inv.BoardBytes > 0 && inv.Board != nil { // the caller measured the board: the count starts there
-		c.boardBytes, c.boardSized = inv.BoardBytes, true
+	if inv.Board != nil { // the caller measured the board (or not: 0)
+		c.meter.Reset(inv.BoardBytes)
 	}
 	if c.board == nil {
 		c.board = agent.NewBoard()
@@ -307,10 +307,7 @@ func (c *call) boardVarMethods() []method {
 			b := c.board
 			name := c.varName(fc.Argument(0), "setVar")
 			_, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
-			old, had := b.Vars[name]
-			// Charged with the measure a later replace refunds (jsonBytes),
-			// so that overwrites cannot drive the count down.
-			c.growBoard(b, entryBytes(name, jsonBytes(v)), replaced(name, had, old))
+			c.growBoard(c.meter.SetVar(b, name, v))
 			if b.Vars == nil {
 				b.Vars = map[string]any{}
 			}
@@ -320,9 +317,7 @@ func (c *call) boardVarMethods() []method {
 		{"deleteVar", func(fc goja.FunctionCall) goja.Value {
 			b := c.board
 			name := c.varName(fc.Argument(0), "deleteVar")
-			if old, had := b.Vars[name]; had && c.boardSized {
-				c.boardBytes -= replaced(name, had, old)
-			}
+			c.meter.Commit(c.meter.DeleteVar(b, name))
 			delete(b.Vars, name)
 			return goja.Undefined()
 		}},
@@ -367,8 +362,7 @@ func (c *call) boardChannelMethods() []method {
 			b := c.board
 			name := c.channelName(fc.Argument(0), "setChannel")
 			msgs, _ := c.messages(fc.Argument(1), "setChannel", true)
-			old, had := b.Channels[name]
-			c.growBoard(b, entryBytes(name, jsonBytes(msgs)), replaced(name, had, old))
+			c.growBoard(c.meter.SetChannel(b, name, msgs))
 			if b.Channels == nil {
 				b.Channels = map[string][]message.Message{}
 			}
@@ -379,11 +373,7 @@ func (c *call) boardChannelMethods() []method {
 			b := c.board
 			name := c.channelName(fc.Argument(0), "appendChannel")
 			if msgs, _ := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
-				n := jsonBytes(msgs)
-				if _, had := b.Channels[name]; !had {
-					n += entryBytes(name, 0)
-				}
-				c.growBoard(b, n, 0)
+				c.growBoard(c.meter.AppendChannel(b, name, msgs))
 				b.Append(name, msgs...)
 			}
 			return goja.Undefined()

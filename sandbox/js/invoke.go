@@ -37,7 +37,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	defer r.finish(c)
 	c.bindOp(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
-	return c.run(len(inv.Config) > 0, func() {
+	err = c.run(len(inv.Config) > 0, func() {
 		c.installGlobals(inv, comp.sharedGlobal)
 	}, func() error {
 		f, err := c.scriptFunc(comp)
@@ -47,6 +47,13 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		_, err = f(goja.Undefined())
 		return err
 	})
+	if inv.BoardBytesAfter != nil {
+		*inv.BoardBytesAfter = 0
+		if err == nil {
+			*inv.BoardBytesAfter, _ = c.meter.Exact()
+		}
+	}
+	return err
 }
 
 // realmFor takes a slot and a realm for a call of the script of key and

@@ -202,7 +202,7 @@ func (c *call) bindOp(parent context.Context, op opName, node string, limits san
 	c.stopped.Store(false)
 	c.mu.Unlock()
 	c.prefixLen = 0
-	c.boardBytes, c.boardSized = 0, false
+	c.meter.Reset(0)
 	clear(c.hostErrors)
 	c.joining = c.joining[:0]
 }

@@ -505,3 +505,16 @@ func newNumbers() []any {
 	}
 	return out
 }
+
+// decimalLen is the length of x in decimal, its sign included: the
+// length of strconv.FormatInt(x, 10), without making the text.
+func decimalLen(x int64) int64 {
+	n, u := int64(1), uint64(x)
+	if x < 0 {
+		n, u = 2, -u
+	}
+	for ; u >= 10; u /= 10 {
+		n++
+	}
+	return n
+}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,40 +73,6 @@ func FuzzPrimitiveJSON(f *testing.F) {
 			if want := c.decodeValue(data); want != got {
 				t.Fatalf("value of %q: %#v, want %#v", el, got, want)
 			}
-		}
-	})
-}
-
-// An integer's board size is its digits and sign, as sandbox.JSONBytes
-// measures it; other numbers are measured by sandbox.JSONBytes itself.
-func TestIntJSONBytes(t *testing.T) {
-	t.Parallel()
-	for _, f := range []float64{0, 1, -1, 9, 10, -10, 99, 100, 123456789, -987654321, 1 << 52, 1<<53 - 1, -(1<<53 - 1)} {
-		want, err := sandbox.JSONBytes(f)
-		require.NoError(t, err)
-		n, ok := intJSONBytes(f)
-		require.True(t, ok, "%v", f)
-		assert.Equal(t, want, n, "%v", f)
-	}
-	for _, f := range []float64{math.Copysign(0, -1), 0.5, -1.5, 1 << 53, 1e21, math.NaN(), math.Inf(1)} {
-		_, ok := intJSONBytes(f)
-		assert.False(t, ok, "%v", f)
-	}
-}
-
-// FuzzIntJSONBytes checks the integer fast path against sandbox.JSONBytes.
-func FuzzIntJSONBytes(f *testing.F) {
-	for _, x := range []float64{0, 1, -7, 1e15, 1 << 53, 0.25} {
-		f.Add(x)
-	}
-	f.Fuzz(func(t *testing.T, x float64) {
-		n, ok := intJSONBytes(x)
-		if !ok {
-			return
-		}
-		want, err := sandbox.JSONBytes(x)
-		if err != nil || want != n {
-			t.Fatalf("size of %v: %d, want %d (%v)", x, n, want, err)
 		}
 	})
 }

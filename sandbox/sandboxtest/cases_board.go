@@ -5,6 +5,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,5 +104,37 @@ func invocationGlobals(t *testing.T, env *Env) {
 		require.NoError(t, res.Err)
 		assert.Equal(t, want, Var(t, res, "config"))
 		assert.Equal(t, true, Var(t, res, "frozen"))
+	}
+}
+
+// boardSizeReported runs the board programs with and without the board's
+// size handed in: a size the runtime reports is the board's exact measure
+// (the graph engine trusts it instead of measuring the board).
+func boardSizeReported(t *testing.T, env *Env) {
+	boards := map[string]func() *agent.Board{
+		"board_vars": seededBoard, "board_channels": agent.NewBoard, "board_copy": func() *agent.Board {
+			b := agent.NewBoard()
+			b.Vars["obj"] = map[string]any{"a": "original <&>"}
+			b.Vars["\u2028 odd \"name\""] = []any{1.5, -0.25, 1e21, "x"}
+			return b
+		},
+	}
+	for program, board := range boards {
+		for _, handed := range []bool{false, true} {
+			b := board()
+			c := Call{Program: program, Board: b}
+			if handed {
+				n, err := sandbox.BoardJSONBytes(b)
+				require.NoError(t, err)
+				c.BoardBytes = n
+			}
+			res := env.Invoke(t, c)
+			require.NoError(t, res.Err)
+			want, err := sandbox.BoardJSONBytes(res.Board)
+			require.NoError(t, err)
+			if res.BoardBytesAfter != 0 { // 0: the runtime does not report sizes
+				assert.Equal(t, want, res.BoardBytesAfter, "%s, size handed in: %v", program, handed)
+			}
+		}
 	}
 }

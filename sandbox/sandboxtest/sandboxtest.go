@@ -83,6 +83,9 @@ type Call struct {
 	// StaticConfig marks Config as the node's unchanging config
 	// (sandbox.Invocation.StaticConfig).
 	StaticConfig bool
+	// BoardBytes is the board's size handed to the runtime
+	// (sandbox.Invocation.BoardBytes); 0 hands none.
+	BoardBytes int64
 }
 
 // Result is what an invocation left behind.
@@ -92,6 +95,9 @@ type Result struct {
 	Host       agent.Host
 	Journal    *hostabi.Journal
 	Dispatcher *hostabi.Dispatcher
+	// BoardBytesAfter is the board's size the runtime reported
+	// (sandbox.Invocation.BoardBytesAfter); 0 when it reported none.
+	BoardBytesAfter int64
 }
 
 // RunID is the run id of every invocation the suite makes.
@@ -104,6 +110,7 @@ func (e *Env) Invoke(t *testing.T, c Call) Result {
 	script := e.Script(t, c.Program)
 	ctx, inv, res := e.invocation(c, script)
 	res.Err = e.Runtime.Invoke(ctx, inv)
+	res.BoardBytesAfter = *inv.BoardBytesAfter
 	return res
 }
 
@@ -127,6 +134,7 @@ func (e *Env) invocation(c Call, script sandbox.Script) (context.Context, sandbo
 		Node: c.Node, Type: "script", Script: script, Config: c.Config, Board: c.Board, ABI: d,
 		Run:    sandbox.RunInfo{RunID: run.ID, TaskID: "task-1", AgentID: run.AgentID, ContextID: run.ContextID},
 		Limits: c.Limits, Parallel: c.Parallel, StaticConfig: c.StaticConfig,
+		BoardBytes: c.BoardBytes, BoardBytesAfter: new(int64),
 	}
 	return c.Ctx, inv, Result{Board: c.Board, Host: c.Host, Journal: j, Dispatcher: d}
 }
@@ -153,6 +161,7 @@ func (e *Env) InvokeBounded(t *testing.T, c Call) Result {
 	go func() { done <- e.Runtime.Invoke(ctx, inv) }()
 	select {
 	case res.Err = <-done:
+		res.BoardBytesAfter = *inv.BoardBytesAfter
 	case <-time.After(waitTimeout):
 		t.Fatalf("program %q did not stop within %s", c.Program, waitTimeout)
 	}

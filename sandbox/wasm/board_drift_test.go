@@ -52,6 +52,7 @@ func TestBoardBytesHintIsTheStartingCount(t *testing.T) {
 	for _, hint := range []int64{0, limit - 10} {
 		st := &callState{inv: sandbox.Invocation{Node: "n", Board: agent.NewBoard(), BoardBytes: hint},
 			limits: sandbox.Limits{MaxBoardBytes: limit, MaxValueBytes: limit}.WithDefaults()}
+		st.meter.Reset(hint) // as Invoke starts it
 		_, err := boardSetVar(context.Background(), st, []byte(`["a","`+strings.Repeat("x", 50)+`"]`))
 		if hint == 0 {
 			require.NoError(t, err, "the measured board has room")

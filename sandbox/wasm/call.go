@@ -38,8 +38,9 @@ type callState struct {
 	mu   sync.Mutex
 	stop error // why the call stopped; a doneSignal for signal.done
 
-	boardBytes int64
-	boardSized bool
+	// meter keeps the board's size as JSON through the call's writes,
+	// from the size the invocation gives or measured at the first write.
+	meter sandbox.BoardMeter
 }
 
 type callKey struct{}

@@ -48,8 +48,16 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 	stopOnClose := context.AfterFunc(r.closeCtx, cancel)
 	defer stopOnClose()
 	st := &callState{rt: r, ctx: callCtx, parent: ctx, inv: inv, op: op, limits: limits, slotHeld: true}
+	st.meter.Reset(inv.BoardBytes)
 	defer func() { r.leave(st.slotHeld) }()
-	return r.run(callCtx, ctx, m, st)
+	err = r.run(callCtx, ctx, m, st)
+	if inv.BoardBytesAfter != nil {
+		*inv.BoardBytesAfter = 0
+		if err == nil {
+			*inv.BoardBytesAfter, _ = st.meter.Exact()
+		}
+	}
+	return err
 }
 
 // callLimits is the runtime's limits tightened by a call's own.

@@ -125,10 +125,7 @@ func boardSetVar(_ context.Context, st *callState, args []byte) (json.RawMessage
 		return nil, fault.Wrap(fault.Validation, err, fn, "value")
 	}
 	b := board(st)
-	old, had := b.Vars[name]
-	// Charged with the measure a later replace refunds (jsonBytes), so
-	// that overwrites cannot drive the count down.
-	if err := st.growBoard(b, entryBytes(name, jsonBytes(v)), replaced(name, had, old)); err != nil {
+	if err := st.growBoard(st.meter.SetVar(b, name, v)); err != nil {
 		return nil, err
 	}
 	if b.Vars == nil {
@@ -148,9 +145,7 @@ func boardDeleteVar(_ context.Context, st *callState, args []byte) (json.RawMess
 		return nil, err
 	}
 	b := board(st)
-	if old, had := b.Vars[name]; had && st.boardSized {
-		st.boardBytes -= replaced(name, had, old)
-	}
+	st.meter.Commit(st.meter.DeleteVar(b, name))
 	delete(b.Vars, name)
 	return nil, nil
 }
@@ -226,8 +221,7 @@ func boardSetChannel(_ context.Context, st *callState, args []byte) (json.RawMes
 		return nil, err
 	}
 	b := board(st)
-	old, had := b.Channels[name]
-	if err := st.growBoard(b, entryBytes(name, jsonBytes(msgs)), replaced(name, had, old)); err != nil {
+	if err := st.growBoard(st.meter.SetChannel(b, name, msgs)); err != nil {
 		return nil, err
 	}
 	if b.Channels == nil {
@@ -252,11 +246,7 @@ func boardAppendChannel(_ context.Context, st *callState, args []byte) (json.Raw
 		return nil, err
 	}
 	b := board(st)
-	n := jsonBytes(msgs)
-	if _, had := b.Channels[name]; !had {
-		n += entryBytes(name, 0)
-	}
-	if err := st.growBoard(b, n, 0); err != nil {
+	if err := st.growBoard(st.meter.AppendChannel(b, name, msgs)); err != nil {
 		return nil, err
 	}
 	b.Append(name, msgs...)
@@ -423,48 +413,14 @@ func guestFail(_ context.Context, st *callState, args []byte) (json.RawMessage, 
 	return nil, nil
 }
 
-// growBoard accounts for a board write that adds add bytes and removes
-// remove bytes of the board's JSON; past max_board_bytes it is a
-// LimitError and the write must not happen.
-func (st *callState) growBoard(b *agent.Board, add, remove int64) error {
-	if st.limits.MaxBoardBytes <= 0 {
-		return nil
-	}
-	if !st.boardSized {
-		st.boardBytes, st.boardSized = st.inv.BoardBytes, true
-		if st.boardBytes <= 0 {
-			st.boardBytes = boardJSONBytes(b)
-		}
-	}
-	n := st.boardBytes + add - remove
-	if n > st.limits.MaxBoardBytes {
+// growBoard checks a board write that would make the board after bytes
+// (what st.meter returned for it): past max_board_bytes it is a
+// LimitError and the write must not happen; otherwise the caller makes it
+// and the meter keeps the new size.
+func (st *callState) growBoard(after int64) error {
+	if max := st.limits.MaxBoardBytes; max > 0 && after > max {
 		return st.limitError(sandbox.LimitBoardBytes)
 	}
-	st.boardBytes = n
+	st.meter.Commit(after)
 	return nil
-}
-
-func replaced(name string, had bool, old any) int64 {
-	if !had {
-		return 0
-	}
-	return entryBytes(name, jsonBytes(old))
-}
-
-func entryBytes(name string, n int64) int64 { return int64(len(name)) + 4 + n }
-
-func jsonBytes(v any) int64 {
-	n, err := sandbox.JSONBytes(v)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-func boardJSONBytes(b *agent.Board) int64 {
-	n, err := sandbox.BoardJSONBytes(b)
-	if err != nil {
-		return 0
-	}
-	return n
 }
