@@ -71,6 +71,8 @@ type runState struct {
 	// time of its step complete event), the time of the wave's
 	// checkpoint; zero when unknown (a parallel wave, a skipped node).
 	waveEnd time.Time
+	// ids makes the ids of the run's step events, several per allocation.
+	ids event.IDBlock
 	// started is when the run was set up, with its monotonic reading: the
 	// run's clock (now).
 	started time.Time

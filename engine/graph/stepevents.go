@@ -102,6 +102,6 @@ func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNo
 	if err != nil {
 		return err
 	}
-	return r.host.Publish(ctx, event.Envelope{ID: event.NewIDAt(now), Subject: subject, Time: now, Payload: raw,
+	return r.host.Publish(ctx, event.Envelope{ID: r.ids.NewAt(now), Subject: subject, Time: now, Payload: raw,
 		Headers: ev.headers, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
 }

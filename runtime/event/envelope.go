@@ -253,6 +253,12 @@ func NewIDAt(t time.Time) string {
 // four zeros.
 func encodeID(hi uint64, lo uint32) string {
 	var out [IDLen]byte
+	putID(&out, hi, lo)
+	return string(out[:])
+}
+
+// putID is encodeID writing into out.
+func putID(out *[IDLen]byte, hi uint64, lo uint32) {
 	for i := range 12 { // hi's first 60 bits
 		out[i] = idAlphabet[hi>>(59-5*i)&31]
 	}
@@ -261,5 +267,4 @@ func encodeID(hi uint64, lo uint32) string {
 		out[13+i] = idAlphabet[lo>>(26-5*i)&31]
 	}
 	out[19] = idAlphabet[(lo&1)<<4]
-	return string(out[:])
 }
