@@ -176,6 +176,8 @@ type Engine struct {
 	hostNames []string
 	// cpAttrs are the attributes of every checkpoint, read-only.
 	cpAttrs map[string]string
+	// entryWave is the first wave of a run from the entry, read-only.
+	entryWave []string
 	// runPayload is the payload of run start and of a run end without an
 	// error, encoded once.
 	runPayload json.RawMessage
@@ -229,7 +231,7 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{},
-		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}}
+		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}, entryWave: []string{doc.Entry}}
 	if e.runPayload, err = json.Marshal(event.RunPayload{Graph: doc.Name}); err != nil {
 		return nil, fault.Wrap(fault.Internal, err, opBuild, "encode the run payload")
 	}

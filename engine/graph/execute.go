@@ -73,6 +73,17 @@ type runState struct {
 	waveEnd time.Time
 	// ids makes the ids of the run's step events, several per allocation.
 	ids event.IDBlock
+	// own holds what a run needs one of, allocated with the runState
+	// rather than each on its own: the latch, the journal when the host
+	// hands none, the save context (save) and the sequential waves'
+	// stepCall (seq).
+	own struct {
+		latch   hostabi.InterruptLatch
+		journal hostabi.Journal
+		save    saveCtx
+		seq     stepCall
+		running [1]string // runningNodes' first
+	}
 	// started is when the run was set up, with its monotonic reading: the
 	// run's clock (now).
 	started time.Time
@@ -127,14 +138,16 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 	if board.Channels == nil {
 		board.Channels = map[string][]message.Message{}
 	}
-	r := &runState{e: e, run: run, host: host, board: board, latch: &hostabi.InterruptLatch{}, logger: e.opts.Logger,
+	r := &runState{e: e, run: run, host: host, board: board, logger: e.opts.Logger,
 		info:    sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
 		runPart: event.SanitiseID(run.ID), started: time.Now()}
+	r.latch = &r.own.latch
+	r.running.ids = r.own.running[:0]
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
 		r.journal = p.Journal()
 	}
 	if r.journal == nil {
-		r.journal = hostabi.NewJournal()
+		r.journal = &r.own.journal
 	}
 	return r
 }
@@ -268,7 +281,7 @@ func (r *runState) contextError(ctx context.Context) error {
 // changes afterwards: the checkpoint holds it as it is.
 func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	if r.save == nil {
-		r.save = newSaveCtx(context.WithoutCancel(ctx))
+		r.save = r.saveContext(ctx)
 	}
 	// The board goes as it is: a Checkpointer copies what it keeps
 	// (agent.Checkpointer), and nothing changes the board during the save.
@@ -366,7 +379,7 @@ func (r *runState) publishRunStart(ctx context.Context) {
 // a failure is joined into the run's error (SEED-SPEC 5.7.4).
 func (r *runState) end(parent context.Context, runErr error) error {
 	if r.save == nil {
-		r.save = newSaveCtx(context.WithoutCancel(parent))
+		r.save = r.saveContext(parent)
 	}
 	defer r.save.stop()
 	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)

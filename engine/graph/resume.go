@@ -35,7 +35,7 @@ func (r *runState) frontier(ctx context.Context) ([]string, error) {
 		}
 		return []string{id}, nil
 	}
-	return []string{r.e.doc.Entry}, nil
+	return r.e.entryWave, nil
 }
 
 // resume restores the checkpoint's board and iterations and returns the

@@ -27,8 +27,10 @@ type saveCtx struct {
 
 var _ context.Context = (*saveCtx)(nil)
 
-func newSaveCtx(values context.Context) *saveCtx {
-	return &saveCtx{values: values}
+// saveContext returns the run's saveCtx, with the values of ctx.
+func (r *runState) saveContext(ctx context.Context) *saveCtx {
+	r.own.save.values = context.WithoutCancel(ctx)
+	return &r.own.save
 }
 
 // arm readies the context for one save of at most d. A context that ran

@@ -16,7 +16,7 @@ type saveKey struct{}
 // for the next save; a disarmed save never ends.
 func TestSaveCtx(t *testing.T) {
 	t.Parallel()
-	s := newSaveCtx(context.WithValue(context.Background(), saveKey{}, "v"))
+	s := &saveCtx{values: context.WithValue(context.Background(), saveKey{}, "v")}
 	defer s.stop()
 
 	ctx := s.arm(time.Millisecond)
@@ -46,7 +46,7 @@ func TestSaveCtx(t *testing.T) {
 // clock, and a Done asked for afterwards is already closed.
 func TestSaveCtxErrWithoutDone(t *testing.T) {
 	t.Parallel()
-	s := newSaveCtx(context.Background())
+	s := &saveCtx{values: context.Background()}
 	defer s.stop()
 	ctx := s.arm(time.Nanosecond)
 	require.Eventually(t, func() bool { return ctx.Err() != nil }, 10*time.Second, time.Millisecond)

@@ -236,7 +236,7 @@ func (r *runState) stepCall(in stepInput) *stepCall {
 		return &stepCall{}
 	}
 	if r.seq == nil {
-		r.seq = &stepCall{}
+		r.seq = &r.own.seq
 	} else {
 		r.seq.reset()
 	}
