@@ -405,21 +405,26 @@ func (r *runState) publish(ctx context.Context, subject string, payload any, nod
 }
 
 // headerCache keeps what a run's envelopes share, made at the first
-// event that needs it: the headers without a node, and per node its
-// headers and the subjects of its step start and step complete.
-// Envelopes are read-only once published (event.Envelope), so the events
-// of a node share one headers map.
+// event that needs it: the run's headers, which its run and step events
+// carry, and per node the subjects of its step start and step complete
+// and the headers of the events that add node_id (a branch's stream
+// deltas). Envelopes are read-only once published (event.Envelope), so
+// events share headers maps.
 type headerCache struct {
 	mu     sync.Mutex
 	run    map[string]string
 	byNode []nodeEvents // by node index
 }
 
-// nodeEvents is what the step events of one node of a run share; the
-// errors are set when a subject is not valid (longer than
-// event.MaxSubjectLen).
+// nodeEvents is what the events of one node of a run share; the errors
+// are set when a subject is not valid (longer than event.MaxSubjectLen).
 type nodeEvents struct {
-	headers               map[string]string
+	// run is the run's headers (headerCache.run), which step events
+	// carry: the node is in their subject and payload.
+	run map[string]string
+	// withNode is the run's headers and node_id, made at the node's first
+	// event that carries them.
+	withNode              map[string]string
 	start, complete       string
 	startErr, completeErr error
 }
@@ -434,7 +439,13 @@ func (h *headerCache) get(r *runState, node string) map[string]string {
 	if !ok {
 		return newHeaders(r, node)
 	}
-	return h.node(r, n).headers
+	ev := h.node(r, n)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ev.withNode == nil {
+		ev.withNode = newHeaders(r, node)
+	}
+	return ev.withNode
 }
 
 // runHeaders returns the run's headers without a node; h.mu is held.
@@ -454,8 +465,8 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 		h.byNode = make([]nodeEvents, len(r.e.doc.Nodes))
 	}
 	ev := &h.byNode[n.index]
-	if ev.headers == nil {
-		ev.headers = newHeaders(r, n.id)
+	if ev.run == nil {
+		ev.run = h.runHeaders(r)
 		if ev.start == "" {
 			h.subjects(r, n.index)
 		}

@@ -407,7 +407,8 @@ edges:
 
 // Every event of a run (run start, each step, run end) carries the trace
 // span of the run's ctx, a fresh sortable id, its time and the run's
-// headers; step events add node_id.
+// headers (run_id, agent_id, graph_id); a step event names its node in its
+// subject (the actor) and its payload (node_id).
 func TestRunEventsCarrySpanAndHeaders(t *testing.T) {
 	t.Parallel()
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set x 1'}}, {id: b, type: script, config: {source: 'set y 2'}}]\nedges: [{from: a, to: b}]")
@@ -433,7 +434,8 @@ func TestRunEventsCarrySpanAndHeaders(t *testing.T) {
 	}
 	for i, node := range []string{"a", "a", "b", "b"} {
 		env := envs[i+1]
-		assert.Equal(t, node, env.Header(event.HeaderNodeID), env.Subject)
+		assert.Equal(t, envs[0].Headers, env.Headers, "the run's headers: %s", env.Subject)
+		assert.Contains(t, env.Subject, ".step."+event.Actor("bot", node)+".", env.Subject)
 		var p event.StepPayload
 		require.NoError(t, env.Decode(&p))
 		assert.Equal(t, node, p.NodeID)

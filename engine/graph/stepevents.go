@@ -69,7 +69,7 @@ func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode,
 		err = r.publishStamped(pctx, kind, n, raw, stamped)
 	} else {
 		p.NodeID, p.Graph = n.id, r.e.doc.Name
-		err = r.publish(pctx, r.stepSubject(kind, n), p, n.id)
+		err = r.publish(pctx, r.stepSubject(kind, n), p, "")
 	}
 	if err != nil {
 		r.logger.WarnContext(ctx, "graph step event not published", "graph", r.e.doc.Name, "run_id", r.run.ID,
@@ -103,5 +103,5 @@ func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNo
 		return err
 	}
 	return r.host.Publish(ctx, event.Envelope{ID: r.ids.NewAt(now), Subject: subject, Time: now, Payload: raw,
-		Headers: ev.headers, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
+		Headers: ev.run, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
 }
