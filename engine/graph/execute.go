@@ -414,6 +414,10 @@ type headerCache struct {
 	mu     sync.Mutex
 	run    map[string]string
 	byNode []nodeEvents // by node index
+	// made is set, holding byNode, once the step events of every node
+	// are made (a small graph, at its first step event): from then on
+	// node reads byNode without the lock.
+	made atomic.Pointer[[]nodeEvents]
 }
 
 // nodeEvents is what the events of one node of a run share; the errors
@@ -456,9 +460,12 @@ func (h *headerCache) runHeaders(r *runState) map[string]string {
 	return h.run
 }
 
-// node returns what n's step events share, made at its first; it is
-// read-only once made.
+// node returns what n's step events share, made at its first; its run
+// headers and subjects are read-only once made.
 func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
+	if made := h.made.Load(); made != nil {
+		return &(*made)[n.index]
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.byNode == nil {
@@ -469,6 +476,12 @@ func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
 		ev.run = h.runHeaders(r)
 		if ev.start == "" {
 			h.subjects(r, n.index)
+		}
+		if len(h.byNode) <= smallGraph { // subjects made every node's
+			for i := range h.byNode {
+				h.byNode[i].run = ev.run
+			}
+			h.made.Store(&h.byNode)
 		}
 	}
 	return ev
