@@ -68,10 +68,29 @@ type Invocation struct {
 	// BoardBytesAfter, when not nil, is where a runner that kept Board's
 	// size through the call's writes (BoardMeter) stores it when the call
 	// returns nil: exactly what BoardJSONBytes would measure then, or 0
-	// when the runner does not know it. The graph engine passes it for its
-	// script nodes, whose boards change only through the runner, and then
-	// need not measure the board after their waves.
+	// when the runner does not know it. The graph engine passes it to a
+	// runtime that declares exact reports (ExactBoardBytes) for its script
+	// nodes, and then need not measure the board after their waves.
 	BoardBytesAfter *int64
+}
+
+// ExactBoardBytes, embedded in a Runtime, declares that its Invoke
+// reports the board's size exactly (Invocation.BoardBytesAfter): that the
+// board changes during a call only through the runtime's own writes and
+// that it counts each of them (BoardMeter). The graph engine hands the
+// pointer only to such a runtime, and takes its report as the board's
+// size. A type that wraps a Runtime by embedding the interface does not
+// get the declaration, and so is measured: a wrapper that retries a call
+// or writes the board itself would make the report wrong.
+type ExactBoardBytes struct{}
+
+func (ExactBoardBytes) reportsExactBoardBytes() {}
+
+// ReportsExactBoardBytes reports whether rt declares exact board sizes
+// (it embeds ExactBoardBytes).
+func ReportsExactBoardBytes(rt Runtime) bool {
+	_, ok := rt.(interface{ reportsExactBoardBytes() })
+	return ok
 }
 
 // Evaluation is one expression evaluation (a graph condition).

@@ -17,7 +17,8 @@ import (
 // measure, and records what the runtime reports after it.
 type sizeWitness struct {
 	sandbox.Runtime
-	t *testing.T
+	sandbox.ExactBoardBytes // it hands the pointer on to the runtime it wraps, and writes nothing itself
+	t                       *testing.T
 
 	mu       sync.Mutex
 	handed   map[string]int64 // by node: the size handed in, 0 for none
@@ -34,7 +35,9 @@ func (w *sizeWitness) Invoke(ctx context.Context, inv sandbox.Invocation) error 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.handed[inv.Node] = inv.BoardBytes
-	if inv.BoardBytesAfter != nil {
+	if inv.BoardBytesAfter == nil {
+		w.t.Errorf("%s: no BoardBytesAfter for a runtime that declares exact sizes", inv.Node)
+	} else {
 		w.reported[inv.Node] = *inv.BoardBytesAfter
 	}
 	return err
@@ -63,8 +66,7 @@ edges: [{from: a, to: skipped}, {from: skipped, to: c}, {from: c, to: raw}, {fro
 		inv.Board.Vars["grown"] = strings.Repeat("<", 100) // written past any runner's count
 		return nil
 	})
-	rawWitness := &sizeWitness{Runtime: raw, t: t, handed: map[string]int64{}, reported: map[string]int64{}}
-	e := buildWith(t, doc, nil, graph.Options{Runtimes: map[string]sandbox.Runtime{"js": w, "raw": rawWitness}})
+	e := buildWith(t, doc, nil, graph.Options{Runtimes: map[string]sandbox.Runtime{"js": w, "raw": raw}})
 	_, out, err := execute(t, e, nil)
 	require.NoError(t, err)
 	assert.Contains(t, out.Vars, "grown")
@@ -72,9 +74,11 @@ edges: [{from: a, to: skipped}, {from: skipped, to: c}, {from: c, to: raw}, {fro
 	for _, node := range []string{"a", "c", "e"} {
 		assert.NotZero(t, w.reported[node], "the js runtime reports the size after %s", node)
 	}
-	assert.Zero(t, rawWitness.reported["raw"], "the fake runtime reports nothing")
+	invs := raw.invocations()
+	require.Len(t, invs, 1)
+	assert.Nil(t, invs[0].BoardBytesAfter, "a runtime that does not declare exact sizes is not asked for them")
 	assert.Equal(t, w.reported["a"], w.handed["c"], "c gets what a reported: the skipped node changed nothing")
-	assert.Equal(t, w.reported["c"], rawWitness.handed["raw"])
+	assert.Equal(t, w.reported["c"], invs[0].BoardBytes)
 	assert.NotZero(t, w.handed["e"], "after raw the board is measured at the wave's end")
 	final, err := sandbox.BoardJSONBytes(out)
 	require.NoError(t, err)
@@ -85,7 +89,8 @@ edges: [{from: a, to: skipped}, {from: skipped, to: c}, {from: c, to: raw}, {fro
 // engine uses a reported size rather than measuring the board.
 type skewedSizes struct {
 	sandbox.Runtime
-	skew int64
+	sandbox.ExactBoardBytes // a false declaration, on purpose
+	skew                    int64
 
 	mu     sync.Mutex
 	handed []int64
@@ -122,4 +127,79 @@ func TestReportedBoardSizeIsTrusted(t *testing.T) {
 	require.ErrorAs(t, err, &le, "the reported size is past max_board_bytes")
 	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
 	assert.Equal(t, "a", le.Node)
+}
+
+// retryOnce wraps a runtime as a user might: it retries a failed call
+// once with the same invocation, so the failed call's board writes are
+// in no count. It does not declare exact sizes.
+type retryOnce struct{ sandbox.Runtime }
+
+func (r retryOnce) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+	if err := r.Runtime.Invoke(ctx, inv); err == nil {
+		return nil
+	}
+	return r.Runtime.Invoke(ctx, inv)
+}
+
+// enrichedType is a Go node type built on a script node type: it runs the
+// script and then writes a var of its own.
+type enrichedType struct{ inner *graph.ScriptNodeType }
+
+func (enrichedType) Name() string { return "enriched" }
+
+func (t enrichedType) Build(ctx context.Context, in graph.NodeInput) (graph.Handler, error) {
+	h, err := t.inner.Build(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return enrichedHandler{h}, nil
+}
+
+type enrichedHandler struct{ inner graph.Handler }
+
+func (h enrichedHandler) Run(ctx context.Context, c *graph.Call) error {
+	if err := h.inner.Run(ctx, c); err != nil {
+		return err
+	}
+	c.Board.Vars["audit"] = strings.Repeat("z", 2000)
+	return nil
+}
+
+// Only a size the engine's own script handler gets from a runtime that
+// declares exact sizes is trusted: a runtime wrapped without the
+// declaration (here one that retries, so the first attempt's writes are
+// uncounted) and a Go node type that writes the board after its script
+// are measured, and a board past max_board_bytes still fails the run.
+func TestUntrustedBoardSizesAreMeasured(t *testing.T) {
+	t.Parallel()
+	t.Run("wrapped runtime", func(t *testing.T) {
+		t.Parallel()
+		doc := parseDoc(t, `
+name: g
+entry: a
+nodes:
+  - {id: a, type: script, config: {source: 'board.setVar("seed", 1)'}}
+  - {id: b, type: script, config: {source: 'if (!board.hasVar("first")) { board.setVar("first", "x".repeat(600)); throw new Error("flaky") } board.setVar("second", "y".repeat(600))'}}
+edges: [{from: a, to: b}]
+`)
+		e := buildWith(t, doc, retryOnce{newJS(t)}, graph.Options{Limits: sandbox.Limits{MaxBoardBytes: 1000}})
+		_, _, err := execute(t, e, nil)
+		var le *sandbox.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+		assert.Equal(t, "b", le.Node)
+	})
+	t.Run("go node type on a script type", func(t *testing.T) {
+		t.Parallel()
+		rt := newJS(t)
+		inner, err := graph.NewScriptNodeType(graph.ScriptNodeTypeConfig{Type: "inner", Source: `board.setVar("x", 1)`, Runtime: rt})
+		require.NoError(t, err)
+		doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: enriched}]")
+		e := buildWith(t, doc, rt, graph.Options{NodeTypes: []graph.NodeType{enrichedType{inner}}, Limits: sandbox.Limits{MaxBoardBytes: 1000}})
+		_, _, err = execute(t, e, nil)
+		var le *sandbox.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+		assert.Equal(t, "a", le.Node)
+	})
 }

@@ -203,6 +203,10 @@ type builtNode struct {
 	// plain and skipped are the node's step event payloads without an
 	// error, encoded once.
 	plain, skipped json.RawMessage
+	// sizes is set when handler is one of the engine's script handlers,
+	// whose Run ends with its runtime's call: the board's size the runtime
+	// reports (Call.boardAfter) is then the board's after the step.
+	sizes bool
 }
 
 // builtEdge is an edge with its compiled condition (nil: always).
@@ -289,6 +293,10 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 			Msg: fmt.Sprintf("node %q: node type %q built no handler", n.ID, n.Type)}
 	}
 	bn := &builtNode{index: i, id: n.ID, typ: n.Type, handler: h, config: cfg, literal: map[string]bool{}}
+	switch h.(type) {
+	case *scriptHandler, *customHandler:
+		bn.sizes = true
+	}
 	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name}); err == nil {
 		bn.plain = raw
 	}

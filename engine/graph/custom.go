@@ -164,7 +164,7 @@ func (t *ScriptNodeType) Build(_ context.Context, in NodeInput) (Handler, error)
 		return nil, err
 	}
 	script := sandbox.Script{Name: in.Node.ID, Source: t.cfg.Source}
-	return &customHandler{rt: t.cfg.Runtime, script: script, roles: roles}, nil
+	return &customHandler{rt: t.cfg.Runtime, script: script, roles: roles, sizes: sandbox.ReportsExactBoardBytes(t.cfg.Runtime)}, nil
 }
 
 // customHandler runs one node of a ScriptNodeType.
@@ -173,6 +173,7 @@ type customHandler struct {
 	script sandbox.Script
 	roles  NodeRoles
 	limits runtimeLimits
+	sizes  bool // rt reports exact board sizes (sandbox.ExactBoardBytes)
 }
 
 var _ RoleHandler = (*customHandler)(nil)
@@ -190,6 +191,6 @@ func (h *customHandler) Run(ctx context.Context, c *Call) error {
 	return h.rt.Invoke(ctx, sandbox.Invocation{
 		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
 		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
-		StaticConfig: c.ConfigStatic(), BoardBytesAfter: &c.boardAfter,
+		StaticConfig: c.ConfigStatic(), BoardBytesAfter: c.boardAfterFor(h.sizes),
 	})
 }

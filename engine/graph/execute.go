@@ -84,16 +84,7 @@ type runState struct {
 		seq     stepCall
 		running [1]string // runningNodes' first
 	}
-	// started is when the run was set up, with its monotonic reading: the
-	// run's clock (now).
-	started time.Time
 }
-
-// now is the run's clock: its start plus the monotonic time since. One
-// clock reading (time.Now reads two clocks), and the times of a run's
-// events never go backwards, whatever happens to the wall clock
-// meanwhile.
-func (r *runState) now() time.Time { return r.started.Add(time.Since(r.started)) }
 
 // Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
 // board. It publishes run start and, from a deferred function, run end
@@ -140,7 +131,7 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 	}
 	r := &runState{e: e, run: run, host: host, board: board, logger: e.opts.Logger,
 		info:    sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
-		runPart: event.SanitiseID(run.ID), started: time.Now()}
+		runPart: event.SanitiseID(run.ID)}
 	r.latch = &r.own.latch
 	r.running.ids = r.own.running[:0]
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
@@ -288,7 +279,7 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	// A sequential wave ended when its last node completed.
 	now := r.waveEnd
 	if now.IsZero() {
-		now = r.now()
+		now = time.Now()
 	}
 	r.waveEnd = time.Time{}
 	cp := agent.Checkpoint{

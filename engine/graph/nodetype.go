@@ -88,12 +88,22 @@ type Call struct {
 	// knows it, else 0 (BoardBytes).
 	boardBytes int64
 	// boardAfter is Board's size once Run returned nil, when the handler
-	// knows it exactly (sandbox.Invocation.BoardBytesAfter), else 0; only
-	// the engine's own handlers set it, whose boards change only through
-	// the runner.
+	// knows it exactly (sandbox.Invocation.BoardBytesAfter), else 0. Only
+	// the engine's script handlers set it, and the engine reads it only
+	// when such a handler is the node's own (builtNode.sizes): a handler
+	// that wraps one may write the board after it.
 	boardAfter int64
 	// static is set when Config is the node's own map (ConfigStatic).
 	static bool
+}
+
+// boardAfterFor is where a script handler's runtime reports the board's
+// size: c.boardAfter when the runtime declares exact reports, else nil.
+func (c *Call) boardAfterFor(exact bool) *int64 {
+	if !exact {
+		return nil
+	}
+	return &c.boardAfter
 }
 
 // ConfigStatic reports whether Config is the node's config as built, the

@@ -67,7 +67,7 @@ func (scriptType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if !isAbsent(c.Config) && !strings.HasPrefix(strings.TrimSpace(string(c.Config)), "{") {
 		return nil, fault.New(fault.Validation, "", "config: want an object, got %s", jsonKind(c.Config))
 	}
-	return &scriptHandler{rt: rt, script: script}, nil
+	return &scriptHandler{rt: rt, script: script, sizes: sandbox.ReportsExactBoardBytes(rt)}, nil
 }
 
 // loadScript resolves the source or the module of c.
@@ -136,6 +136,7 @@ type scriptHandler struct {
 	rt     sandbox.Runtime
 	script sandbox.Script
 	limits runtimeLimits
+	sizes  bool // rt reports exact board sizes (sandbox.ExactBoardBytes)
 }
 
 // runtimeLimits tightens a call's limits by a runtime's own (a
@@ -184,6 +185,6 @@ func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
 	return h.rt.Invoke(ctx, sandbox.Invocation{
 		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
 		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
-		StaticConfig: c.ConfigStatic(), BoardBytesAfter: &c.boardAfter,
+		StaticConfig: c.ConfigStatic(), BoardBytesAfter: c.boardAfterFor(h.sizes),
 	})
 }

@@ -171,6 +171,9 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		}
 		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
 		if err == nil {
+			if !in.node.sizes {
+				return 0, nil // a handler that may write the board after its runtime's report
+			}
 			return c.boardAfter, nil
 		}
 		if attempt > retries || !retryable(err) || ctx.Err() != nil {

@@ -65,7 +65,7 @@ func (r *runState) publishStep(ctx context.Context, kind stepKind, n *builtNode,
 	}
 	var err error
 	if raw, ok := n.stepPayload(p); ok && kind != stepError {
-		stamped = r.now()
+		stamped = time.Now()
 		err = r.publishStamped(pctx, kind, n, raw, stamped)
 	} else {
 		p.NodeID, p.Graph = n.id, r.e.doc.Name

@@ -47,6 +47,8 @@ type Options struct {
 // (docs/sandbox.md). It implements sandbox.Runtime and io.Closer and is
 // safe for concurrent use.
 type Runtime struct {
+	sandbox.ExactBoardBytes // its scripts write the board only through its BoardMeter
+
 	limits   sandbox.Limits
 	slots    *sandbox.Slots
 	programs *programCache

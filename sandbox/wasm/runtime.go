@@ -52,6 +52,8 @@ type Options struct {
 // sandbox.Runtime, sandbox.RunScoper and io.Closer and is safe for
 // concurrent use.
 type Runtime struct {
+	sandbox.ExactBoardBytes // its scripts write the board only through its BoardMeter
+
 	limits    sandbox.Limits
 	engine    string
 	maxModule int64
