@@ -209,3 +209,34 @@ func FuzzBoardMeter(f *testing.F) {
 		}
 	})
 }
+
+// declared is a runtime that declares exact board sizes for itself.
+type declared struct {
+	sandbox.Runtime
+	sandbox.ExactBoardBytes
+}
+
+// uncomparable declares exact sizes as a value of a type that does not
+// compare (it holds a map).
+type uncomparable struct {
+	sandbox.ExactBoardBytes
+	sandbox.Runtime
+	m map[string]int
+}
+
+// Only a runtime whose declaration was made for itself declares exact
+// sizes: not one that embeds a declared runtime, by pointer or by
+// interface, nor a zero declaration; a value that does not compare is
+// refused without a panic.
+func TestReportsExactBoardBytes(t *testing.T) {
+	t.Parallel()
+	d := &declared{}
+	assert.False(t, sandbox.ReportsExactBoardBytes(d), "a zero declaration")
+	d.ExactBoardBytes = sandbox.DeclareExactBoardBytes(d)
+	assert.True(t, sandbox.ReportsExactBoardBytes(d))
+	assert.False(t, sandbox.ReportsExactBoardBytes(struct{ *declared }{d}), "embedding the declared type")
+	assert.False(t, sandbox.ReportsExactBoardBytes(struct{ sandbox.Runtime }{d}), "embedding the interface")
+	u := uncomparable{m: map[string]int{}}
+	u.ExactBoardBytes = sandbox.DeclareExactBoardBytes(u)
+	assert.NotPanics(t, func() { assert.False(t, sandbox.ReportsExactBoardBytes(u)) })
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 
 	"github.com/corral-rt/corral/runtime/agent"
 )
@@ -74,23 +75,37 @@ type Invocation struct {
 	BoardBytesAfter *int64
 }
 
-// ExactBoardBytes, embedded in a Runtime, declares that its Invoke
-// reports the board's size exactly (Invocation.BoardBytesAfter): that the
-// board changes during a call only through the runtime's own writes and
-// that it counts each of them (BoardMeter). The graph engine hands the
-// pointer only to such a runtime, and takes its report as the board's
-// size. A type that wraps a Runtime by embedding the interface does not
-// get the declaration, and so is measured: a wrapper that retries a call
-// or writes the board itself would make the report wrong.
-type ExactBoardBytes struct{}
+// ExactBoardBytes, embedded in a Runtime and set with
+// DeclareExactBoardBytes, declares that the runtime's Invoke reports the
+// board's size exactly (Invocation.BoardBytesAfter): that the board
+// changes during a call only through the runtime's own writes and that it
+// counts each of them (BoardMeter). The graph engine hands the pointer
+// only to such a runtime, and takes its report as the board's size.
+//
+// The declaration names the runtime it was made for, so that a type
+// wrapping a runtime does not inherit it, whether it embeds the Runtime
+// interface or the runtime's own type: a wrapper that retries a call, or
+// writes the board itself, would make the report wrong, and is measured.
+type ExactBoardBytes struct{ rt Runtime }
 
-func (ExactBoardBytes) reportsExactBoardBytes() {}
+// DeclareExactBoardBytes returns the declaration of rt, for the
+// ExactBoardBytes field rt embeds.
+func DeclareExactBoardBytes(rt Runtime) ExactBoardBytes { return ExactBoardBytes{rt: rt} }
 
-// ReportsExactBoardBytes reports whether rt declares exact board sizes
-// (it embeds ExactBoardBytes).
+func (d ExactBoardBytes) exactBoardBytesOf() Runtime { return d.rt }
+
+// ReportsExactBoardBytes reports whether rt declares exact board sizes:
+// it embeds an ExactBoardBytes made for rt itself.
 func ReportsExactBoardBytes(rt Runtime) bool {
-	_, ok := rt.(interface{ reportsExactBoardBytes() })
-	return ok
+	d, ok := rt.(interface{ exactBoardBytesOf() Runtime })
+	if !ok {
+		return false
+	}
+	of := d.exactBoardBytesOf()
+	t := reflect.TypeOf(rt)
+	// Compared only when the types match and compare: an interface
+	// comparison of values of a type that does not compare panics.
+	return of != nil && reflect.TypeOf(of) == t && t.Comparable() && of == rt
 }
 
 // Evaluation is one expression evaluation (a graph condition).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,6 +63,7 @@ nodes:
 edges: [{from: a, to: skipped}, {from: skipped, to: c}, {from: c, to: raw}, {from: raw, to: e}]
 `)
 	w := &sizeWitness{Runtime: newJS(t), t: t, handed: map[string]int64{}, reported: map[string]int64{}}
+	w.ExactBoardBytes = sandbox.DeclareExactBoardBytes(w)
 	raw := newFake().on("grow", func(_ context.Context, inv sandbox.Invocation) error {
 		inv.Board.Vars["grown"] = strings.Repeat("<", 100) // written past any runner's count
 		return nil
@@ -115,6 +117,7 @@ func TestReportedBoardSizeIsTrusted(t *testing.T) {
 	t.Parallel()
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'board.setVar(\"x\", 1)'}}, {id: b, type: script, config: {source: 'board.setVar(\"x\", 2)'}}]\nedges: [{from: a, to: b}]")
 	s := &skewedSizes{Runtime: newJS(t), skew: 7}
+	s.ExactBoardBytes = sandbox.DeclareExactBoardBytes(s)
 	_, out, err := execute(t, buildWith(t, doc, s, graph.Options{}), nil)
 	require.NoError(t, err)
 	measured, err := sandbox.BoardJSONBytes(out)
@@ -122,6 +125,7 @@ func TestReportedBoardSizeIsTrusted(t *testing.T) {
 	assert.Equal(t, []int64{0, measured + 7}, s.handed, "b is handed what a reported")
 
 	s = &skewedSizes{Runtime: newJS(t), skew: 1 << 30}
+	s.ExactBoardBytes = sandbox.DeclareExactBoardBytes(s)
 	_, _, err = execute(t, buildWith(t, doc, s, graph.Options{}), nil)
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le, "the reported size is past max_board_bytes")
@@ -139,6 +143,14 @@ func (r retryOnce) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return nil
 	}
 	return r.Runtime.Invoke(ctx, inv)
+}
+
+// retryEmbedded is retryOnce embedding the runtime's own type, which
+// does not carry the runtime's declaration over either.
+type retryEmbedded struct{ *js.Runtime }
+
+func (r retryEmbedded) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+	return retryOnce{r.Runtime}.Invoke(ctx, inv)
 }
 
 // enrichedType is a Go node type built on a script node type: it runs the
@@ -172,9 +184,16 @@ func (h enrichedHandler) Run(ctx context.Context, c *graph.Call) error {
 // are measured, and a board past max_board_bytes still fails the run.
 func TestUntrustedBoardSizesAreMeasured(t *testing.T) {
 	t.Parallel()
-	t.Run("wrapped runtime", func(t *testing.T) {
-		t.Parallel()
-		doc := parseDoc(t, `
+	wrappers := map[string]func(rt *js.Runtime) sandbox.Runtime{
+		"interface embedded": func(rt *js.Runtime) sandbox.Runtime { return retryOnce{rt} },
+		"type embedded":      func(rt *js.Runtime) sandbox.Runtime { return retryEmbedded{rt} },
+	}
+	for name, wrap := range wrappers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rt := wrap(newJS(t))
+			require.False(t, sandbox.ReportsExactBoardBytes(rt), "a wrapper does not inherit the declaration")
+			doc := parseDoc(t, `
 name: g
 entry: a
 nodes:
@@ -182,13 +201,14 @@ nodes:
   - {id: b, type: script, config: {source: 'if (!board.hasVar("first")) { board.setVar("first", "x".repeat(600)); throw new Error("flaky") } board.setVar("second", "y".repeat(600))'}}
 edges: [{from: a, to: b}]
 `)
-		e := buildWith(t, doc, retryOnce{newJS(t)}, graph.Options{Limits: sandbox.Limits{MaxBoardBytes: 1000}})
-		_, _, err := execute(t, e, nil)
-		var le *sandbox.LimitError
-		require.ErrorAs(t, err, &le)
-		assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
-		assert.Equal(t, "b", le.Node)
-	})
+			e := buildWith(t, doc, rt, graph.Options{Limits: sandbox.Limits{MaxBoardBytes: 1000}})
+			_, _, err := execute(t, e, nil)
+			var le *sandbox.LimitError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
+			assert.Equal(t, "b", le.Node)
+		})
+	}
 	t.Run("go node type on a script type", func(t *testing.T) {
 		t.Parallel()
 		rt := newJS(t)
