@@ -224,9 +224,10 @@ type uncomparable struct {
 	m map[string]int
 }
 
-// Only a runtime whose declaration was made for itself declares exact
-// sizes: not one that embeds a declared runtime, by pointer or by
-// interface, nor a zero declaration; a value that does not compare is
+// Only a runtime whose declaration was made for itself, a non-nil
+// pointer, declares exact sizes: not one that embeds a declared runtime,
+// by pointer or by interface, nor a zero declaration, nor a value; a nil
+// pointer, one embedded, and a value of a type that does not compare are
 // refused without a panic.
 func TestReportsExactBoardBytes(t *testing.T) {
 	t.Parallel()
@@ -235,8 +236,23 @@ func TestReportsExactBoardBytes(t *testing.T) {
 	d.ExactBoardBytes = sandbox.DeclareExactBoardBytes(d)
 	assert.True(t, sandbox.ReportsExactBoardBytes(d))
 	assert.False(t, sandbox.ReportsExactBoardBytes(struct{ *declared }{d}), "embedding the declared type")
+	assert.False(t, sandbox.ReportsExactBoardBytes(&struct{ *declared }{d}), "embedding it, by pointer")
 	assert.False(t, sandbox.ReportsExactBoardBytes(struct{ sandbox.Runtime }{d}), "embedding the interface")
+	assert.False(t, sandbox.ReportsExactBoardBytes(nil))
+	for name, rt := range map[string]sandbox.Runtime{
+		"nil pointer":          (*declared)(nil),
+		"embedded nil":         struct{ *declared }{},
+		"embedded nil, by ptr": &struct{ *declared }{},
+	} {
+		assert.NotPanics(t, func() { assert.False(t, sandbox.ReportsExactBoardBytes(rt), name) }, name)
+	}
 	u := uncomparable{m: map[string]int{}}
 	u.ExactBoardBytes = sandbox.DeclareExactBoardBytes(u)
 	assert.NotPanics(t, func() { assert.False(t, sandbox.ReportsExactBoardBytes(u)) })
+	f := uncomparable{Runtime: struct {
+		sandbox.Runtime
+		f func()
+	}{}}
+	f.ExactBoardBytes = sandbox.DeclareExactBoardBytes(f)
+	assert.NotPanics(t, func() { assert.False(t, sandbox.ReportsExactBoardBytes(f)) }, "a value holding an uncomparable value")
 }

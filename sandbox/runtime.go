@@ -95,17 +95,25 @@ func DeclareExactBoardBytes(rt Runtime) ExactBoardBytes { return ExactBoardBytes
 func (d ExactBoardBytes) exactBoardBytesOf() Runtime { return d.rt }
 
 // ReportsExactBoardBytes reports whether rt declares exact board sizes:
-// it embeds an ExactBoardBytes made for rt itself.
-func ReportsExactBoardBytes(rt Runtime) bool {
-	d, ok := rt.(interface{ exactBoardBytesOf() Runtime })
-	if !ok {
+// rt is a non-nil pointer that embeds an ExactBoardBytes made for rt
+// itself. It never panics: not for a nil pointer, nor for one reached
+// through a nil pointer rt embeds.
+func ReportsExactBoardBytes(rt Runtime) (ok bool) {
+	v := reflect.ValueOf(rt)
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
 		return false
 	}
-	of := d.exactBoardBytesOf()
-	t := reflect.TypeOf(rt)
-	// Compared only when the types match and compare: an interface
-	// comparison of values of a type that does not compare panics.
-	return of != nil && reflect.TypeOf(of) == t && t.Comparable() && of == rt
+	d, is := rt.(interface{ exactBoardBytesOf() Runtime })
+	if !is {
+		return false
+	}
+	defer func() {
+		if recover() != nil { // the declaration sits behind a nil pointer
+			ok = false
+		}
+	}()
+	of := reflect.ValueOf(d.exactBoardBytesOf())
+	return of.IsValid() && of.Type() == v.Type() && of.Pointer() == v.Pointer()
 }
 
 // Evaluation is one expression evaluation (a graph condition).

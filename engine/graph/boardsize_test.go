@@ -223,3 +223,13 @@ edges: [{from: a, to: b}]
 		assert.Equal(t, "a", le.Node)
 	})
 }
+
+// Building with a runtime whose declaration cannot be read (a wrapper of
+// a nil *js.Runtime) does not panic: the runtime is simply not trusted.
+func TestBuildWithNilWrappedRuntime(t *testing.T) {
+	t.Parallel()
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'board.setVar(\"x\", 1)'}}]")
+	assert.NotPanics(t, func() {
+		_, _ = graph.Build(context.Background(), doc, graph.Options{Runtimes: map[string]sandbox.Runtime{"js": struct{ *js.Runtime }{}}})
+	})
+}
