@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.4: the host row of the script globals is the catalog:
+// REF 5.4: the host row of the script globals is the catalog:
 // publish, emit, checkInterrupt, askUser, reportUsage and drainSteer, plus
 // the deterministic clock, random and log of the design.
 func TestCatalog(t *testing.T) {
@@ -61,7 +61,7 @@ func TestCatalog(t *testing.T) {
 	assert.Equal(t, hostabi.FuncAskUser, hostabi.Catalog()[0].Name)
 }
 
-// SEED-SPEC 6.1.3: what a host yields is found with CapabilityFromHost,
+// REF 6.1.3: what a host yields is found with CapabilityFromHost,
 // which Requires uses; a typed nil host yields nothing.
 func TestCatalogRequires(t *testing.T) {
 	t.Parallel()

@@ -42,7 +42,7 @@ func TestUnknownFunction(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.4, SEED-SPEC 6.1.3: every catalog function, granted by the
+// REF 5.4, REF 6.1.3: every catalog function, granted by the
 // document or not, provided by the host or not. A refusal is PolicyDenied
 // naming the function, the capability and the node, and never reaches the
 // host.
@@ -103,7 +103,7 @@ func optional(capability string) bool {
 	return false
 }
 
-// SEED-SPEC 5.4: drainSteer gives an empty array when the host has no
+// REF 5.4: drainSteer gives an empty array when the host has no
 // steer source (a delegated sub-run has its steer source withheld).
 func TestDrainSteerWithoutSteerSource(t *testing.T) {
 	t.Parallel()
@@ -202,7 +202,7 @@ func TestContext(t *testing.T) {
 	requireKind(t, err, fault.Validation)
 }
 
-// SEED-SPEC 5.4: the size of any value crossing the ABI is capped; a
+// REF 5.4: the size of any value crossing the ABI is capped; a
 // limit hit is a *sandbox.LimitError naming the limit and the node.
 func TestValueBytesLimit(t *testing.T) {
 	t.Parallel()
@@ -228,7 +228,7 @@ func TestValueBytesLimit(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// SEED-SPEC 5.4: publish and emit share the per-call event count and byte
+// REF 5.4: publish and emit share the per-call event count and byte
 // caps (MaxEvents, MaxEventBytes).
 func TestEventLimits(t *testing.T) {
 	t.Parallel()

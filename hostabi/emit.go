@@ -10,7 +10,7 @@ import (
 	"github.com/corral-rt/corral/runtime/message"
 )
 
-// The emit types with a mapping of their own (SEED-SPEC 5.4); the delta
+// The emit types with a mapping of their own (REF 5.4); the delta
 // types part, finish and provider_outputs are event.Delta* constants.
 const (
 	EmitToken      = "token"       // payload: a non-empty string → a text part
@@ -18,7 +18,7 @@ const (
 	EmitToolResult = "tool_result" // payload: {tool_call_id, content?, is_error?} → a tool_result part
 )
 
-// EmitDelta maps host.emit(typ, payload) to a stream delta (SEED-SPEC 5.4):
+// EmitDelta maps host.emit(typ, payload) to a stream delta (REF 5.4):
 //
 //   - token: a non-empty string → a "part" delta with a text part (an
 //     empty text, from token or part, is refused rather than published

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.4, SEED-SPEC 9.5: host.publish is confined to the run's own
+// REF 5.4, REF 9.5: host.publish is confined to the run's own
 // agent.run.<run>.custom.> namespace; a script cannot forge another run's
 // events, runtime events or prompt events, and the suffix must be a valid
 // subject tail.
@@ -103,7 +103,7 @@ func TestPublishHostError(t *testing.T) {
 	requireKind(t, err, fault.Timeout)
 }
 
-// SEED-SPEC 5.4: the host.emit types and their mapping to stream deltas.
+// REF 5.4: the host.emit types and their mapping to stream deltas.
 func TestEmitMapping(t *testing.T) {
 	t.Parallel()
 	part := func(p message.Part) event.StreamDeltaPayload {
@@ -168,7 +168,7 @@ func TestEmitMapping(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.4: a payload with the wrong shape for its type is skipped,
+// REF 5.4: a payload with the wrong shape for its type is skipped,
 // not published empty. The script sees null (emit is fire-and-forget).
 func TestEmitSkipsMalformed(t *testing.T) {
 	t.Parallel()
@@ -197,7 +197,7 @@ func TestEmitSkipsMalformed(t *testing.T) {
 	assert.Zero(t, n, "a skipped delta does not count")
 }
 
-// SEED-SPEC 5.6.3: a node inside a parallel branch emits speculative
+// REF 5.6.3: a node inside a parallel branch emits speculative
 // deltas carrying the fork and branch ids.
 func TestEmitSpeculative(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 6.2.1 (the delegate host function speaks Request and
+// REF 6.2.1 (the delegate host function speaks Request and
 // Response): delegation is granted per agent and per target. "delegate"
 // grants every target, "delegate:<id>" one; anything else is PolicyDenied
 // before the service is reached.
@@ -59,7 +59,7 @@ func TestDelegateGrants(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.2.1: the arguments become a sync Request; a string is a
+// REF 6.2.1: the arguments become a sync Request; a string is a
 // user text message, an object a message in wire form; options carry
 // inputs, metadata and the idempotency key.
 func TestDelegateArguments(t *testing.T) {
@@ -90,7 +90,7 @@ func TestDelegateArguments(t *testing.T) {
 	assert.Len(t, r.delegated, 1, "no malformed call reached the service")
 }
 
-// SEED-SPEC 6.2.1: the result carries the response; a refusal of the
+// REF 6.2.1: the result carries the response; a refusal of the
 // service keeps its kind (a depth limit stays PolicyDenied); the call and
 // its answer are journaled, as the result comes from outside the script.
 func TestDelegateResultAndJournal(t *testing.T) {

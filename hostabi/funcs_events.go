@@ -51,7 +51,7 @@ func callPublish(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (js
 }
 
 // callEmit publishes a stream delta built from (type, payload) by the
-// SEED-SPEC 5.4 mapping. A payload of the wrong shape for its type is
+// REF 5.4 mapping. A payload of the wrong shape for its type is
 // skipped: nothing is published, the call returns null and the skip is
 // logged.
 func callEmit(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (json.RawMessage, error) {

@@ -33,7 +33,7 @@ func jsonNull() json.RawMessage { return json.RawMessage("null") }
 func jsonEmptyArray() json.RawMessage { return json.RawMessage("[]") }
 
 // callDrainSteer takes the turn's queued steer messages. A host without a
-// steer source has none (SEED-SPEC 5.4: an empty array, not an error).
+// steer source has none (REF 5.4: an empty array, not an error).
 func callDrainSteer(_ context.Context, d *Dispatcher, _ []json.RawMessage) (json.RawMessage, error) {
 	src, ok := agent.SteerFromHost(d.cfg.Host)
 	if !ok {
@@ -106,7 +106,7 @@ type usageArg struct {
 }
 
 // callReportUsage reports token usage. A BudgetExceeded answer reaches the
-// script; any other host error is only logged (SEED-SPEC 6.1.1).
+// script; any other host error is only logged (REF 6.1.1).
 func callReportUsage(ctx context.Context, d *Dispatcher, argv []json.RawMessage) (json.RawMessage, error) {
 	var u usageArg
 	if err := d.argObject(FuncReportUsage, argv, 0, "usage", &u); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.4: drainSteer → array of message wire objects, consuming
+// REF 5.4: drainSteer → array of message wire objects, consuming
 // the turn's queue; an idle round gives [].
 func TestDrainSteer(t *testing.T) {
 	t.Parallel()
@@ -48,7 +48,7 @@ func TestDrainSteer(t *testing.T) {
 	assert.Equal(t, `[]`, string(out), "the queue was consumed")
 }
 
-// SEED-SPEC 5.4: checkInterrupt → {cause, detail} or null, a non-blocking
+// REF 5.4: checkInterrupt → {cause, detail} or null, a non-blocking
 // poll that remembers what it saw.
 func TestCheckInterrupt(t *testing.T) {
 	t.Parallel()
@@ -109,8 +109,8 @@ func TestInterruptLatch(t *testing.T) {
 	assert.Len(t, ch, 1)
 }
 
-// SEED-SPEC 5.4: askUser({parts,schema,source,metadata}) → {parts,metadata};
-// the prompt is decoded strictly (SEED-SPEC 9.9).
+// REF 5.4: askUser({parts,schema,source,metadata}) → {parts,metadata};
+// the prompt is decoded strictly (REF 9.9).
 func TestAskUser(t *testing.T) {
 	t.Parallel()
 	r := newRecorder()
@@ -168,7 +168,7 @@ func TestAskUser(t *testing.T) {
 	assert.Contains(t, err.Error(), "no user attached")
 }
 
-// SEED-SPEC 6.1.1: a BudgetExceeded answer to usage reaches the script;
+// REF 6.1.1: a BudgetExceeded answer to usage reaches the script;
 // other usage errors are only for observability.
 func TestReportUsage(t *testing.T) {
 	t.Parallel()

@@ -189,7 +189,7 @@ func (s *fakeService) Get(context.Context, string) (delegation.Response, error) 
 }
 
 // opaqueHost hides everything beneath it from capability searches: its
-// UnwrapHost returns nil (SEED-SPEC 6.1.3).
+// UnwrapHost returns nil (REF 6.1.3).
 type opaqueHost struct{ agent.HostFuncs }
 
 func (*opaqueHost) UnwrapHost() agent.Host { return nil }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.4: every non-deterministic answer a script gets from the
+// REF 5.4: every non-deterministic answer a script gets from the
 // host (clock, random, steer messages, the user's reply, an interrupt) is
 // journaled in order, with its node, function, arguments and result or
 // error; deterministic calls and refused calls are not.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 1.3.9: the first generation has id 1, and the decoded config is
+// REF 1.3.9: the first generation has id 1, and the decoded config is
 // the serving one.
 func TestBuildFirstGeneration(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -27,7 +27,7 @@ func TestBuildFirstGeneration(t *testing.T) {
 	assert.Implements(t, (*event.Bus)(nil), v)
 }
 
-// SEED-SPEC 1.3.1, 1.3.5: every factory the document references must be in
+// REF 1.3.1, 1.3.5: every factory the document references must be in
 // the registry; a missing one fails Build with the place named.
 func TestBuildNeedsEveryFactory(t *testing.T) {
 	err, _ := buildErr(t, `version: v1
@@ -42,7 +42,7 @@ runtime:
 	assert.Contains(t, err.Error(), "deploy.yaml:4")
 }
 
-// SEED-SPEC 1.3.2: a builder is used once.
+// REF 1.3.2: a builder is used once.
 func TestBuilderUsedOnce(t *testing.T) {
 	b := runtime.NewBuilder(testRegistry(t, nil))
 	rt, err := b.Build(context.Background(), parse(t, minimalDoc))
@@ -65,7 +65,7 @@ func TestBuilderUsedOnce(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrBuilderUsed)
 }
 
-// SEED-SPEC 1.3.3: the decorators and the loader reject nil and a second
+// REF 1.3.3: the decorators and the loader reject nil and a second
 // setting.
 func TestBuilderSettersRejectNilAndTwice(t *testing.T) {
 	b := runtime.NewBuilder(testRegistry(t, nil))
@@ -88,7 +88,7 @@ func TestBuilderSettersRejectNilAndTwice(t *testing.T) {
 	assert.ErrorIs(t, b.WithLoader(l), fault.Validation)
 }
 
-// SEED-SPEC 1.3.5: nil ctx and nil registry are Validation errors.
+// REF 1.3.5: nil ctx and nil registry are Validation errors.
 func TestBuildRejectsNilInputs(t *testing.T) {
 	//lint:ignore SA1012 the nil ctx is the point of the test
 	_, err := runtime.NewBuilder(testRegistry(t, nil)).Build(nil, parse(t, minimalDoc)) //nolint:staticcheck
@@ -97,7 +97,7 @@ func TestBuildRejectsNilInputs(t *testing.T) {
 	assert.ErrorIs(t, err, fault.Validation)
 }
 
-// SEED-SPEC 1.2.3: event_bus must name a built event.Bus.
+// REF 1.2.3: event_bus must name a built event.Bus.
 func TestBuildResolvesEventBus(t *testing.T) {
 	tests := []struct {
 		name, doc string
@@ -129,7 +129,7 @@ runtime:
 	}
 }
 
-// SEED-SPEC 1.2.4, 1.2.6, 1.8.3: checkpoint_store must resolve to a store;
+// REF 1.2.4, 1.2.6, 1.8.3: checkpoint_store must resolve to a store;
 // with resume it must also delete.
 func TestBuildResolvesCheckpointStore(t *testing.T) {
 	base := `version: v1
@@ -166,7 +166,7 @@ runtime:
 	}
 }
 
-// SEED-SPEC 1.3.6: a failure after resources are built closes them, in
+// REF 1.3.6: a failure after resources are built closes them, in
 // reverse build order, and nothing is left open.
 func TestBuildFailureClosesWhatWasBuilt(t *testing.T) {
 	err, log := buildErr(t, `version: v1
@@ -181,7 +181,7 @@ runtime:
 	assert.Equal(t, []string{"b", "a"}, log.get())
 }
 
-// SEED-SPEC 1.3.7, 1.12.2, 1.12.3: decorators run in order, WithResultHostFactory
+// REF 1.3.7, 1.12.2, 1.12.3: decorators run in order, WithResultHostFactory
 // sees the deployment, a nil product is Internal and an error fails Build
 // wrapped.
 func TestBuildHostDecorators(t *testing.T) {
@@ -244,7 +244,7 @@ func newHost(t *testing.T, rt *runtime.Runtime) agent.Host {
 	return h
 }
 
-// SEED-SPEC 1.12.1, 1.8.2: the base host publishes to the generation's bus,
+// REF 1.12.1, 1.8.2: the base host publishes to the generation's bus,
 // exposes the bus capability, and checkpoints to the store or drops them
 // when there is none.
 func TestBaseHost(t *testing.T) {
@@ -287,7 +287,7 @@ runtime:
 	assert.ErrorIs(t, err, fault.Validation, "1.12.1: every host request field is required")
 }
 
-// SEED-SPEC 1.2.9, 1.2.10, 1.2.11: the dynamic catalog names deployed agents
+// REF 1.2.9, 1.2.10, 1.2.11: the dynamic catalog names deployed agents
 // (or default), covers every agent, and names existing resources that are
 // tool assemblies.
 func TestBuildDynamicCatalog(t *testing.T) {
@@ -329,7 +329,7 @@ runtime:
 	assert.Equal(t, "tools", rt.Config().DynamicCatalog.Tools["default"], "1.2.11: one resource may back several agents")
 }
 
-// SEED-SPEC 1.2.12, 1.7.7: runtime roles never name external dependencies.
+// REF 1.2.12, 1.7.7: runtime roles never name external dependencies.
 func TestRuntimeRolesRefuseExternals(t *testing.T) {
 	inject := func(b *runtime.Builder) {
 		require.NoError(t, b.WithExternalResource(runtime.ExternalResource{
@@ -348,7 +348,7 @@ runtime:
 	}
 }
 
-// SEED-SPEC 1.12.1: the base host also offers the clock, a random source
+// REF 1.12.1: the base host also offers the clock, a random source
 // seeded from the run id (the same run id gives the same sequence) and a log
 // sink, as capabilities.
 func TestBaseHostSources(t *testing.T) {

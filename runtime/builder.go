@@ -16,7 +16,7 @@ import (
 )
 
 // ErrBuilderUsed is returned by a second Build, and by any With* call once
-// Build has started (SEED-SPEC 1.3.2).
+// Build has started (REF 1.3.2).
 var ErrBuilderUsed = fault.New(fault.Conflict, "runtime builder", "builder already used")
 
 // HostDecorator wraps the base host factory (Builder.WithHostFactory). It
@@ -57,7 +57,7 @@ func (b *Builder) configure(fn func() error) error {
 }
 
 // WithHostFactory sets the decorator of the base host factory. nil and a
-// second setting are Validation errors (SEED-SPEC 1.3.3).
+// second setting are Validation errors (REF 1.3.3).
 func (b *Builder) WithHostFactory(d HostDecorator) error {
 	return b.configure(func() error {
 		switch {
@@ -103,7 +103,7 @@ func (b *Builder) WithLoader(l resource.Loader) error {
 	})
 }
 
-// WithExternalResource injects one caller-owned value (SEED-SPEC 1.7.2): an
+// WithExternalResource injects one caller-owned value (REF 1.7.2): an
 // invalid declaration or a nil value is Validation, a second injection of
 // the same name is Conflict.
 func (b *Builder) WithExternalResource(r ExternalResource) error {
@@ -121,7 +121,7 @@ func (b *Builder) WithExternalResource(r ExternalResource) error {
 }
 
 // Build validates doc, builds and wires its resources and agents, resolves
-// the runtime roles and returns a running Runtime (SEED-SPEC 1.3). On any
+// the runtime roles and returns a running Runtime (REF 1.3). On any
 // failure everything already built is closed and nothing leaks.
 func (b *Builder) Build(ctx context.Context, doc *deploy.Document) (*Runtime, error) {
 	b.mu.Lock()
@@ -217,7 +217,7 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 	return g, nil
 }
 
-// sameBus reports whether a and b are one object (SEED-SPEC 1.10.3.5).
+// sameBus reports whether a and b are one object (REF 1.10.3.5).
 func sameBus(a, b event.Bus) bool {
 	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
 		return false
@@ -237,7 +237,7 @@ func (rt *Runtime) deployExternals(cfg Config) map[string]deploy.External {
 }
 
 // checkRoles refuses external dependencies in runtime-managed roles
-// (SEED-SPEC 1.2.12, 1.7.7).
+// (REF 1.2.12, 1.7.7).
 func checkRoles(cfg Config) error {
 	external := map[string]bool{}
 	for _, d := range cfg.ExternalDeps {
@@ -295,7 +295,7 @@ func newSessionManager(g *generation) (*session.Manager, error) {
 }
 
 // bindManager hands the manager to the one resource that implements
-// session.ManagerBinder, if any (SEED-SPEC 1.3.8).
+// session.ManagerBinder, if any (REF 1.3.8).
 func bindManager(g *generation, m *session.Manager) error {
 	var binder session.ManagerBinder
 	var name string

@@ -13,7 +13,7 @@ import (
 	"github.com/corral-rt/corral/runtime/resource"
 )
 
-// Defaults and bounds of the runtime: section (SEED-SPEC 1.1).
+// Defaults and bounds of the runtime: section (REF 1.1).
 const (
 	DefaultIdleTimeout             = 10 * time.Minute
 	DefaultSinkBuffer              = 256
@@ -142,7 +142,7 @@ func (f *flexBool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DecodeConfig decodes the runtime: subtree strictly (SEED-SPEC 1.1): expand
+// DecodeConfig decodes the runtime: subtree strictly (REF 1.1): expand
 // is applied to every string scalar first (nil expands nothing), unknown keys
 // are errors, defaults are filled in and every bound is checked. Errors are
 // *ConfigError values naming the key; their kind is Validation. An absent

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 1.1: every key has its default.
+// REF 1.1: every key has its default.
 func TestDecodeConfigDefaults(t *testing.T) {
 	cfg, err := runtime.DecodeConfig(json.RawMessage(`{"event_bus":" events "}`), nil)
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func TestDecodeConfigDefaults(t *testing.T) {
 	}, cfg.Sessions)
 }
 
-// SEED-SPEC 1.1: integers and booleans take JSON literals or strings, and
+// REF 1.1: integers and booleans take JSON literals or strings, and
 // ${env:NAME} is expanded before decoding.
 func TestDecodeConfigStringsAndEnv(t *testing.T) {
 	env := map[string]string{"BUF": "512", "RESUME": "true"}
@@ -55,7 +55,7 @@ func TestDecodeConfigStringsAndEnv(t *testing.T) {
 	assert.Contains(t, err.Error(), "MISSING")
 }
 
-// SEED-SPEC 1.2.1, 1.2.2, 1.2.5, 1.2.7, 1.2.8: the decode-time rules, each
+// REF 1.2.1, 1.2.2, 1.2.5, 1.2.7, 1.2.8: the decode-time rules, each
 // naming the key.
 func TestDecodeConfigRules(t *testing.T) {
 	tests := []struct {
@@ -99,7 +99,7 @@ func TestDecodeConfigRules(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.7.1: external_deps entries are trimmed, need a name without
+// REF 1.7.1: external_deps entries are trimmed, need a name without
 // '/', a contract, and unique names.
 func TestDecodeConfigExternalDeps(t *testing.T) {
 	cfg, err := runtime.DecodeConfig(json.RawMessage(`{"event_bus":"b","external_deps":[{"name":" db ","contract":"db.Pool"}]}`), nil)

@@ -8,7 +8,7 @@ import (
 )
 
 // ExternalDependency declares a caller-owned value that the document's
-// resources, engines and hooks may consume by Name (SEED-SPEC 1.7).
+// resources, engines and hooks may consume by Name (REF 1.7).
 type ExternalDependency struct {
 	Name     string `json:"name"`
 	Contract string `json:"contract"`
@@ -38,7 +38,7 @@ func (d ExternalDependency) validate(path string) (ExternalDependency, error) {
 }
 
 // normalizeExternalDeps trims and validates the document's declarations
-// (SEED-SPEC 1.7.1).
+// (REF 1.7.1).
 func normalizeExternalDeps(in []ExternalDependency) ([]ExternalDependency, error) {
 	seen := map[string]bool{}
 	out := make([]ExternalDependency, 0, len(in))
@@ -57,7 +57,7 @@ func normalizeExternalDeps(in []ExternalDependency) ([]ExternalDependency, error
 	return out, nil
 }
 
-// validateInjected checks one WithExternalResource value (SEED-SPEC 1.7.2).
+// validateInjected checks one WithExternalResource value (REF 1.7.2).
 func validateInjected(r ExternalResource) (ExternalResource, error) {
 	d, err := r.ExternalDependency.validate("external resource")
 	if err != nil {
@@ -75,7 +75,7 @@ func validateInjected(r ExternalResource) (ExternalResource, error) {
 }
 
 // matchExternals checks declarations against injections at Build
-// (SEED-SPEC 1.7.3). With allowUndeclared (Reload), injected values the
+// (REF 1.7.3). With allowUndeclared (Reload), injected values the
 // document no longer declares are ignored.
 func matchExternals(declared []ExternalDependency, injected map[string]ExternalResource, allowUndeclared bool) error {
 	want := map[string]bool{}

@@ -31,7 +31,7 @@ runtime:
       contract: db.Pool
 `
 
-// SEED-SPEC 1.7.4, 1.7.6, 1.6.4: a resource consumes an external value by
+// REF 1.7.4, 1.7.6, 1.6.4: a resource consumes an external value by
 // name; the runtime borrows it, never closes it and never lends it out.
 func TestExternalDependencyIsConsumedAndBorrowed(t *testing.T) {
 	p := &pool{}
@@ -45,7 +45,7 @@ func TestExternalDependencyIsConsumedAndBorrowed(t *testing.T) {
 	assert.False(t, p.closed, "1.7.6: Close does not close external values")
 }
 
-// SEED-SPEC 1.3.4, 1.7.2: WithExternalResource adds one caller-owned value,
+// REF 1.3.4, 1.7.2: WithExternalResource adds one caller-owned value,
 // validated.
 func TestWithExternalResourceValidation(t *testing.T) {
 	var nilPool *pool
@@ -73,7 +73,7 @@ func TestWithExternalResourceValidation(t *testing.T) {
 	assert.ErrorIs(t, b.WithExternalResource(r), fault.Conflict, "a duplicate injection is a Conflict")
 }
 
-// SEED-SPEC 1.7.3: declarations and injections must match at Build.
+// REF 1.7.3: declarations and injections must match at Build.
 func TestBuildMatchesExternals(t *testing.T) {
 	t.Run("declared but not injected", func(t *testing.T) {
 		err, _ := buildErr(t, externalDoc)
@@ -93,7 +93,7 @@ func TestBuildMatchesExternals(t *testing.T) {
 	})
 }
 
-// SEED-SPEC 1.7.4: the consumer's DepSpec type must equal the contract.
+// REF 1.7.4: the consumer's DepSpec type must equal the contract.
 func TestExternalContractMustMatchConsumer(t *testing.T) {
 	err, _ := buildErr(t, `version: v1
 resources:
@@ -106,7 +106,7 @@ runtime:
 	assert.ErrorIs(t, err, fault.Validation)
 }
 
-// SEED-SPEC 1.7.5: an external dependency may not share a name with a
+// REF 1.7.5: an external dependency may not share a name with a
 // document resource.
 func TestExternalNameCollision(t *testing.T) {
 	err, _ := buildErr(t, `version: v1

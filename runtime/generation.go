@@ -46,7 +46,7 @@ var _ session.AgentResolver = (*generation)(nil)
 
 // close closes the result (resources in reverse build order, then the
 // deployed agents) and then the dynamic agents the generation adopted,
-// sorted by id (SEED-SPEC 1.4.3). It is idempotent.
+// sorted by id (REF 1.4.3). It is idempotent.
 func (g *generation) close() error {
 	if g == nil || g.result == nil {
 		return nil
@@ -116,7 +116,7 @@ func (g *generation) dynamicIDs() []string {
 }
 
 // resolveRoles finds the event bus and the checkpoint store
-// (SEED-SPEC 1.2.3, 1.2.4, 1.2.6).
+// (REF 1.2.3, 1.2.4, 1.2.6).
 func (g *generation) resolveRoles() error {
 	v, ok := g.result.Value(g.cfg.EventBus)
 	if !ok {
@@ -149,7 +149,7 @@ func (g *generation) resolveRoles() error {
 }
 
 // checkCatalog applies the dynamic_catalog rules that need the deployment
-// and resolves the assemblies (SEED-SPEC 1.2.9–1.2.11).
+// and resolves the assemblies (REF 1.2.9–1.2.11).
 func (g *generation) checkCatalog() error {
 	cat := g.cfg.DynamicCatalog
 	if cat == nil {
@@ -181,7 +181,7 @@ func (g *generation) checkCatalog() error {
 }
 
 // assembly resolves the resource name as a tool.Assembly: an unknown name
-// is NotFound, another value Validation (SEED-SPEC 1.2.11, 1.11.6).
+// is NotFound, another value Validation (REF 1.2.11, 1.11.6).
 func (g *generation) assembly(name string) (tool.Assembly, error) {
 	v, ok := g.result.Value(name)
 	if !ok {
@@ -195,7 +195,7 @@ func (g *generation) assembly(name string) (tool.Assembly, error) {
 }
 
 // catalogFor resolves the tool assembly of the agent id registered at run
-// time (SEED-SPEC 1.11.6, 1.10.3.8): the named resource when name is set,
+// time (REF 1.11.6, 1.10.3.8): the named resource when name is set,
 // otherwise the catalog's default, otherwise none when the document has no
 // catalog.
 func (g *generation) catalogFor(id, name string) (tool.Assembly, error) {
@@ -240,7 +240,7 @@ func (g *generation) sessionCatalog(_ context.Context, key session.Key) (any, er
 
 // hostFactoryFor builds the generation's host factory: the base factory,
 // then WithHostFactory, then WithResultHostFactory with this generation's
-// result (SEED-SPEC 1.3.5, 1.3.7, 1.12.2–1.12.4).
+// result (REF 1.3.5, 1.3.7, 1.12.2–1.12.4).
 func (rt *Runtime) hostFactoryFor(g *generation) (session.HostFactory, error) {
 	f := baseHostFactory(g.bus, g.store)
 	if rt.hostDecorator != nil {
@@ -266,7 +266,7 @@ func (rt *Runtime) hostFactoryFor(g *generation) (session.HostFactory, error) {
 	return f, nil
 }
 
-// baseHost is the host every turn starts from (SEED-SPEC 1.12.1). Besides
+// baseHost is the host every turn starts from (REF 1.12.1). Besides
 // the Host methods it offers the event bus, the wall clock (UTC), a random
 // source seeded from the run id, and a log sink.
 type baseHost struct {

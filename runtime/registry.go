@@ -60,7 +60,7 @@ func WithRemoveTimeout(d time.Duration) UnregisterAgentOption {
 }
 
 // checkAgentID refuses an empty id or one with surrounding white space
-// (SEED-SPEC 1.11.1).
+// (REF 1.11.1).
 func checkAgentID(op, id string) error {
 	if id == "" || strings.TrimSpace(id) != id {
 		return fault.New(fault.Validation, op, "agent id %q must be non-empty with no leading or trailing white space", id)
@@ -70,7 +70,7 @@ func checkAgentID(op, id string) error {
 
 // RegisterAgent binds def as agent id in the serving generation, the way
 // deployment binds a document agent (deploy.BindAgent), and makes it
-// available to sessions and to Agent (SEED-SPEC 1.11). The agent gets the
+// available to sessions and to Agent (REF 1.11). The agent gets the
 // tool assembly named by WithToolAssembly, or the dynamic catalog's
 // default. Any failure closes what was built: no partial registration
 // remains. An id that is already registered, or that is a deployed agent,
@@ -126,7 +126,7 @@ func bindDynamic(ctx context.Context, op string, g *generation, id string, def a
 }
 
 // UnregisterAgent removes the agent id registered with RegisterAgent
-// (SEED-SPEC 1.11.9–1.11.12): new opens fail with NotFound, the call waits,
+// (REF 1.11.9–1.11.12): new opens fail with NotFound, the call waits,
 // bounded by ctx and WithRemoveTimeout, for the agent's active turns to end
 // on their own, then closes its sessions and its instance. An unknown id is
 // a no-op; a deployed agent is a Conflict. When the wait fails the
@@ -171,7 +171,7 @@ func (rt *Runtime) UnregisterAgent(ctx context.Context, id string, opts ...Unreg
 }
 
 // Agent returns the agent id of the serving generation: a registered agent
-// first, then a deployed one (SEED-SPEC 1.11.8). The agent belongs to the
+// first, then a deployed one (REF 1.11.8). The agent belongs to the
 // runtime; do not close it, and do not keep it past a Reload or Close.
 // After Close it reports false.
 func (rt *Runtime) Agent(id string) (*agent.Agent, bool) {
@@ -193,7 +193,7 @@ func (rt *Runtime) AgentNames() []string {
 }
 
 // checkCall checks the arguments every registry call shares and applies
-// the options (SEED-SPEC 1.11.1).
+// the options (REF 1.11.1).
 func checkCall[C any, O ~func(*C) error](ctx context.Context, op string, id string, opts []O, cfg *C) error {
 	if ctx == nil {
 		return fault.New(fault.Validation, op, "ctx must not be nil")

@@ -36,8 +36,8 @@ func badCloseFactory() resource.Factory {
 		})
 }
 
-// SEED-SPEC 1.11.1: ids, ctx and options are checked first.
-// SEED-SPEC 1.11.2: the definition is validated before anything is built.
+// REF 1.11.1: ids, ctx and options are checked first.
+// REF 1.11.2: the definition is validated before anything is built.
 func TestRegistryArguments(t *testing.T) {
 	l := newLab()
 	rt, _ := buildLab(t, l, nil, labDoc("", ""))
@@ -71,9 +71,9 @@ func TestRegistryArguments(t *testing.T) {
 	assert.Equal(t, 1, l.live(), "no engine was built for a refused call")
 }
 
-// SEED-SPEC 1.11.3
-// SEED-SPEC 1.9.5
-// SEED-SPEC 1.9.6
+// REF 1.11.3
+// REF 1.9.5
+// REF 1.9.6
 // Registry calls wait for the lifecycle
 // lock that Drain holds; once draining, RegisterAgent is refused while
 // UnregisterAgent still works; after Close both are NotAvailable.
@@ -121,7 +121,7 @@ func TestRegistrySerializedWithDrainAndClose(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// SEED-SPEC 1.11.4: an id that is registered or deployed is a Conflict.
+// REF 1.11.4: an id that is registered or deployed is a Conflict.
 func TestRegisterAgentConflicts(t *testing.T) {
 	rt, _ := buildLab(t, newLab(), nil, labDoc("", ""))
 	ctx := context.Background()
@@ -135,7 +135,7 @@ func TestRegisterAgentConflicts(t *testing.T) {
 	assert.ErrorContains(t, err, "is a deployed agent")
 }
 
-// SEED-SPEC 1.11.5: registration binds like deployment; any failure is
+// REF 1.11.5: registration binds like deployment; any failure is
 // Validation and closes what was built, so nothing is left registered.
 func TestRegisterAgentNoPartialRegistration(t *testing.T) {
 	l := newLab()
@@ -161,7 +161,7 @@ func TestRegisterAgentNoPartialRegistration(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.11.6: the catalog rules; a failed check closes the instance.
+// REF 1.11.6: the catalog rules; a failed check closes the instance.
 func TestRegisterAgentCatalog(t *testing.T) {
 	ctx := context.Background()
 	withDefault := "  dynamic_catalog: {tools: {default: tools}}\n"
@@ -199,11 +199,11 @@ func TestRegisterAgentCatalog(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.11.7: a registration clears the id's tombstone, serves
+// REF 1.11.7: a registration clears the id's tombstone, serves
 // sessions and publishes registered.
-// SEED-SPEC 1.11.8: Agent and AgentNames are the live view, registered
+// REF 1.11.8: Agent and AgentNames are the live view, registered
 // agents first, sorted and deduplicated.
-// SEED-SPEC 1.11.13: lifecycle events go on the serving bus under the
+// REF 1.11.13: lifecycle events go on the serving bus under the
 // sanitised id with the card's name and description.
 func TestRegisterAgent(t *testing.T) {
 	l := newLab()
@@ -246,11 +246,11 @@ func TestRegisterAgent(t *testing.T) {
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.11.9: unregistering an unknown id is a no-op, a deployed
+// REF 1.11.9: unregistering an unknown id is a no-op, a deployed
 // agent is a Conflict.
-// SEED-SPEC 1.11.10: it waits for active turns to end on their own, then
+// REF 1.11.10: it waits for active turns to end on their own, then
 // closes the agent's sessions.
-// SEED-SPEC 1.11.12: then it closes the instance and publishes removed.
+// REF 1.11.12: then it closes the instance and publishes removed.
 func TestUnregisterAgent(t *testing.T) {
 	l, g := newLab(), newGate()
 	rt, _ := buildLab(t, l, g, labDoc("", ""))
@@ -297,9 +297,9 @@ func TestUnregisterAgent(t *testing.T) {
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.11.11: when the wait fails the registration is restored, the
+// REF 1.11.11: when the wait fails the registration is restored, the
 // sessions are untouched, the tombstone stays until a retry succeeds.
-// SEED-SPEC 1.11.14: the registry drives Manager.RemoveAgent and
+// REF 1.11.14: the registry drives Manager.RemoveAgent and
 // Manager.ReopenAgent.
 func TestUnregisterAgentRestoresOnTimeout(t *testing.T) {
 	l, g := newLab(), newGate()
@@ -343,7 +343,7 @@ func TestUnregisterAgentRestoresOnTimeout(t *testing.T) {
 	require.NoError(t, l2.Close())
 }
 
-// SEED-SPEC 1.11.12: a close error is returned, nothing is published, and
+// REF 1.11.12: a close error is returned, nothing is published, and
 // the agent stays unregistered.
 func TestUnregisterAgentCloseError(t *testing.T) {
 	rt, _ := buildLab(t, newLab(), nil, labDoc("", ""), badCloseFactory())
@@ -367,7 +367,7 @@ func TestUnregisterAgentCloseError(t *testing.T) {
 	assert.Equal(t, []string{event.SubjectAgentRegistered("qa"), event.SubjectAgentRegistered("next")}, rec.subjects())
 }
 
-// SEED-SPEC 1.4.2: Close closes the registered agents with the serving
+// REF 1.4.2: Close closes the registered agents with the serving
 // generation.
 func TestCloseClosesRegisteredAgents(t *testing.T) {
 	l := newLab()
@@ -380,8 +380,8 @@ func TestCloseClosesRegisteredAgents(t *testing.T) {
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.11.6
-// SEED-SPEC 1.11.7
+// REF 1.11.6
+// REF 1.11.7
 // The registered agent's sessions get the tool
 // assembly it was registered with; deployed agents get theirs from the
 // catalog.

@@ -41,7 +41,7 @@ type ReloadResult struct {
 }
 
 // Reload replaces the serving generation with one built from doc
-// (SEED-SPEC 1.10): build the new generation, swap it in, and retire the
+// (REF 1.10): build the new generation, swap it in, and retire the
 // old one once its last in-flight turn has ended. Turns that are running
 // finish on the generation they started on; the next Start uses the new
 // one. Registered agents are bound again to the new generation; deployed
@@ -96,7 +96,7 @@ func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document, opts ...Rel
 }
 
 // allocateGeneration returns the next generation id; ids of failed
-// attempts are never reused (SEED-SPEC 1.10.2).
+// attempts are never reused (REF 1.10.2).
 func (rt *Runtime) allocateGeneration() uint64 {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -126,7 +126,7 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	if err != nil {
 		return nil, nil, err
 	}
-	// SEED-SPEC 1.10.3.11: idle_timeout and max_sessions apply at once, the
+	// REF 1.10.3.11: idle_timeout and max_sessions apply at once, the
 	// rest to sessions created later.
 	if err := rt.sessions.UpdateTunables(tunablesOf(next.cfg)); err != nil {
 		return nil, nil, errors.Join(err, next.close())
@@ -138,7 +138,7 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	return &ReloadResult{GenerationID: id, PreviousID: cur.id, ReboundAgents: rebound, DrainedAgents: drained}, next, nil
 }
 
-// buildNext is the build half of a reload (SEED-SPEC 1.10.3): the new
+// buildNext is the build half of a reload (REF 1.10.3): the new
 // generation, the session manager bound into it, the registered agents
 // bound again, the dropped agents drained and the tombstones of the new
 // document's agents cleared. drained lists the
@@ -171,7 +171,7 @@ func (rt *Runtime) buildNext(ctx context.Context, id uint64, cur *generation, do
 
 // rebindDynamic binds every registered agent of cur, in sorted order,
 // against next with its definition and WithToolAssembly name
-// (SEED-SPEC 1.10.3.8). The instances join next, which closes them if the
+// (REF 1.10.3.8). The instances join next, which closes them if the
 // reload fails.
 func rebindDynamic(ctx context.Context, cur, next *generation) ([]string, error) {
 	ids := cur.dynamicIDs()
@@ -194,7 +194,7 @@ func rebindDynamic(ctx context.Context, cur, next *generation) ([]string, error)
 
 // drainDropped removes, before the swap, each deployed agent of cur that
 // next does not deploy: its sessions are drained and closed
-// (SEED-SPEC 1.10.3.9). It returns the agents it tombstoned, sorted.
+// (REF 1.10.3.9). It returns the agents it tombstoned, sorted.
 func (rt *Runtime) drainDropped(ctx context.Context, cur, next *generation) ([]string, error) {
 	var drained []string
 	for _, name := range cur.result.AgentNames() {
@@ -209,7 +209,7 @@ func (rt *Runtime) drainDropped(ctx context.Context, cur, next *generation) ([]s
 	return drained, nil
 }
 
-// swap commits a reload (SEED-SPEC 1.10.4): the router adds next's bus,
+// swap commits a reload (REF 1.10.4): the router adds next's bus,
 // then Resource, Agent and the session manager's epoch switch to next in
 // one step under the runtime lock. cur keeps the registered agents it
 // served (it adopts them) and is retired when its last turn ends.

@@ -157,8 +157,8 @@ func (h *reloadHammer) finish() map[string]*agent.Result {
 // turn uses it (the lab engine checks both), failed reloads leave the
 // serving generation as it was, and no goroutine is left behind.
 //
-// SEED-SPEC 1.10.5: in-flight turns always finish on their generation.
-// SEED-SPEC 1.10.9: failed reloads change nothing, under load.
+// REF 1.10.5: in-flight turns always finish on their generation.
+// REF 1.10.9: failed reloads change nothing, under load.
 func TestReloadHammer(t *testing.T) {
 	before := goroutines()
 	l := newLab()

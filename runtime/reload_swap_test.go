@@ -26,12 +26,12 @@ func count(names []string, name string) int {
 	return n
 }
 
-// SEED-SPEC 1.10.4: the commit swaps everything at once; the retiring
+// REF 1.10.4: the commit swaps everything at once; the retiring
 // generation adopts the registered instances and is closed, bus removed,
 // when its last in-flight turn ends.
-// SEED-SPEC 1.10.5: in-flight turns finish on the generation they started
+// REF 1.10.5: in-flight turns finish on the generation they started
 // on; the next Start uses the new one.
-// SEED-SPEC 1.6.2: after a Reload Resource lends the new generation's
+// REF 1.6.2: after a Reload Resource lends the new generation's
 // value; the old one is closed once the old turns finish.
 func TestReloadInFlightTurnsKeepTheirGeneration(t *testing.T) {
 	l, g := newLab(), newGate()
@@ -94,7 +94,7 @@ func TestReloadInFlightTurnsKeepTheirGeneration(t *testing.T) {
 	assert.Equal(t, 0, l.live())
 }
 
-// SEED-SPEC 1.10.6: each generation owns its bus and store, so a document
+// REF 1.10.6: each generation owns its bus and store, so a document
 // may change both.
 func TestReloadChangesBusAndStore(t *testing.T) {
 	l := newLab()
@@ -145,9 +145,9 @@ func (b *flakyBus) Publish(ctx context.Context, env event.Envelope) error {
 	return b.MemoryBus.Publish(ctx, env)
 }
 
-// SEED-SPEC 1.10.8: rebuild events are best-effort; a publish failure does
+// REF 1.10.8: rebuild events are best-effort; a publish failure does
 // not change the result.
-// SEED-SPEC 1.11.13: so are the lifecycle events.
+// REF 1.11.13: so are the lifecycle events.
 func TestRuntimeEventsAreBestEffort(t *testing.T) {
 	flaky := resource.FactoryFunc(resource.Spec{Kind: "event.Bus", Impl: "flaky"},
 		func(context.Context, resource.Input) (any, error) { return &flakyBus{event.NewMemoryBus()}, nil })
@@ -163,7 +163,7 @@ func TestRuntimeEventsAreBestEffort(t *testing.T) {
 	assert.False(t, slices.Contains(rt.AgentNames(), "qa"))
 }
 
-// SEED-SPEC 1.10.3.3: the session manager is bound into each new
+// REF 1.10.3.3: the session manager is bound into each new
 // generation once, and the binder's generation is the one that serves.
 func TestReloadBindsTheSessionManager(t *testing.T) {
 	var binds atomic.Int32
@@ -178,8 +178,8 @@ func TestReloadBindsTheSessionManager(t *testing.T) {
 	assert.NotSame(t, old, cur)
 }
 
-// SEED-SPEC 1.4.3
-// SEED-SPEC 1.10.4
+// REF 1.4.3
+// REF 1.10.4
 // Close interrupts a turn that still runs on a
 // retired generation; that generation is closed when the turn ends, and
 // nothing is left behind.

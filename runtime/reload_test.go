@@ -49,10 +49,10 @@ func rebuildEvents(t *testing.T, envs []event.Envelope) []event.RebuildPayload {
 	return out
 }
 
-// SEED-SPEC 1.10: a nil ctx, document or option is Validation.
-// SEED-SPEC 1.10.1: after Close Reload is NotAvailable; it waits for the
+// REF 1.10: a nil ctx, document or option is Validation.
+// REF 1.10.1: after Close Reload is NotAvailable; it waits for the
 // lifecycle lock that Drain holds.
-// SEED-SPEC 1.9.6: once draining, Reload is NotAvailable.
+// REF 1.9.6: once draining, Reload is NotAvailable.
 func TestReloadArgumentsAndLifecycle(t *testing.T) {
 	l, g := newLab(), newGate()
 	src := labDoc("", "")
@@ -103,9 +103,9 @@ func TestReloadArgumentsAndLifecycle(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrClosed)
 }
 
-// SEED-SPEC 1.10.2: every attempt gets its id before validation, is
+// REF 1.10.2: every attempt gets its id before validation, is
 // announced with started and ends in exactly one of completed or failed.
-// SEED-SPEC 1.10.7: completed and ReloadResult carry the ids and the
+// REF 1.10.7: completed and ReloadResult carry the ids and the
 // sorted rebound and drained agents.
 func TestReloadGenerationIDsAndEvents(t *testing.T) {
 	l := newLab()
@@ -223,10 +223,10 @@ func (b *countingBinder) BindSessionManager(*session.Manager) error {
 	return b.err
 }
 
-// SEED-SPEC 1.10.3: each step of the build pipeline can fail; every failure
+// REF 1.10.3: each step of the build pipeline can fail; every failure
 // publishes failed, leaves the old generation serving and returns the
 // error.
-// SEED-SPEC 1.10.9: a failed reload leaves Resource, Agent, AgentNames and
+// REF 1.10.9: a failed reload leaves Resource, Agent, AgentNames and
 // sessions exactly as they were, and the counter still advances.
 func TestReloadFailuresLeaveTheOldGeneration(t *testing.T) {
 	base := labDoc("", "")
@@ -293,8 +293,8 @@ func subjectsOf(envs []event.Envelope) []string {
 	return out
 }
 
-// SEED-SPEC 1.10.3.6: a decorator error during a reload aborts it.
-// SEED-SPEC 1.12.4: both decorators are re-applied to each generation,
+// REF 1.10.3.6: a decorator error during a reload aborts it.
+// REF 1.12.4: both decorators are re-applied to each generation,
 // the result decorator with the new generation's result.
 func TestReloadReappliesDecorators(t *testing.T) {
 	l := newLab()
@@ -338,9 +338,9 @@ func TestReloadReappliesDecorators(t *testing.T) {
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.10.3.9: a deployed agent the new document drops is drained
+// REF 1.10.3.9: a deployed agent the new document drops is drained
 // before the swap; a drain that fails aborts and clears its tombstone.
-// SEED-SPEC 1.10.3.10: the new document's agents lose their tombstones.
+// REF 1.10.3.10: the new document's agents lose their tombstones.
 func TestReloadDrainsDroppedAgents(t *testing.T) {
 	l, g := newLab(), newGate()
 	gated := `version: v1
@@ -412,7 +412,7 @@ runtime:
 	assert.Empty(t, l.problems())
 }
 
-// SEED-SPEC 1.10.3.11: the tunables of the new document apply.
+// REF 1.10.3.11: the tunables of the new document apply.
 func TestReloadUpdatesTunables(t *testing.T) {
 	rt, _ := buildLab(t, newLab(), nil, labDoc("", ""))
 	_, err := rt.Reload(context.Background(), parse(t, labDoc("", "  sessions: {max_sessions: 3, idle_timeout: 2m, sink_buffer: 9}\n")))

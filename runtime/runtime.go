@@ -18,7 +18,7 @@ import (
 var ErrClosed = fault.New(fault.NotAvailable, "runtime", "runtime is closed")
 
 // ErrDraining is returned by RegisterAgent and Reload once Drain was called
-// (SEED-SPEC 1.9.6).
+// (REF 1.9.6).
 var ErrDraining = fault.New(fault.NotAvailable, "runtime", "runtime draining")
 
 // publishTimeout bounds a best-effort runtime event publish.
@@ -37,7 +37,7 @@ type Runtime struct {
 	sessions       *session.Manager
 
 	// lifecycle serializes Close, Drain, Reload, RegisterAgent and
-	// UnregisterAgent (SEED-SPEC 1.9.5, 1.10.1, 1.11.3).
+	// UnregisterAgent (REF 1.9.5, 1.10.1, 1.11.3).
 	lifecycle sync.Mutex
 
 	mu      sync.RWMutex // guards gen, nextGen and closed
@@ -50,7 +50,7 @@ type Runtime struct {
 }
 
 // GenerationID returns the id of the generation now serving; the first is
-// 1 (SEED-SPEC 1.3.9).
+// 1 (REF 1.3.9).
 func (rt *Runtime) GenerationID() uint64 {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
@@ -85,7 +85,7 @@ func (rt *Runtime) usable(op string, refuseDraining bool) error {
 
 // publish sends a runtime event on bus, best-effort: it is bounded by
 // publishTimeout, survives the caller's cancellation, and a failure is
-// only logged (SEED-SPEC 1.10.8, 1.11.13).
+// only logged (REF 1.10.8, 1.11.13).
 func publish(ctx context.Context, bus event.Bus, subject string, payload any) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
@@ -106,7 +106,7 @@ func (rt *Runtime) Config() Config {
 }
 
 // Resource lends the value built for the resource name in the serving
-// generation (SEED-SPEC 1.6). The runtime keeps owning it: do not close it,
+// generation (REF 1.6). The runtime keeps owning it: do not close it,
 // and do not keep it past a Reload or Close. External dependencies are not
 // resources and are not returned.
 func (rt *Runtime) Resource(name string) (any, bool) {
@@ -120,7 +120,7 @@ func (rt *Runtime) Resource(name string) (any, bool) {
 
 // Attach subscribes sink to every event matching pattern on the runtime's
 // router, across every generation's bus, without resolving the event_bus
-// resource (SEED-SPEC 1.5). The attachment uses DropNewest unless
+// resource (REF 1.5). The attachment uses DropNewest unless
 // event.WithAttachBackpressure says otherwise. It ends when detach is
 // called, ctx ends, sink returns an error, or the runtime closes.
 func (rt *Runtime) Attach(ctx context.Context, pattern string, sink event.Sink, opts ...event.AttachOption) (detach func(), err error) {
@@ -144,7 +144,7 @@ func (rt *Runtime) Attach(ctx context.Context, pattern string, sink event.Sink, 
 // session.ErrManagerClosed (NotAvailable).
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
-// Drain quiesces the runtime before it is replaced (SEED-SPEC 1.9): new
+// Drain quiesces the runtime before it is replaced (REF 1.9): new
 // leases and new turns are refused with session.ErrManagerDraining, and
 // Drain waits, bounded by ctx, until no session has an active turn. It never
 // interrupts a turn. The runtime stays draining even when ctx ends first; a
@@ -161,7 +161,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 	return rt.sessions.Drain(ctx)
 }
 
-// Close releases the runtime (SEED-SPEC 1.4): the sessions, then the
+// Close releases the runtime (REF 1.4): the sessions, then the
 // router's attachments, then the generation's resources in reverse build
 // order and its agents. Caller-owned external values are not closed. Close
 // is idempotent; every caller gets the same joined error.

@@ -40,7 +40,7 @@ func publish(t *testing.T, rt *runtime.Runtime, subject string) {
 	require.NoError(t, v.(event.Bus).Publish(context.Background(), event.Envelope{Subject: subject}))
 }
 
-// SEED-SPEC 1.5.1, 1.5.4: Attach subscribes a sink to the router; detach
+// REF 1.5.1, 1.5.4: Attach subscribes a sink to the router; detach
 // ends it and is idempotent.
 func TestAttach(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -60,7 +60,7 @@ func TestAttach(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.2: nil ctx and nil sink are Validation; a bad pattern is
+// REF 1.5.2: nil ctx and nil sink are Validation; a bad pattern is
 // refused by the bus.
 func TestAttachValidation(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -76,7 +76,7 @@ func TestAttachValidation(t *testing.T) {
 	assert.ErrorIs(t, err, fault.Validation)
 }
 
-// SEED-SPEC 1.5.3: external attachments drop the newest envelope by
+// REF 1.5.3: external attachments drop the newest envelope by
 // default, and WithAttachBackpressure overrides it per attachment.
 func TestAttachBackpressure(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -114,7 +114,7 @@ func TestAttachBackpressure(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.3, 1.5.4: a sink error detaches that attachment only and is
+// REF 1.5.3, 1.5.4: a sink error detaches that attachment only and is
 // reported to WithOnDetach; ctx cancel ends an attachment.
 func TestAttachEndsOnSinkErrorAndCtx(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -151,7 +151,7 @@ func TestAttachEndsOnSinkErrorAndCtx(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.4.1: Close is idempotent and concurrent callers get the same
+// REF 1.4.1: Close is idempotent and concurrent callers get the same
 // result.
 func TestCloseIdempotent(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -171,7 +171,7 @@ type failingCloser struct{ err error }
 
 func (f failingCloser) Close() error { return f.err }
 
-// SEED-SPEC 1.4.2, 1.4.3: Close tears down attachments, then closes
+// REF 1.4.2, 1.4.3: Close tears down attachments, then closes
 // resources in reverse build order; close errors are joined and returned to
 // every caller.
 func TestCloseOrderAndErrors(t *testing.T) {
@@ -200,7 +200,7 @@ runtime:
 	assert.False(t, ok, "nothing is lent after Close")
 }
 
-// SEED-SPEC 1.4.4, 1.5.6: Attach after Close is NotAvailable.
+// REF 1.4.4, 1.5.6: Attach after Close is NotAvailable.
 func TestAttachAfterClose(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
 	require.NoError(t, rt.Close())
@@ -209,7 +209,7 @@ func TestAttachAfterClose(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrClosed)
 }
 
-// SEED-SPEC 1.5.6: Close tears down existing attachments: the sink sees
+// REF 1.5.6: Close tears down existing attachments: the sink sees
 // nothing after Close and the router's goroutines are gone.
 func TestCloseTearsDownAttachments(t *testing.T) {
 	rt, _ := build(t, minimalDoc)
@@ -223,7 +223,7 @@ func TestCloseTearsDownAttachments(t *testing.T) {
 		"1.4.3: the generation's bus is closed with the runtime")
 }
 
-// SEED-SPEC 1.6.1, 1.6.3: Resource lends the current generation's values;
+// REF 1.6.1, 1.6.3: Resource lends the current generation's values;
 // an unknown name is (nil, false).
 func TestResource(t *testing.T) {
 	rt, _ := build(t, `version: v1
@@ -241,7 +241,7 @@ runtime:
 	assert.Nil(t, v)
 }
 
-// SEED-SPEC 1.3.6: a Build that fails leaves no goroutine behind.
+// REF 1.3.6: a Build that fails leaves no goroutine behind.
 func TestFailedBuildLeavesNoGoroutines(t *testing.T) {
 	before := goroutines()
 	for range 20 {

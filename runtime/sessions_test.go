@@ -78,7 +78,7 @@ func TestSessionsRunDeployedAgent(t *testing.T) {
 	mu.Unlock()
 }
 
-// SEED-SPEC 1.9.1, 1.9.2, 1.9.3, 1.9.4: Drain refuses new leases and turns,
+// REF 1.9.1, 1.9.2, 1.9.3, 1.9.4: Drain refuses new leases and turns,
 // never interrupts the running one, stays draining when its ctx ends, and
 // returns nil once idle; Close works after it, Drain after Close is
 // NotAvailable.
@@ -116,7 +116,7 @@ func TestDrain(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotAvailable, "1.9.4: Drain after Close")
 }
 
-// SEED-SPEC 1.9.5: Drain is serialized with Close through the lifecycle
+// REF 1.9.5: Drain is serialized with Close through the lifecycle
 // lock: a Close that arrives while Drain waits runs after it.
 func TestDrainSerializedWithClose(t *testing.T) {
 	gate := agenttest.NewGate()
@@ -144,7 +144,7 @@ func TestDrainSerializedWithClose(t *testing.T) {
 	<-closed
 }
 
-// SEED-SPEC 1.4.3, 1.4.4: Close interrupts active turns with host_shutdown
+// REF 1.4.3, 1.4.4: Close interrupts active turns with host_shutdown
 // before it tears the rest down; Open afterwards is NotAvailable.
 func TestCloseInterruptsTurns(t *testing.T) {
 	e := agenttest.New(agenttest.WaitInterrupt())
@@ -182,7 +182,7 @@ func (b *binder) BindSessionManager(m *session.Manager) error {
 	return b.err
 }
 
-// SEED-SPEC 1.3.8: at most one resource implements session.ManagerBinder;
+// REF 1.3.8: at most one resource implements session.ManagerBinder;
 // it is bound to the runtime's manager, and a bind error fails Build.
 func TestManagerBinder(t *testing.T) {
 	var made []*binder
@@ -223,7 +223,7 @@ runtime:
 	assert.ErrorIs(t, err, boom)
 }
 
-// SEED-SPEC 1.1, 1.3.5: the runtime: section's sessions tunables reach the
+// REF 1.1, 1.3.5: the runtime: section's sessions tunables reach the
 // session manager.
 func TestSessionTunablesFromDocument(t *testing.T) {
 	rt, _ := build(t, minimalDoc+`  sessions:

@@ -14,7 +14,7 @@ type pathHolder struct {
 }
 
 // ${board.path} references resolve with the rules of the graph config.
-// SEED-SPEC 5.2.6
+// REF 5.2.6
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	vars := map[string]any{

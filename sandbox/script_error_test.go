@@ -12,7 +12,7 @@ import (
 )
 
 // Signal classes map by name; an unknown class is internal.
-// SEED-SPEC 9.8
+// REF 9.8
 func TestSignalKind(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]*fault.Kind{

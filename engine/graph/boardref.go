@@ -10,7 +10,7 @@ import (
 const refPrefix = "${board."
 
 // ResolveString resolves the ${board.path} references in s against vars
-// (SEED-SPEC 5.2.6) with sandbox.Resolve, the resolver scripts reach as
+// (REF 5.2.6) with sandbox.Resolve, the resolver scripts reach as
 // board.resolve, so a node's config and its script agree:
 //
 //   - the path is dotted; an exact var named "a.b" takes priority over the

@@ -29,7 +29,7 @@ func refVars() map[string]any {
 // ${board.path} references resolve against the board vars.
 func TestResolveString(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.6
+	// REF 5.2.6
 	tests := []struct {
 		name string
 		in   string
@@ -74,7 +74,7 @@ func TestResolveString(t *testing.T) {
 // is a Validation error.
 func TestResolveStringErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.6 (a missing var without a default → Validation)
+	// REF 5.2.6 (a missing var without a default → Validation)
 	for _, in := range []string{"${board.missing}", "x ${board.user.nope} y", "${board.}", "${board.name"} {
 		_, err := graph.ResolveString(in, refVars())
 		assert.ErrorIs(t, err, fault.Validation, in)
@@ -84,7 +84,7 @@ func TestResolveStringErrors(t *testing.T) {
 // ResolveRefs resolves strings at any depth and leaves its input alone.
 func TestResolveRefs(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.6
+	// REF 5.2.6
 	in := map[string]any{"a": []any{"${board.n}", map[string]any{"b": "hi ${board.name}"}}, "k": 1, "${board.name}": "key"}
 	got, err := graph.ResolveRefs(in, refVars())
 	require.NoError(t, err)

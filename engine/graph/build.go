@@ -42,7 +42,7 @@ const (
 	LastWriteWins  MergeStrategy = "last_write_wins"  // the last branch in wave order that wrote the var
 )
 
-// ParallelOptions configure parallel waves (SEED-SPEC 5.6).
+// ParallelOptions configure parallel waves (REF 5.6).
 type ParallelOptions struct {
 	Enabled        bool          // run waves of two or more nodes in parallel
 	BranchTimeout  time.Duration // per branch; 0 means none
@@ -217,7 +217,7 @@ type builtEdge struct {
 	cond  *condition
 }
 
-// Build validates doc and turns it into an Engine (SEED-SPEC 5.1.5): every
+// Build validates doc and turns it into an Engine (REF 5.1.5): every
 // node's type must be known and its config a JSON object the type accepts,
 // and every condition and skip condition must compile in the runtime named
 // ScriptRuntimeName. Problems are joined, each a *DocumentError naming the

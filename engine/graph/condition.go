@@ -26,7 +26,7 @@ type condition struct {
 	rt    sandbox.Runtime
 }
 
-// newCondition checks expr's syntax through rt (SEED-SPEC 5.1.5): the
+// newCondition checks expr's syntax through rt (REF 5.1.5): the
 // runtime compiles the probe, which runs none of expr. A nil rt is a build
 // error naming the place.
 func newCondition(ctx context.Context, expr, path, where, owner string, rt sandbox.Runtime, rtName string, limits sandbox.Limits) (*condition, error) {

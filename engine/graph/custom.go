@@ -25,7 +25,7 @@ const (
 )
 
 // NodeTypeSettings are the settings of a graph.NodeType/script resource
-// (SEED-SPEC 5.3.4).
+// (REF 5.3.4).
 type NodeTypeSettings struct {
 	// Type is the node type's name in graph documents. Required.
 	Type string `json:"type"`
@@ -101,7 +101,7 @@ type ScriptNodeTypeConfig struct {
 	Writes  []Role
 }
 
-// ScriptNodeType is a custom node type that runs a script (SEED-SPEC
+// ScriptNodeType is a custom node type that runs a script (REF
 // 5.3.4). Each node of the type runs Source in a fresh environment of the
 // runtime, like a script node, with the node's config (after ${board}
 // resolution) as the config global; its reads and writes are bound to the
@@ -149,7 +149,7 @@ func (t *ScriptNodeType) Desc() string { return t.cfg.Desc }
 func (t *ScriptNodeType) Reads() []Role  { return append([]Role(nil), t.cfg.Reads...) }
 func (t *ScriptNodeType) Writes() []Role { return append([]Role(nil), t.cfg.Writes...) }
 
-// Build binds the roles to the node's config (SEED-SPEC 5.1.5): a
+// Build binds the roles to the node's config (REF 5.1.5): a
 // config_key role takes its name from the config, and a required one needs
 // the key.
 func (t *ScriptNodeType) Build(_ context.Context, in NodeInput) (Handler, error) {

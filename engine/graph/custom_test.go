@@ -49,7 +49,7 @@ func buildDeployment(t *testing.T, edit func(string) string) (*runtime.Runtime, 
 // its config as the script's config.
 func TestNodeTypeDeployment(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.4 (a custom node type resource used by a deployed graph)
+	// REF 5.3.4 (a custom node type resource used by a deployed graph)
 	app, err := buildDeployment(t, nil)
 	require.NoError(t, err)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "echo", ContextID: "c1"})
@@ -74,7 +74,7 @@ func TestNodeTypeDeployment(t *testing.T) {
 // another mounted type, fails the build with a Conflict naming both.
 func TestNodeTypeDeploymentClash(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.4 (a type name that clashes with a built-in or another mounted type → error)
+	// REF 5.3.4 (a type name that clashes with a built-in or another mounted type → error)
 	_, err := buildDeployment(t, func(s string) string { return strings.Replace(s, "type: echo\n", "type: script\n", 1) })
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fault.Conflict)
@@ -112,7 +112,7 @@ func relay(t testing.TB, name, source string) *graph.ScriptNodeType {
 // Conflict naming both.
 func TestNodeTypeClash(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.4 (a type name that clashes with a built-in or another mounted type → error)
+	// REF 5.3.4 (a type name that clashes with a built-in or another mounted type → error)
 	doc := parseDoc(t, "{name: g, entry: a, nodes: [{id: a, type: script, config: {source: x}}]}")
 	for name, tc := range map[string]struct {
 		types []graph.NodeType
@@ -138,8 +138,8 @@ func TestNodeTypeClash(t *testing.T) {
 // fixture fails with the error in its golden file.
 func TestNodeTypeBuildRoles(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.5 (static read/write roles are resolved at Build)
-	// SEED-SPEC 5.3.4 (static read/write roles are enforced at Build)
+	// REF 5.1.5 (static read/write roles are resolved at Build)
+	// REF 5.3.4 (static read/write roles are enforced at Build)
 	files, err := filepath.Glob(filepath.Join(testdata, "custom-bad-*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -173,8 +173,8 @@ nodes:
 // naming the node and the role.
 func TestNodeTypeRunRoles(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (step 3: check read roles; step 6: check write roles)
-	// SEED-SPEC 5.3.4 (static read/write roles are enforced on every call)
+	// REF 5.2.3 (step 3: check read roles; step 6: check write roles)
+	// REF 5.3.4 (static read/write roles are enforced on every call)
 	inbox := func(b *agent.Board) { b.Append("inbox", userMessage("q")) }
 	for name, tc := range map[string]struct {
 		source  string
@@ -245,7 +245,7 @@ func contains(list []string, s string) bool {
 // it likes.
 func TestScriptTypeUnrestricted(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (nodes without declared roles skip the role checks)
+	// REF 5.2.3 (nodes without declared roles skip the role checks)
 	doc := parseDoc(t, `{name: g, entry: a, nodes: [{id: a, type: script, config: {source: 'board.setVar("any", 1); board.appendChannel("c", {role: "user", parts: [{type: "text", text: "x"}]})'}}]}`)
 	_, out, err := execute(t, buildWith(t, doc, newJS(t), graph.Options{}), nil)
 	require.NoError(t, err)
@@ -257,7 +257,7 @@ func TestScriptTypeUnrestricted(t *testing.T) {
 // required script runtime, and the node type it builds.
 func TestNodeTypeFactory(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.4 (impl script: {type, source, desc, reads/writes}, deps script_runtime required plus optional ones)
+	// REF 5.3.4 (impl script: {type, source, desc, reads/writes}, deps script_runtime required plus optional ones)
 	spec := graph.NodeTypeFactory().Spec()
 	require.NoError(t, spec.Validate())
 	assert.Equal(t, graph.NodeTypeKind, spec.Kind)

@@ -73,7 +73,7 @@ edges:
 	return out, j, err
 }
 
-// SEED-SPEC 6.2.1 (the delegate node speaks Request and Response): the
+// REF 6.2.1 (the delegate node speaks Request and Response): the
 // node sends the text of message (with ${board} references resolved) or
 // the last message of message_channel, with inputs; it writes the output
 // text, messages and result; the delegation is journaled.
@@ -104,7 +104,7 @@ func TestDelegateNode(t *testing.T) {
 	assert.Equal(t, "echo: hello", main[len(main)-1].Text())
 }
 
-// SEED-SPEC 6.2.1: a delegated run that failed fails the node with its
+// REF 6.2.1: a delegated run that failed fails the node with its
 // error's kind, unless allow_failure keeps going; a target the document
 // does not grant is PolicyDenied.
 func TestDelegateNodeFailures(t *testing.T) {

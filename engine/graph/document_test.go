@@ -18,7 +18,7 @@ import (
 // The same graph written as JSON and as YAML parses to the same document.
 func TestParseJSONAndYAML(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.1 (JSON or YAML, YAML converted to JSON)
+	// REF 5.1.1 (JSON or YAML, YAML converted to JSON)
 	fromJSON := loadDoc(t, "graph.json")
 	fromYAML := parseDoc(t, `
 name: json
@@ -36,7 +36,7 @@ edges:
 // A document over 1 MiB is refused.
 func TestParseSizeCap(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.1 (a document is capped at 1 MiB)
+	// REF 5.1.1 (a document is capped at 1 MiB)
 	big := "name: big\n# " + strings.Repeat("x", graph.MaxDocumentBytes) + "\n"
 	_, err := graph.Parse([]byte(big))
 	assert.ErrorIs(t, err, fault.Validation)
@@ -48,9 +48,9 @@ func TestParseSizeCap(t *testing.T) {
 // naming the place.
 func TestDocumentErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.2 (structural checks name node ids and edge indexes)
-	// SEED-SPEC 5.1.4 (names starting with __ are reserved)
-	// SEED-SPEC 5.1.5 (build checks: node types, config keys, conditions)
+	// REF 5.1.2 (structural checks name node ids and edge indexes)
+	// REF 5.1.4 (names starting with __ are reserved)
+	// REF 5.1.5 (build checks: node types, config keys, conditions)
 	files, err := filepath.Glob(filepath.Join(testdata, "bad-*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -84,7 +84,7 @@ func buildFile(t *testing.T, file string) error {
 // Parse errors are DocumentErrors with the path of the offending value.
 func TestParseErrorPaths(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.1 (strict decoding names the path)
+	// REF 5.1.1 (strict decoding names the path)
 	tests := []struct {
 		name, src, path string
 	}{
@@ -111,7 +111,7 @@ func TestParseErrorPaths(t *testing.T) {
 // Validate reports every problem, each naming its node or edge.
 func TestValidateNamesEveryProblem(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.2
+	// REF 5.1.2
 	doc := loadDoc(t, "bad-structure.yaml")
 	err := doc.Validate()
 	require.Error(t, err)
@@ -130,8 +130,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 // An edge may go to __end__; a node may not be called that.
 func TestEndIsReserved(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.2 (edge to must be a node or __end__)
-	// SEED-SPEC 5.1.4 (names starting with __ are reserved for the kernel)
+	// REF 5.1.2 (edge to must be a node or __end__)
+	// REF 5.1.4 (names starting with __ are reserved for the kernel)
 	ok := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script}]\nedges: [{from: a, to: __end__}]")
 	require.NoError(t, ok.Validate())
 	bad := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script}, {id: __end__, type: script}]")
@@ -141,7 +141,7 @@ func TestEndIsReserved(t *testing.T) {
 // specVersion is the version, or the name when the version is empty.
 func TestSpecVersion(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.5 (specVersion = version, or name when version is empty)
+	// REF 5.1.5 (specVersion = version, or name when version is empty)
 	assert.Equal(t, "1", loadDoc(t, "chain.yaml").SpecVersion())
 	assert.Equal(t, "router", loadDoc(t, "router.yaml").SpecVersion())
 }

@@ -40,7 +40,7 @@ type runState struct {
 	logger     *slog.Logger
 	iterations int
 	// waveLen is the size of the running wave; retries counts the retries
-	// of its nodes (node runs too, SEED-SPEC 5.2.3), folded into
+	// of its nodes (node runs too, REF 5.2.3), folded into
 	// iterations after the wave.
 	waveLen int
 	retries atomic.Int64
@@ -86,9 +86,9 @@ type runState struct {
 	}
 }
 
-// Execute runs the graph on board (SEED-SPEC 5.2) and returns the final
+// Execute runs the graph on board (REF 5.2) and returns the final
 // board. It publishes run start and, from a deferred function, run end
-// (SEED-SPEC 5.7); in between it runs waves of nodes from the frontier
+// (REF 5.7); in between it runs waves of nodes from the frontier
 // (the resume checkpoint's successors, a WithStartNode override, or the
 // entry) until the frontier is empty, writing a checkpoint after every
 // wave. Interrupts are polled before and after each wave only.
@@ -200,7 +200,7 @@ func (r *runState) loop(ctx context.Context) error {
 }
 
 // beforeWave checks ctx, the interrupts and the iteration budget
-// (SEED-SPEC 5.2.2).
+// (REF 5.2.2).
 func (r *runState) beforeWave(ctx context.Context, wave []string) error {
 	if ctx.Err() != nil {
 		return r.contextError(ctx)
@@ -218,7 +218,7 @@ func (r *runState) beforeWave(ctx context.Context, wave []string) error {
 }
 
 // afterWave polls for an interrupt, counts the wave, writes the checkpoint
-// and computes the next frontier (SEED-SPEC 5.2.4).
+// and computes the next frontier (REF 5.2.4).
 func (r *runState) afterWave(ctx context.Context, wave, routes []string) ([]string, error) {
 	if err := r.checkBoard(wave); err != nil {
 		return nil, err
@@ -358,7 +358,7 @@ func dedupCopy(ids []string) []string {
 }
 
 // publishRunStart publishes run start; a failure is only logged
-// (SEED-SPEC 5.7.1).
+// (REF 5.7.1).
 func (r *runState) publishRunStart(ctx context.Context) {
 	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload, ""); err != nil {
 		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
@@ -366,8 +366,8 @@ func (r *runState) publishRunStart(ctx context.Context) {
 }
 
 // end publishes run end with a ctx of its own, detached from the run's
-// cancellation and bounded by run_end_publish_timeout (SEED-SPEC 5.7.2);
-// a failure is joined into the run's error (SEED-SPEC 5.7.4).
+// cancellation and bounded by run_end_publish_timeout (REF 5.7.2);
+// a failure is joined into the run's error (REF 5.7.4).
 func (r *runState) end(parent context.Context, runErr error) error {
 	if r.save == nil {
 		r.save = r.saveContext(parent)

@@ -22,12 +22,12 @@ import (
 // its final board.
 func TestRunTranscripts(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.3 (a branch ends at __end__ or when no edge fires; the run ends when the frontier is empty)
-	// SEED-SPEC 5.2.3 (skip, resolve, start, handler, complete)
-	// SEED-SPEC 5.2.4 (iterations, checkpoint per wave, next frontier from conditions)
-	// SEED-SPEC 5.3.3 (script nodes)
-	// SEED-SPEC 5.7.1 (run start)
-	// SEED-SPEC 5.7.2 (run end, once)
+	// REF 5.1.3 (a branch ends at __end__ or when no edge fires; the run ends when the frontier is empty)
+	// REF 5.2.3 (skip, resolve, start, handler, complete)
+	// REF 5.2.4 (iterations, checkpoint per wave, next frontier from conditions)
+	// REF 5.3.3 (script nodes)
+	// REF 5.7.1 (run start)
+	// REF 5.7.2 (run end, once)
 	parallel := graph.Options{Parallel: graph.ParallelOptions{Enabled: true, MaxConcurrency: 1}}
 	tests := []struct {
 		fixture, golden string
@@ -61,9 +61,9 @@ func TestRunTranscripts(t *testing.T) {
 // graph_id headers; end carries the error; end is the last event.
 func TestRunStartAndEnd(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.1
-	// SEED-SPEC 5.7.3 (payload {graph, error?}, headers graph_id, agent_id, run_id)
-	// SEED-SPEC 5.7.5 (nothing is published after run end)
+	// REF 5.7.1
+	// REF 5.7.3 (payload {graph, error?}, headers graph_id, agent_id, run_id)
+	// REF 5.7.5 (nothing is published after run end)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'fail not_found no such thing'}}]")
 	host, _, err := execute(t, buildWith(t, doc, newFake(), graph.Options{}), nil)
 	require.ErrorIs(t, err, fault.NotFound)
@@ -88,8 +88,8 @@ func TestRunStartAndEnd(t *testing.T) {
 // result as an Internal RunEndPublishError, whatever the outcome.
 func TestRunEventPublishFailures(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.1 (a failed start publish is only logged)
-	// SEED-SPEC 5.7.4 (a failed end publish joins a RunEndPublishError)
+	// REF 5.7.1 (a failed start publish is only logged)
+	// REF 5.7.4 (a failed end publish joins a RunEndPublishError)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set x 1'}}]")
 	e := buildWith(t, doc, newFake(), graph.Options{})
 	boom := errors.New("bus down")
@@ -119,7 +119,7 @@ func TestRunEventPublishFailures(t *testing.T) {
 // run_end_publish_timeout even when the publisher blocks.
 func TestRunEndDetachedContext(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.2 (its own ctx, detached from cancellation, bounded by run_end_publish_timeout)
+	// REF 5.7.2 (its own ctx, detached from cancellation, bounded by run_end_publish_timeout)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set x 1'}}]")
 	e := buildWith(t, doc, newFake(), graph.Options{RunEndPublishTimeout: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,7 +164,7 @@ func TestExecuteArguments(t *testing.T) {
 // WithStartNode override, else at the entry.
 func TestFrontierStart(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.1
+	// REF 5.2.1
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{})
 	ctx := graph.WithStartNode(context.Background(), "b")
 	board := agent.NewBoard()
@@ -194,7 +194,7 @@ func TestFrontierStart(t *testing.T) {
 // A cancelled ctx fails the run by its cause before the next wave.
 func TestBeforeWaveContext(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (cancel → Aborted, deadline → Timeout, interrupt cause → Interrupted)
+	// REF 5.2.2 (cancel → Aborted, deadline → Timeout, interrupt cause → Interrupted)
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{})
 	intr := agent.Interrupted(agent.Interrupt{Cause: agent.CauseUserCancel})
 	tests := []struct {
@@ -235,8 +235,8 @@ func TestBeforeWaveContext(t *testing.T) {
 // build.timeout and limits.run_time bound a whole run.
 func TestRunDeadlines(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (build.timeout)
-	// SEED-SPEC 5.2.2 (deadline → Timeout)
+	// REF 5.1.6 (build.timeout)
+	// REF 5.2.2 (deadline → Timeout)
 	rt := newFake().on("slow", func(ctx context.Context, _ sandbox.Invocation) error {
 		<-ctx.Done()
 		return fault.FromContext(ctx.Err(), "slow")
@@ -257,8 +257,8 @@ func TestRunDeadlines(t *testing.T) {
 // the first frontier node.
 func TestBeforeWaveInterrupt(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (interrupt → __interrupted_node = first frontier node, agent.Interrupted)
-	// SEED-SPEC 5.5.2
+	// REF 5.2.2 (interrupt → __interrupted_node = first frontier node, agent.Interrupted)
+	// REF 5.5.2
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{})
 	host := agenttest.NewHost()
 	host.Interrupt(agent.Interrupt{Cause: agent.CauseUserInput, Detail: "new message"})
@@ -275,8 +275,8 @@ func TestBeforeWaveInterrupt(t *testing.T) {
 // BudgetExceeded before running it.
 func TestMaxIterations(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (build.max_iterations)
-	// SEED-SPEC 5.2.2 (iterations + len(wave) > max_iterations → BudgetExceeded)
+	// REF 5.1.6 (build.max_iterations)
+	// REF 5.2.2 (iterations + len(wave) > max_iterations → BudgetExceeded)
 	e := buildWith(t, loadDoc(t, "loop.yaml"), newFake(), graph.Options{MaxIterations: 2})
 	host, board, err := execute(t, e, nil)
 	assert.ErrorIs(t, err, fault.BudgetExceeded)
@@ -293,8 +293,8 @@ func TestMaxIterations(t *testing.T) {
 // Two edges into the same node put it in the next wave once.
 func TestWaveDeduplicates(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (the wave is the frontier with duplicates removed)
-	// SEED-SPEC 5.2.4 (the next frontier is deduplicated)
+	// REF 5.2.2 (the wave is the frontier with duplicates removed)
+	// REF 5.2.4 (the next frontier is deduplicated)
 	doc := parseDoc(t, `
 name: g
 entry: a
@@ -315,11 +315,11 @@ edges:
 	assert.Equal(t, []string{"b"}, cps[1].Steps)
 }
 
-// Every wave writes a checkpoint with the fields of SEED-SPEC 5.2.4; a
+// Every wave writes a checkpoint with the fields of REF 5.2.4; a
 // failed checkpoint is only logged.
 func TestCheckpointFields(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.4 (checkpoint {exec_id, steps, iteration, board, attributes, timestamp, original_started_at, spec_version}; a failure is only logged)
+	// REF 5.2.4 (checkpoint {exec_id, steps, iteration, board, attributes, timestamp, original_started_at, spec_version}; a failure is only logged)
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{})
 	run := testRun()
 	run.StartedAt = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -364,7 +364,7 @@ func TestCheckpointFields(t *testing.T) {
 // var of that name.
 func TestConditionsSeeIterations(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.4 (conditions see the board vars plus __iterations; the kernel's value wins)
+	// REF 5.2.4 (conditions see the board vars plus __iterations; the kernel's value wins)
 	e := buildWith(t, loadDoc(t, "loop.yaml"), newFake(), graph.Options{})
 	board := agent.NewBoard()
 	board.Vars[graph.VarIterations] = 100.0
@@ -378,7 +378,7 @@ func TestConditionsSeeIterations(t *testing.T) {
 // with an error naming the edge.
 func TestConditionErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.4 (conditions route)
+	// REF 5.2.4 (conditions route)
 	doc := parseDoc(t, `
 name: g
 entry: a

@@ -27,7 +27,7 @@ const (
 // through the node_type deps: a resource whose value is a NodeType.
 const NodeTypeKind = "graph.NodeType"
 
-// Settings are the settings of an agent.Engine/graph (SEED-SPEC 5.1.6).
+// Settings are the settings of an agent.Engine/graph (REF 5.1.6).
 type Settings struct {
 	// Graph is the graph document: an inline object, or {file}/{embed}
 	// naming a YAML or JSON file. Required.
@@ -212,7 +212,7 @@ func runtimesFromDeps(in resource.Input, defaultName string) (map[string]sandbox
 
 // nodeTypesFromDeps returns the node types bound under node_type deps. A
 // type named like a built-in type or like another bound type is a
-// Conflict naming both (SEED-SPEC 5.3.4).
+// Conflict naming both (REF 5.3.4).
 func nodeTypesFromDeps(in resource.Input) ([]NodeType, error) {
 	var out []NodeType
 	keys := map[string]string{}

@@ -51,7 +51,7 @@ func newFromSettings(t *testing.T, settings string, deps map[string]any, loader 
 // script_runtime, of type sandbox.Runtime.
 func TestFactorySpec(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.7 (script_runtime dep)
+	// REF 5.1.7 (script_runtime dep)
 	spec := graph.Factory().Spec()
 	require.NoError(t, spec.Validate())
 	assert.Equal(t, "agent.Engine", spec.Kind)
@@ -69,8 +69,8 @@ func TestFactorySpec(t *testing.T) {
 // loader.
 func TestFactorySettings(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (defaults: script_runtime_name js, max_iterations 100, timeout 0, run_end_publish_timeout 5s, max_node_retries 0)
-	// SEED-SPEC 5.1.1 (the graph given inline or as {file})
+	// REF 5.1.6 (defaults: script_runtime_name js, max_iterations 100, timeout 0, run_end_publish_timeout 5s, max_node_retries 0)
+	// REF 5.1.1 (the graph given inline or as {file})
 	deps := map[string]any{"script_runtime": newFake(), "script_runtime.wasm": newFake()}
 	e, err := newFromSettings(t, `{"graph": `+inlineGraph+`}`, deps, nil)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestFactorySettings(t *testing.T) {
 // Bad settings are Validation errors that say which setting.
 func TestFactorySettingsErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (run_end_publish_timeout > 0; max_node_retries >= 0; merge_strategy first_write_wins|last_write_wins)
+	// REF 5.1.6 (run_end_publish_timeout > 0; max_node_retries >= 0; merge_strategy first_write_wins|last_write_wins)
 	deps := map[string]any{"script_runtime": newFake(), "script_runtime.wasm": newFake()}
 	tests := []struct {
 		name, settings, want string
@@ -145,8 +145,8 @@ func TestFactorySettingsErrors(t *testing.T) {
 // conditions need a runtime that is not bound fails naming the place.
 func TestFactoryRuntimes(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.7 (script_runtime is needed by script nodes)
-	// SEED-SPEC 5.3.3 (runtime names a bound script runtime)
+	// REF 5.1.7 (script_runtime is needed by script nodes)
+	// REF 5.3.3 (runtime names a bound script runtime)
 	js, wasm := newFake(), newFake()
 	e, err := newFromSettings(t, `{"graph": `+inlineGraph+`}`, map[string]any{"script_runtime.js": js, "script_runtime.wasm": wasm}, nil)
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func TestFactoryRuntimes(t *testing.T) {
 // The engine is a Resumer, as the session layer needs.
 func TestFactoryValueIsResumer(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.3 (the engine implements CanResume)
+	// REF 5.5.3 (the engine implements CanResume)
 	v, err := graph.Factory().New(context.Background(), resource.Input{Name: "bot",
 		Settings: json.RawMessage(`{"graph": ` + inlineGraph + `}`),
 		Deps:     map[string]any{"script_runtime": newFake(), "script_runtime.wasm": newFake()}})
@@ -217,8 +217,8 @@ func (echoHandler) Run(_ context.Context, c *graph.Call) error {
 // name that clashes is a Conflict.
 func TestFactoryNodeTypes(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.7 (node_type / node_type.* custom node types)
-	// SEED-SPEC 5.1.5 (a node's config keys must exist in its type's config)
+	// REF 5.1.7 (node_type / node_type.* custom node types)
+	// REF 5.1.5 (a node's config keys must exist in its type's config)
 	g := `{"graph": {"name": "g", "entry": "a", "nodes": [{"id": "a", "type": "echo", "config": {"text": "hi ${board.who}", "into": "said"}}]}}`
 	e, err := newFromSettings(t, g, map[string]any{"node_type.echo": echoType{"echo"}}, nil)
 	require.NoError(t, err)

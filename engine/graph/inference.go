@@ -28,10 +28,10 @@ const ModelDep = "model"
 // the reply asks for tools, unless tool_pending_key says otherwise.
 const DefaultToolPendingKey = "tool_pending"
 
-// InferenceConfig is the config of an inference node (SEED-SPEC 5.3.1).
+// InferenceConfig is the config of an inference node (REF 5.3.1).
 type InferenceConfig struct {
 	// Model picks the provider and the model: {id: {provider, name},
-	// profile} (SEED-SPEC 5.3.1), {provider, name, profile}, or a string,
+	// profile} (REF 5.3.1), {provider, name, profile}, or a string,
 	// the model name of the default provider. provider names the engine
 	// dep model.<provider>; empty means the bare model dep (or the only
 	// model.* dep). name empty means the provider's default model. profile
@@ -67,7 +67,7 @@ type InferenceConfig struct {
 	// ([{provider, id, fields}]), passed on as model.Request.Extensions.
 	Extensions []model.Extension `json:"extensions,omitempty"`
 	// UndefinedToolRecovery answers a reply that calls a tool the node does
-	// not offer with error results instead of failing (SEED-SPEC 8.7).
+	// not offer with error results instead of failing (REF 8.7).
 	UndefinedToolRecovery *RecoveryConfig `json:"undefined_tool_recovery,omitempty"`
 	// RecoverPendingKey is the board var set to whether the node answered
 	// undefined calls; default "recover_pending".

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.3.1: extensions reach the provider as
+// REF 5.3.1: extensions reach the provider as
 // model.Request.Extensions, in the order of the config, their fields as
 // JSON objects.
 func TestInferenceExtensionsReachTheProvider(t *testing.T) {
@@ -45,7 +45,7 @@ nodes:
 	assert.True(t, json.Valid(got[1].Fields))
 }
 
-// SEED-SPEC 5.3.1: extensions are checked at build.
+// REF 5.3.1: extensions are checked at build.
 func TestInferenceExtensionsBuildErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, config, want string }{

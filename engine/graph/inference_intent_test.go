@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.3.1: intent reaches the provider with the request; absent,
+// REF 5.3.1: intent reaches the provider with the request; absent,
 // it is text only.
 func TestInferenceIntentReachesTheProvider(t *testing.T) {
 	t.Parallel()
@@ -41,7 +41,7 @@ func TestInferenceIntentReachesTheProvider(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.3.1: a provider that produces text only refuses any other
+// REF 5.3.1: a provider that produces text only refuses any other
 // modality when the node is built, naming the node and the modality.
 func TestInferenceIntentRefusedAtBuild(t *testing.T) {
 	t.Parallel()

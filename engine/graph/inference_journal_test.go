@@ -33,7 +33,7 @@ func deltaPayloads(host *agenttest.Host) []string {
 // without calling the provider.
 func TestInferenceJournalAndReplay(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.1 (the reply, tool calls included, is appended; deltas published as they arrive)
+	// REF 5.3.1 (the reply, tool calls included, is appended; deltas published as they arrive)
 	doc := `
 name: chat
 entry: chat

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.3.1: model takes the spec form {id: {provider, name},
+// REF 5.3.1: model takes the spec form {id: {provider, name},
 // profile} besides a name and {provider, name}; the profile reaches the
 // provider with the request.
 func TestInferenceModelForms(t *testing.T) {
@@ -54,7 +54,7 @@ func TestInferenceModelForms(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.3.1: a provider that can tell refuses an unknown profile when
+// REF 5.3.1: a provider that can tell refuses an unknown profile when
 // the node is built; the model's two forms cannot be mixed.
 func TestInferenceModelBuildErrors(t *testing.T) {
 	t.Parallel()

@@ -25,7 +25,7 @@ const (
 )
 
 // ErrUndefinedTool is the error of a reply that calls a tool the node did
-// not offer (SEED-SPEC 8.7): a Validation error, matched with errors.Is.
+// not offer (REF 8.7): a Validation error, matched with errors.Is.
 var ErrUndefinedTool = fault.New(fault.Validation, "", "undefined_tool")
 
 // RecoveryConfig is InferenceConfig.UndefinedToolRecovery.

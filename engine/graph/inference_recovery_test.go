@@ -26,7 +26,7 @@ func recoveryEngine(t *testing.T) *graph.Engine {
 		graph.ModelDep: scriptedProvider(t, string(replies)), graph.ToolsDep: newFakeTools("get_weather")}})
 }
 
-// SEED-SPEC 8.7: a call to a tool the node does not offer is answered
+// REF 8.7: a call to a tool the node does not offer is answered
 // with an error result keeping the model's call id; recover_pending loops
 // back to the node, which asks again and gets the right call.
 func TestInferenceUndefinedToolRecoveryLoop(t *testing.T) {
@@ -64,7 +64,7 @@ func TestInferenceUndefinedToolRecoveryReplays(t *testing.T) {
 	assert.Equal(t, first.Vars, second.Vars)
 }
 
-// SEED-SPEC 8.7: undefined calls without recovery, or past max_per_run,
+// REF 8.7: undefined calls without recovery, or past max_per_run,
 // fail the node with ErrUndefinedTool (a Validation error) naming the tool
 // and the node.
 func TestInferenceUndefinedToolErrors(t *testing.T) {
@@ -101,7 +101,7 @@ fallback:
 	}
 }
 
-// SEED-SPEC 8.7: in a reply that mixes offered and undefined calls, every
+// REF 8.7: in a reply that mixes offered and undefined calls, every
 // call gets a result (the offered ones are not run), so the conversation
 // stays well formed; a reply without undefined calls clears
 // recover_pending.

@@ -9,7 +9,7 @@ import (
 )
 
 // buildIntent checks config.intent (default text only) and asks a provider
-// that can tell whether it produces it (SEED-SPEC 5.3.1).
+// that can tell whether it produces it (REF 5.3.1).
 func (h *inferenceHandler) buildIntent(in *model.Intent) error {
 	h.intent = model.TextOnly
 	if in != nil {

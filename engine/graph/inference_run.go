@@ -15,7 +15,7 @@ import (
 
 const opInference = "run inference"
 
-// Run makes one Generate call (SEED-SPEC 5.3.1): the channel's tail must be
+// Run makes one Generate call (REF 5.3.1): the channel's tail must be
 // a user or tool message; the reply is appended to the channel, its text
 // written to output_key, its usage to usage_key and reported to the host,
 // and tool_pending_key set to whether it asks for tools. In stream mode
@@ -74,7 +74,7 @@ func (h *inferenceHandler) generate(ctx context.Context, c *Call, req model.Requ
 
 // commit writes a successful reply to the board and reports its usage. A
 // reply that calls a tool the node does not offer is recovered or fails
-// with ErrUndefinedTool (SEED-SPEC 8.7).
+// with ErrUndefinedTool (REF 8.7).
 func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Response, defs []tool.Definition) error {
 	reply := resp.Message.Clone()
 	reply.Role = message.RoleAssistant
@@ -105,7 +105,7 @@ func (h *inferenceHandler) commit(ctx context.Context, c *Call, resp model.Respo
 	return h.report(ctx, c, resp.Usage)
 }
 
-// failed commits what a failed call streamed (SEED-SPEC 5.3.1), reports
+// failed commits what a failed call streamed (REF 5.3.1), reports
 // its usage and returns the error.
 func (h *inferenceHandler) failed(ctx context.Context, c *Call, out *inferenceOutput, resp model.Response, err error) error {
 	if text := out.text.String(); text != "" {

@@ -42,7 +42,7 @@ func assistant(t *testing.T) *runtime.Runtime {
 // answers turn after turn, streaming each reply.
 func TestSessionInferenceConversation(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.1 (the inference node in a deployed agent: streamed reply appended, usage reported)
+	// REF 5.3.1 (the inference node in a deployed agent: streamed reply appended, usage reported)
 	app := assistant(t)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "assistant", ContextID: "demo"})
 	require.NoError(t, err)

@@ -60,7 +60,7 @@ func inferenceEngine(t testing.TB, doc string, p model.Provider, tools tool.Asse
 	return buildWith(t, parseDoc(t, doc), newFake(), graph.Options{Deps: deps})
 }
 
-// SEED-SPEC 5.3.1
+// REF 5.3.1
 func TestInferenceAppendsTheReply(t *testing.T) {
 	t.Parallel()
 	e := inferenceEngine(t, chatDoc, scriptedProvider(t, weatherReplies), nil)
@@ -77,7 +77,7 @@ func TestInferenceAppendsTheReply(t *testing.T) {
 	assert.Equal(t, []agent.Usage{{InputTokens: 4, OutputTokens: 2, TotalTokens: 6}}, host.Usage(), "usage is reported every call")
 }
 
-// SEED-SPEC 5.3.1: a tool_calls finish sets tool_pending_key and appends
+// REF 5.3.1: a tool_calls finish sets tool_pending_key and appends
 // the calls; the node never executes them.
 func TestInferenceToolCallsAreLeftPending(t *testing.T) {
 	t.Parallel()
@@ -103,7 +103,7 @@ nodes:
 	assert.Empty(t, deltas(t, host), "stream is off")
 }
 
-// SEED-SPEC 5.3.1: the channel must not be empty and its tail must be a
+// REF 5.3.1: the channel must not be empty and its tail must be a
 // user or tool message.
 func TestInferenceTailMustBeUserOrTool(t *testing.T) {
 	t.Parallel()
@@ -129,7 +129,7 @@ func TestInferenceTailMustBeUserOrTool(t *testing.T) {
 	assert.Equal(t, "It is sunny in Lyon.", board.Vars["reply"])
 }
 
-// SEED-SPEC 5.3.1: in stream mode the text arrives as the deltas
+// REF 5.3.1: in stream mode the text arrives as the deltas
 // host.emit("token") publishes, tool calls as host.emit("tool_call").
 func TestInferenceStreamsDeltas(t *testing.T) {
 	t.Parallel()
@@ -163,8 +163,8 @@ nodes:
 
 // Inside a parallel branch the deltas are speculative and name the fork
 // and the branch.
-// SEED-SPEC 5.3.1
-// SEED-SPEC 5.6.3
+// REF 5.3.1
+// REF 5.6.3
 func TestInferenceDeltasInParallelBranchesAreSpeculative(t *testing.T) {
 	t.Parallel()
 	doc := `
@@ -207,7 +207,7 @@ edges:
 	assert.Equal(t, "Hello there!", out.Channel("right")[1].Text())
 }
 
-// SEED-SPEC 5.3.1: a failure mid-stream commits the partial text and
+// REF 5.3.1: a failure mid-stream commits the partial text and
 // reports the usage.
 func TestInferenceFailureMidStreamCommitsPartialText(t *testing.T) {
 	t.Parallel()

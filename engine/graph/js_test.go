@@ -51,9 +51,9 @@ edges:
 // vars (a var that is not set reads as undefined) and skip conditions skip.
 func TestJSRun(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (script nodes in the sandbox runtime)
-	// SEED-SPEC 5.2.4 (conditions are evaluated in the sandbox over the board vars plus __iterations)
-	// SEED-SPEC 5.2.6 (config references resolve before the script sees config)
+	// REF 5.3.3 (script nodes in the sandbox runtime)
+	// REF 5.2.4 (conditions are evaluated in the sandbox over the board vars plus __iterations)
+	// REF 5.2.6 (config references resolve before the script sees config)
 	e := buildWith(t, parseDoc(t, jsLoop), newJS(t), graph.Options{})
 	board := agent.NewBoard()
 	board.Vars["limit"], board.Vars["step"] = 3, 1
@@ -82,7 +82,7 @@ func TestJSRun(t *testing.T) {
 // would throw at run time does not.
 func TestJSConditionSyntax(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.5 (conditions and skip conditions are compiled at Build; Validation on error)
+	// REF 5.1.5 (conditions and skip conditions are compiled at Build; Validation on error)
 	rt := newJS(t)
 	doc := parseDoc(t, `
 name: g
@@ -108,7 +108,7 @@ edges:
 // A script that throws or signals an error fails its node with that kind.
 func TestJSScriptErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (errors of a script name its node)
+	// REF 5.3.3 (errors of a script name its node)
 	rt := newJS(t)
 	doc := parseDoc(t, `
 name: g
@@ -126,8 +126,8 @@ nodes:
 // their board writes merge.
 func TestJSParallel(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.3 (each branch's deltas are speculative with fork_id and branch_id)
-	// SEED-SPEC 5.6.6 (merge)
+	// REF 5.6.3 (each branch's deltas are speculative with fork_id and branch_id)
+	// REF 5.6.6 (merge)
 	doc := parseDoc(t, `
 name: fan
 entry: start

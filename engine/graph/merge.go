@@ -27,7 +27,7 @@ type channelChange struct {
 	value    []message.Message // the replacement
 }
 
-// merge folds the accepted branches into the run's board (SEED-SPEC
+// merge folds the accepted branches into the run's board (REF
 // 5.6.6): var changes relative to the pre-fork board under the merge
 // strategy, and new channel messages appended in wave order. A branch that
 // rewrote a channel (not a pure append) replaces it under the merge

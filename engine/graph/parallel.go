@@ -98,7 +98,7 @@ func (f *fork) failure() *branch {
 }
 
 // runParallel runs a wave of two or more nodes as parallel branches
-// (SEED-SPEC 5.6) and returns the nodes that route on: every branch that
+// (REF 5.6) and returns the nodes that route on: every branch that
 // was not cancelled.
 func (r *runState) runParallel(ctx context.Context, wave []string) ([]string, error) {
 	p := r.e.opts.Parallel

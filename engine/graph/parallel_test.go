@@ -41,7 +41,7 @@ func parallelOpts(o graph.ParallelOptions) graph.Options {
 // max_branches fails before any branch runs.
 func TestParallelMaxBranches(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.1
+	// REF 5.6.1
 	rt := newFake()
 	for _, b := range []string{"b1", "b2", "b3"} {
 		rt.on(b, func(context.Context, sandbox.Invocation) error { return nil })
@@ -62,7 +62,7 @@ func TestParallelMaxBranches(t *testing.T) {
 // Each branch runs on a private copy of the pre-fork board.
 func TestParallelPrivateBoards(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.2 (a private copy of the pre-fork board per branch)
+	// REF 5.6.2 (a private copy of the pre-fork board per branch)
 	rt := newFake().
 		on("b1", func(_ context.Context, inv sandbox.Invocation) error {
 			inv.Board.Vars["from_b1"] = true
@@ -114,7 +114,7 @@ func (b *barrier) wait() bool {
 // At most max_concurrency branches run at once.
 func TestParallelMaxConcurrency(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.2 (max_concurrency branches at a time)
+	// REF 5.6.2 (max_concurrency branches at a time)
 	var running, peak atomic.Int32
 	pair := newBarrier(2)
 	rt := newFake()
@@ -145,7 +145,7 @@ func TestParallelMaxConcurrency(t *testing.T) {
 // A branch that outlives branch_timeout fails the wave with Timeout.
 func TestParallelBranchTimeout(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.2 (branch_timeout per branch)
+	// REF 5.6.2 (branch_timeout per branch)
 	rt := newFake().
 		on("fast", func(context.Context, sandbox.Invocation) error { return nil }).
 		on("slow", func(ctx context.Context, _ sandbox.Invocation) error {
@@ -166,8 +166,8 @@ func TestParallelBranchTimeout(t *testing.T) {
 // the fork and branch ids; accepts then join close the wave.
 func TestParallelEvents(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.3 (fork first; speculative deltas with fork_id "<run>#attempt-<n>#iteration-<i>#<firstNode>" and branch_id)
-	// SEED-SPEC 5.6.6 (accept per remaining branch, then join)
+	// REF 5.6.3 (fork first; speculative deltas with fork_id "<run>#attempt-<n>#iteration-<i>#<firstNode>" and branch_id)
+	// REF 5.6.6 (accept per remaining branch, then join)
 	e := buildWith(t, loadDoc(t, "fanout.yaml"), newFake(), parallelOpts(graph.ParallelOptions{}))
 	run := testRun()
 	run.Attempt = 2
@@ -212,8 +212,8 @@ func TestParallelEvents(t *testing.T) {
 // already cancelled nodes.
 func TestParallelCancelNode(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.4
-	// SEED-SPEC 5.4 (parallel.cancelNode returns a bool)
+	// REF 5.6.4
+	// REF 5.4 (parallel.cancelNode returns a bool)
 	loserStarted := make(chan struct{})
 	rt := newFake().
 		on("winner", func(_ context.Context, inv sandbox.Invocation) error {
@@ -262,7 +262,7 @@ func TestParallelCancelNode(t *testing.T) {
 // then join; its siblings are stopped.
 func TestParallelFailure(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.5 (a failed branch: no merge; branches without a terminal get a cancel)
+	// REF 5.6.5 (a failed branch: no merge; branches without a terminal get a cancel)
 	rt := newFake().
 		on("ok", func(ctx context.Context, inv sandbox.Invocation) error {
 			inv.Board.Vars["ok"] = true
@@ -294,7 +294,7 @@ func TestParallelFailure(t *testing.T) {
 // messages, kept for the record.
 func TestParallelInterrupted(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.5 (on an interrupt, the branches' assistant messages are merged)
+	// REF 5.6.5 (on an interrupt, the branches' assistant messages are merged)
 	rt := newFake().
 		on("talker", func(_ context.Context, inv sandbox.Invocation) error {
 			return runLine(context.Background(), inv, "say partial answer")
@@ -317,7 +317,7 @@ func TestParallelInterrupted(t *testing.T) {
 // channel appends are added in wave order.
 func TestParallelMerge(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.6
+	// REF 5.6.6
 	for _, tt := range []struct {
 		strategy graph.MergeStrategy
 		want     string
@@ -359,7 +359,7 @@ func TestParallelMerge(t *testing.T) {
 // the other branches' appends follow.
 func TestParallelChannelReplace(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.6.6
+	// REF 5.6.6
 	rt := newFake().
 		on("rewrite", func(_ context.Context, inv sandbox.Invocation) error {
 			inv.Board.Channels[agent.MainChannel] = nil

@@ -22,7 +22,7 @@ func StartNodeFromContext(ctx context.Context) (string, bool) {
 	return id, ok
 }
 
-// frontier returns the first frontier of a run (SEED-SPEC 5.2.1): the
+// frontier returns the first frontier of a run (REF 5.2.1): the
 // successors of the resume checkpoint's steps, then a WithStartNode
 // override, then the entry.
 func (r *runState) frontier(ctx context.Context) ([]string, error) {
@@ -39,7 +39,7 @@ func (r *runState) frontier(ctx context.Context) ([]string, error) {
 }
 
 // resume restores the checkpoint's board and iterations and returns the
-// successors of its steps, with the conditions evaluated now (SEED-SPEC
+// successors of its steps, with the conditions evaluated now (REF
 // 5.5.3). __interrupted_node of the interrupted attempt is removed.
 func (r *runState) resume(ctx context.Context, cp *agent.Checkpoint) ([]string, error) {
 	if err := cp.Validate(); err != nil {
@@ -59,7 +59,7 @@ func (r *runState) resume(ctx context.Context, cp *agent.Checkpoint) ([]string, 
 	return r.successors(ctx, cp.Steps)
 }
 
-// CanResume reports whether cp can resume on this graph (SEED-SPEC
+// CanResume reports whether cp can resume on this graph (REF
 // 5.5.3): a spec version, when set, must be the graph's (NotAvailable
 // otherwise); the steps must be non-empty (Validation) and name nodes of
 // the graph (NotAvailable: the graph changed); the board must be present
@@ -90,5 +90,5 @@ func (e *Engine) CanResume(cp agent.Checkpoint) error {
 }
 
 // SuggestCheckpoint does nothing: a checkpoint is already written at every
-// wave boundary (SEED-SPEC 5.5.4).
+// wave boundary (REF 5.5.4).
 func (e *Engine) SuggestCheckpoint() {}

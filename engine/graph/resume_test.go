@@ -18,9 +18,9 @@ import (
 // interrupt.
 func TestInterruptAfterWave(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.1 (interrupts are polled only between waves; a node sees one only through host.checkInterrupt)
-	// SEED-SPEC 5.2.4 (poll after the wave, recording the wave's last node)
-	// SEED-SPEC 5.5.2 (__interrupted_node, an Interrupted error)
+	// REF 5.5.1 (interrupts are polled only between waves; a node sees one only through host.checkInterrupt)
+	// REF 5.2.4 (poll after the wave, recording the wave's last node)
+	// REF 5.5.2 (__interrupted_node, an Interrupted error)
 	host := newHost()
 	rt := newFake().on("interrupt-me", func(ctx context.Context, inv sandbox.Invocation) error {
 		host.Interrupt(agent.Interrupt{Cause: agent.CauseUserInput, Detail: "steer"})
@@ -48,7 +48,7 @@ func TestInterruptAfterWave(t *testing.T) {
 // engine still sees it, through the run's latch.
 func TestInterruptSeenByScriptAndEngine(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.1 (a node stops early only if it calls host.checkInterrupt())
+	// REF 5.5.1 (a node stops early only if it calls host.checkInterrupt())
 	host := newHost()
 	rt := newFake().on("poll", func(ctx context.Context, inv sandbox.Invocation) error {
 		host.Interrupt(agent.Interrupt{Cause: agent.CauseCustom, Detail: "polled"})
@@ -79,7 +79,7 @@ edges:
 // and is not retried.
 func TestNodeInterrupted(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.2
+	// REF 5.5.2
 	doc := parseDoc(t, `
 name: g
 entry: a
@@ -104,7 +104,7 @@ edges:
 // successors of the checkpoint's steps, with conditions evaluated now.
 func TestResume(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.3 (validate, exec id, CanResume, restore, successors with conditions evaluated now)
+	// REF 5.5.3 (validate, exec id, CanResume, restore, successors with conditions evaluated now)
 	e := buildWith(t, loadDoc(t, "router.yaml"), newFake(), graph.Options{})
 	cpBoard := agent.NewBoard()
 	cpBoard.Vars["kind"] = "smalltalk"
@@ -130,7 +130,7 @@ func TestResume(t *testing.T) {
 // refuses fails the run.
 func TestResumeRefused(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.3 (cp.Validate; exec id == run id; CanResume)
+	// REF 5.5.3 (cp.Validate; exec id == run id; CanResume)
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{MaxIterations: 10})
 	good := func() agent.Checkpoint {
 		return agent.Checkpoint{ExecID: "run-1", Steps: []string{"a"}, Iteration: 1, Board: agent.NewBoard(), SpecVersion: "1"}
@@ -172,7 +172,7 @@ func TestResumeRefused(t *testing.T) {
 // SuggestCheckpoint does nothing: every wave already writes one.
 func TestSuggestCheckpoint(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.4
+	// REF 5.5.4
 	e := buildWith(t, loadDoc(t, "chain.yaml"), newFake(), graph.Options{})
 	e.SuggestCheckpoint()
 	host, _, err := execute(t, e, nil)

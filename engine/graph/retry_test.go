@@ -17,7 +17,7 @@ import (
 // is not retried.
 func TestRetriesShareCallBudgets(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (call budgets are per node step, not per attempt; a sandbox limit is never retried)
+	// REF 5.2.3 (call budgets are per node step, not per attempt; a sandbox limit is never retried)
 	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
 	rt.limits.MaxEvents = 5
 	doc := parseDoc(t, `
@@ -40,7 +40,7 @@ nodes:
 // Every retry is a node run counted against max_iterations.
 func TestRetriesCountAgainstMaxIterations(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (retries count toward max_iterations)
+	// REF 5.2.3 (retries count toward max_iterations)
 	rt := newFake()
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: \"fail not_available busy\"}}]")
 	e := buildWith(t, doc, rt, graph.Options{MaxIterations: 3, MaxNodeRetries: 10})
@@ -55,7 +55,7 @@ func TestRetriesCountAgainstMaxIterations(t *testing.T) {
 // kind is Timeout.
 func TestLimitErrorNotRetried(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (a sandbox limit is not retried)
+	// REF 5.2.3 (a sandbox limit is not retried)
 	tests := []struct {
 		name string
 		err  error
@@ -79,7 +79,7 @@ func TestLimitErrorNotRetried(t *testing.T) {
 // max_node_retries is capped.
 func TestMaxNodeRetriesCap(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (build.max_node_retries is bounded)
+	// REF 5.1.6 (build.max_node_retries is bounded)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: x}}]")
 	for _, n := range []int{-1, graph.MaxNodeRetriesCap + 1} {
 		_, err := graph.Build(context.Background(), doc, graph.Options{MaxNodeRetries: n,

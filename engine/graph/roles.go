@@ -21,7 +21,7 @@ const (
 	RoleMessages RoleKind = "messages" // a message channel
 )
 
-// Role is a static read or write role of a node type (SEED-SPEC 5.3.4):
+// Role is a static read or write role of a node type (REF 5.3.4):
 // the board var or message channel a node reads or writes. Exactly one of
 // Name (the var or channel itself) and ConfigKey (a top-level key of the
 // node's config whose value is the name) is set.
@@ -83,7 +83,7 @@ type NodeRoles struct {
 
 // RoleHandler is a Handler with static read and write roles. The engine
 // checks the reads before the node runs (after its config is resolved and
-// before step start) and the writes after it ran (SEED-SPEC 5.2.3 steps 3
+// before step start) and the writes after it ran (REF 5.2.3 steps 3
 // and 6): a required read must be on the board, a required write must be
 // on the board afterwards, and the node may change no var or channel its
 // writes do not name. Handlers that are not RoleHandlers are unrestricted.
@@ -139,7 +139,7 @@ func bindRoles(where string, config map[string]any, roles []Role) ([]BoundRole, 
 	return out, nil
 }
 
-// checkReads checks a node's required reads on board (SEED-SPEC 5.2.3
+// checkReads checks a node's required reads on board (REF 5.2.3
 // step 3): a var is there when the board has the key, a channel when it
 // holds at least one message.
 func checkReads(node string, roles NodeRoles, board *agent.Board) error {
@@ -151,7 +151,7 @@ func checkReads(node string, roles NodeRoles, board *agent.Board) error {
 	return nil
 }
 
-// checkWrites checks a node's writes after it ran (SEED-SPEC 5.2.3 step
+// checkWrites checks a node's writes after it ran (REF 5.2.3 step
 // 6): every var or channel that changed against before must be a declared
 // write, and every required write must be on the board.
 func checkWrites(node string, roles NodeRoles, before, after *agent.Board) error {

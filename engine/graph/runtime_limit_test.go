@@ -21,7 +21,7 @@ import (
 // running.
 func TestRuntimeRunTimeBoundsRun(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (limits.run_time, the smallest of the engine's and the runtimes', bounds a run → Timeout)
+	// REF 5.2.2 (limits.run_time, the smallest of the engine's and the runtimes', bounds a run → Timeout)
 	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
 	rt.limits.RunTime = 20 * time.Millisecond
 	rt.on("slow", func(ctx context.Context, _ sandbox.Invocation) error {
@@ -56,7 +56,7 @@ func (h slowCheckpointHost) Checkpoint(ctx context.Context, cp agent.Checkpoint)
 // the message says so.
 func TestRunTimeBetweenWaves(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (run_time between waves names the graph)
+	// REF 5.2.2 (run_time between waves names the graph)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: \"set x 1\"}}, {id: b, type: script, config: {source: \"set y 1\"}}]\nedges: [{from: a, to: b}]")
 	e := buildWith(t, doc, newFake(), graph.Options{Limits: sandbox.Limits{RunTime: 10 * time.Millisecond}})
 	host := slowCheckpointHost{Host: newHost(), hold: 200 * time.Millisecond}
@@ -72,7 +72,7 @@ func TestRunTimeBetweenWaves(t *testing.T) {
 // The js runtime's default run_time (its settings) ends a looping graph.
 func TestJSRunTimeEnforced(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.2 (the runtime's run_time is enforced by the engine)
+	// REF 5.2.2 (the runtime's run_time is enforced by the engine)
 	rt, err := js.New(js.Options{Limits: sandbox.Limits{RunTime: 100 * time.Millisecond, WallTime: 5 * time.Second}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close() })
@@ -101,7 +101,7 @@ edges:
 // checkpointed.
 func TestBoardBytesAtWaveBoundary(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.4 (the board is bounded by max_board_bytes before the checkpoint)
+	// REF 5.2.4 (the board is bounded by max_board_bytes before the checkpoint)
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: 'set small 1'}}, {id: b, type: script, config: {source: grow}}]\nedges: [{from: a, to: b}]")
 	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
 	rt.limits.MaxBoardBytes = 1500

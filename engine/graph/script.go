@@ -15,7 +15,7 @@ import (
 // ScriptTypeName is the name of the built-in script node type.
 const ScriptTypeName = "script"
 
-// ScriptConfig is the config of a script node (SEED-SPEC 5.3.3). Exactly
+// ScriptConfig is the config of a script node (REF 5.3.3). Exactly
 // one of Source (JavaScript) and Module (WebAssembly, with Entry) is set.
 type ScriptConfig struct {
 	// Runtime names the bound script runtime that runs the script; empty

@@ -27,7 +27,7 @@ func (n namedRuntime) Name() string { return n.name }
 // A script node's code must suit its runtime: a module on the js runtime
 // or source on the wasm runtime is a Validation error at build, naming
 // the node's config key.
-// SEED-SPEC 5.3.3
+// REF 5.3.3
 func TestScriptCodeMustSuitItsRuntime(t *testing.T) {
 	rts := map[string]sandbox.Runtime{"js": namedRuntime{name: "js"}, "wasm": namedRuntime{name: "wasm"}}
 	for _, tc := range []struct{ config, want string }{

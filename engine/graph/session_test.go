@@ -101,9 +101,9 @@ func reply(text string) agent.UserReply {
 // while it waited.
 func TestSessionSteerAndAsk(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (script nodes through the session's host)
-	// SEED-SPEC 5.4 (the canonical steer node: board.appendChannel(board.MAIN_CHANNEL, host.drainSteer()))
-	// SEED-SPEC 5.7.2 (the session sees run end: the turn settles)
+	// REF 5.3.3 (script nodes through the session's host)
+	// REF 5.4 (the canonical steer node: board.appendChannel(board.MAIN_CHANNEL, host.drainSteer()))
+	// REF 5.7.2 (the session sees run end: the turn settles)
 	app, prompts := concierge(t)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "concierge", ContextID: "steer"})
 	require.NoError(t, err)
@@ -133,9 +133,9 @@ func TestSessionSteerAndAsk(t *testing.T) {
 // there under the same run id, without re-running the nodes before it.
 func TestSessionInterruptAndResume(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.5.1 (the node that watches the host stops at the interrupt)
-	// SEED-SPEC 5.5.2 (an interrupted run reports Status=interrupted, not committed)
-	// SEED-SPEC 5.5.3 (resume from the checkpoint: restored board, successors of its steps)
+	// REF 5.5.1 (the node that watches the host stops at the interrupt)
+	// REF 5.5.2 (an interrupted run reports Status=interrupted, not committed)
+	// REF 5.5.3 (resume from the checkpoint: restored board, successors of its steps)
 	app, prompts := concierge(t)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "concierge", ContextID: "resume"})
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error)
 	return wave, nil
 }
 
-// step runs one node (SEED-SPEC 5.2.3): the skip condition, the ${board}
+// step runs one node (REF 5.2.3): the skip condition, the ${board}
 // resolution of its config, the read roles, step start, the handler with
 // its retries, the write roles, and step complete or step error.
 func (r *runState) step(ctx context.Context, in stepInput) error {
@@ -193,7 +193,7 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 }
 
 // countRetry counts one retry of node as a node run; it is BudgetExceeded
-// when the run's node runs would then pass max_iterations (SEED-SPEC 5.2.3).
+// when the run's node runs would then pass max_iterations (REF 5.2.3).
 func (r *runState) countRetry(node string, attempt int) error {
 	n := int(r.retries.Add(1))
 	if max := r.e.opts.MaxIterations; r.iterations+r.waveLen+n > max {

@@ -22,9 +22,9 @@ import (
 // engine's limits; Parallel is nil outside a parallel wave.
 func TestScriptInvocation(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (strict config {runtime, source, name, config}; a fresh environment per invocation)
-	// SEED-SPEC 5.2.5 (RunInfo, and the host on the ctx)
-	// SEED-SPEC 5.4 (config is the node's config after ${board} resolution; parallel.cancelNode is false outside a wave)
+	// REF 5.3.3 (strict config {runtime, source, name, config}; a fresh environment per invocation)
+	// REF 5.2.5 (RunInfo, and the host on the ctx)
+	// REF 5.4 (config is the node's config after ${board} resolution; parallel.cancelNode is false outside a wave)
 	var sawHost atomic.Bool
 	rt := newFake().on("inspect", func(ctx context.Context, inv sandbox.Invocation) error {
 		_, ok := agent.HostFromContext(ctx)
@@ -70,7 +70,7 @@ nodes:
 // {file} resolved at Build.
 func TestScriptSourceFile(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (source may be {file}; name defaults to the node id)
+	// REF 5.3.3 (source may be {file}; name defaults to the node id)
 	rt := newFake()
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: {file: a.js}}}]")
 	opts := graph.Options{ResolveText: func(_ context.Context, raw json.RawMessage) (string, error) {
@@ -90,8 +90,8 @@ func TestScriptSourceFile(t *testing.T) {
 // fails the node with a step error.
 func TestStepErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (skip condition; ${board} resolution; step error)
-	// SEED-SPEC 5.2.6 (a missing var without a default → Validation)
+	// REF 5.2.3 (skip condition; ${board} resolution; step error)
+	// REF 5.2.6 (a missing var without a default → Validation)
 	tests := []struct {
 		name, node, want string
 		kind             *fault.Kind
@@ -124,8 +124,8 @@ func TestStepErrors(t *testing.T) {
 // board; some kinds are never retried.
 func TestRetries(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.1.6 (build.max_node_retries)
-	// SEED-SPEC 5.2.3 (retries with linear backoff and rollback; Interrupted, Aborted, BudgetExceeded and Validation are not retried)
+	// REF 5.1.6 (build.max_node_retries)
+	// REF 5.2.3 (retries with linear backoff and rollback; Interrupted, Aborted, BudgetExceeded and Validation are not retried)
 	tests := []struct {
 		name       string
 		kind       *fault.Kind
@@ -172,7 +172,7 @@ func TestRetries(t *testing.T) {
 // The backoff waits base × attempt and stops when the run's ctx ends.
 func TestRetryBackoffStopsOnCancel(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.2.3 (linear backoff)
+	// REF 5.2.3 (linear backoff)
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := newFake().on("fail-then-cancel", func(context.Context, sandbox.Invocation) error {
 		cancel()
@@ -197,7 +197,7 @@ func (l limitedFake) Limits() sandbox.Limits { return l.limits }
 // engine's, and the invocation carries them.
 func TestScriptLimits(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.3 (each invocation runs under the call's limits)
+	// REF 5.3.3 (each invocation runs under the call's limits)
 	rt := limitedFake{fakeRuntime: newFake(), limits: sandbox.DefaultLimits()}
 	rt.limits.MaxEvents = 1
 	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: \"emit token \\\"1\\\"\\nemit token \\\"2\\\"\"}}]")

@@ -22,7 +22,7 @@ const ToolJournalFunc = "tool"
 
 const opTool = "run tool node"
 
-// ToolConfig is the config of a tool node (SEED-SPEC 5.3.2).
+// ToolConfig is the config of a tool node (REF 5.3.2).
 type ToolConfig struct {
 	// MessagesChannel is the channel whose last message holds the calls
 	// and that receives the tool message; default __main_channel.
@@ -91,7 +91,7 @@ var (
 // LiteralKeys keeps the channel and key names as written.
 func (h *toolHandler) LiteralKeys() []string { return []string{"messages_channel", "results_key"} }
 
-// Run executes the batch of the channel's last message (SEED-SPEC 5.3.2).
+// Run executes the batch of the channel's last message (REF 5.3.2).
 func (h *toolHandler) Run(ctx context.Context, c *Call) error {
 	calls, err := h.pendingCalls(c)
 	if err != nil {

@@ -89,9 +89,9 @@ func (h *toolHost) logLines() []string {
 // per result, and the journal each result.
 func TestToolNodeEndToEnd(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.2 (executes the whole batch, keeping the model's call ids)
-	// SEED-SPEC 5.3.2 (appends one role=tool message and writes raw results to results_key)
-	// SEED-SPEC 5.3.2 (each result is published as a delta)
+	// REF 5.3.2 (executes the whole batch, keeping the model's call ids)
+	// REF 5.3.2 (appends one role=tool message and writes raw results to results_key)
+	// REF 5.3.2 (each result is published as a delta)
 	rt := newJS(t)
 	e := buildWith(t, parseDoc(t, toolGraph), rt, graph.Options{Deps: map[string]any{"tools": newToolAssembly(t, rt)}})
 	host := newToolHost()
@@ -158,7 +158,7 @@ func TestToolNodeEndToEnd(t *testing.T) {
 // tool call.
 func TestToolNodeTail(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.2 (the tail must be an assistant message with at least one tool_call part)
+	// REF 5.3.2 (the tail must be an assistant message with at least one tool_call part)
 	rt := newJS(t)
 	doc := parseDoc(t, `
 name: t
@@ -205,7 +205,7 @@ nodes:
 // A failed delta publish is only logged: the node and the run succeed.
 func TestToolNodePublishFailureIsLogged(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.3.2 (a publish failure is only logged)
+	// REF 5.3.2 (a publish failure is only logged)
 	rt := newJS(t)
 	e := buildWith(t, parseDoc(t, toolGraph), rt, graph.Options{Deps: map[string]any{"tools": newToolAssembly(t, rt)}})
 	host := newToolHost()
@@ -230,7 +230,7 @@ func TestToolNodePublishFailureIsLogged(t *testing.T) {
 // neither it fails with NotFound.
 func TestToolNodeCatalog(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 1.2.9 (agents without a mapping of their own use default)
+	// REF 1.2.9 (agents without a mapping of their own use default)
 	rt := newJS(t)
 	e := buildWith(t, parseDoc(t, toolGraph), rt, graph.Options{})
 	cat := tool.NewCatalog(map[string]tool.Assembly{tool.DefaultAgent: newToolAssembly(t, rt)})

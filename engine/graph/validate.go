@@ -7,7 +7,7 @@ import (
 
 const opValidate = "validate graph"
 
-// Validate checks the document's structure (SEED-SPEC 5.1.2): a name; an
+// Validate checks the document's structure (REF 5.1.2): a name; an
 // entry that is a node; at least one node; node ids that are non-blank,
 // unique and do not start with the reserved "__"; a type on every node;
 // edges from a node to a node or to End. It reports every problem it

@@ -18,7 +18,7 @@ func ext(provider, id, fields string) model.Extension {
 	return model.Extension{Provider: provider, ID: id, Fields: json.RawMessage(fields)}
 }
 
-// SEED-SPEC 5.3.1: the fields of the extensions for this provider's id are
+// REF 5.3.1: the fields of the extensions for this provider's id are
 // merged into the body the server receives, unary and streamed; the
 // extensions of other providers are left out.
 func TestExtensionsReachTheBody(t *testing.T) {
@@ -74,7 +74,7 @@ func TestExtensionsReachTheBody(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.3.1: a field the driver sets, or one two extensions set, is
+// REF 5.3.1: a field the driver sets, or one two extensions set, is
 // a Validation error naming the extension; nothing is sent.
 func TestExtensionsCannotOverrideTheDriver(t *testing.T) {
 	t.Parallel()

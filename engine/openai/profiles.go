@@ -21,7 +21,7 @@ const (
 	OpTTS      = "tts"
 )
 
-// ProfileSettings is one of settings.profiles (SEED-SPEC 8.2): a named
+// ProfileSettings is one of settings.profiles (REF 8.2): a named
 // credential and endpoint of the provider. What the profile leaves out is
 // the provider's (the key, the base URL, ...); its headers are added to the
 // provider's.

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 8.2: a request naming a profile is sent with that profile's
+// REF 8.2: a request naming a profile is sent with that profile's
 // key and endpoint (the ${env:...} references of its secrets expanded);
 // other requests use the provider's own.
 func TestProfilesPickKeyAndEndpoint(t *testing.T) {
@@ -62,7 +62,7 @@ func TestProfilesPickKeyAndEndpoint(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 8.2: an unknown profile, or one that does not generate, is a
+// REF 8.2: an unknown profile, or one that does not generate, is a
 // Validation error naming it, before any request.
 func TestProfilesRefused(t *testing.T) {
 	t.Parallel()
@@ -87,7 +87,7 @@ func TestProfilesRefused(t *testing.T) {
 	assert.Empty(t, w.seen())
 }
 
-// SEED-SPEC 8.2: profiles are decoded strictly: a secret other than
+// REF 8.2: profiles are decoded strictly: a secret other than
 // api_key, a bad id, operation or endpoint fail the build.
 func TestProfileSettingsRejects(t *testing.T) {
 	t.Parallel()
@@ -152,7 +152,7 @@ func FuzzSettings(f *testing.F) {
 	})
 }
 
-// SEED-SPEC 5.3.1: Chat Completions produce text: another modality is
+// REF 5.3.1: Chat Completions produce text: another modality is
 // refused before any request.
 func TestIntentOtherThanTextRefused(t *testing.T) {
 	t.Parallel()

@@ -114,7 +114,7 @@ func (p *Provider) Close() error {
 	return nil
 }
 
-// Generate runs one Chat Completions call (SEED-SPEC 8.9): unary when
+// Generate runs one Chat Completions call (REF 8.9): unary when
 // onDelta is nil, streamed over SSE otherwise. Attempts that fail before
 // any delta was passed on with 408, 429, a 5xx or a broken connection are
 // retried up to settings.retries times, after the server's Retry-After

@@ -37,7 +37,7 @@ func collect(out *[]model.Delta) func(model.Delta) error {
 	}
 }
 
-// SEED-SPEC 8.9
+// REF 8.9
 func TestGenerateUnaryText(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_text.json"))
@@ -68,7 +68,7 @@ func TestGenerateUnaryText(t *testing.T) {
 	}, got[0].Body["messages"])
 }
 
-// SEED-SPEC 8.7
+// REF 8.7
 func TestGenerateUnaryToolCalls(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_tools.json"))
@@ -108,7 +108,7 @@ func TestGenerateUnaryToolCalls(t *testing.T) {
 	assert.Equal(t, map[string]any{"role": "tool", "tool_call_id": "call_x", "content": "error: no such city"}, msgs[3])
 }
 
-// SEED-SPEC 8.6
+// REF 8.6
 func TestGenerateStreamText(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replySSE(t, "stream_text.sse"))
@@ -126,7 +126,7 @@ func TestGenerateStreamText(t *testing.T) {
 	assert.Equal(t, map[string]any{"include_usage": true}, body["stream_options"])
 }
 
-// SEED-SPEC 8.7
+// REF 8.7
 func TestGenerateStreamToolCallsSplitAcrossChunks(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replySSE(t, "stream_tools.sse"))
@@ -151,7 +151,7 @@ func TestGenerateStreamToolCallsSplitAcrossChunks(t *testing.T) {
 }
 
 // A local server's stream (keep-alive comments, no usage chunk, auth
-// scheme none): SEED-SPEC 8.9.
+// scheme none): REF 8.9.
 func TestGenerateStreamLocalServer(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replySSE(t, "stream_ollama.sse"))
@@ -167,7 +167,7 @@ func TestGenerateStreamLocalServer(t *testing.T) {
 	assert.Empty(t, w.seen()[0].Header.Values("Authorization"))
 }
 
-// SEED-SPEC 8.8
+// REF 8.8
 func TestGenerateHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 429, "error_429.json", "Retry-After", "1"), replyJSON(t, 200, "chat_text.json"))
@@ -194,7 +194,7 @@ func TestGenerateRetryAfterBeyondMaxWaitFailsAtOnce(t *testing.T) {
 	assert.Len(t, w.seen(), 1)
 }
 
-// SEED-SPEC 8.8
+// REF 8.8
 func TestGenerateRetries5xxThenSucceeds(t *testing.T) {
 	t.Parallel()
 	for _, stream := range []bool{false, true} {
@@ -232,7 +232,7 @@ func TestGenerateRetriesAreBounded(t *testing.T) {
 	assert.Contains(t, err.Error(), `openai generate: model "gpt-4o-mini": status 503`)
 }
 
-// SEED-SPEC 8.8
+// REF 8.8
 func TestErrorKindPerStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -267,7 +267,7 @@ func TestErrorKindPerStatus(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 8.6
+// REF 8.6
 func TestGenerateStreamCutMidLine(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replySSE(t, "stream_cut.sse"))
@@ -369,8 +369,8 @@ func TestGenerateUnreachableServer(t *testing.T) {
 	require.ErrorIs(t, err, fault.NotAvailable)
 }
 
-// SEED-SPEC 8.9
-// SEED-SPEC 8.4
+// REF 8.9
+// REF 8.4
 func TestAuthSchemes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -398,7 +398,7 @@ func TestAuthSchemes(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 8.5
+// REF 8.5
 func TestAzureDeployment(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_text.json"))

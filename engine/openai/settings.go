@@ -71,7 +71,7 @@ type Settings struct {
 	// refuse the option.
 	IncludeUsage *bool `json:"include_usage,omitempty"`
 	// Profiles are other credentials and endpoints of the same provider,
-	// picked by a request's profile (SEED-SPEC 8.2).
+	// picked by a request's profile (REF 8.2).
 	Profiles []ProfileSettings `json:"profiles,omitempty"`
 }
 

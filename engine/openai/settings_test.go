@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 8.3
+// REF 8.3
 func TestSettingsRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -46,7 +46,7 @@ func TestSettingsRejects(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 8.1
+// REF 8.1
 func TestFactorySpec(t *testing.T) {
 	t.Parallel()
 	spec := Factory().Spec()
@@ -57,8 +57,8 @@ func TestFactorySpec(t *testing.T) {
 
 // The key comes from the environment through ${env:NAME}, expanded in
 // every string of the settings.
-// SEED-SPEC 8.2
-// SEED-SPEC 8.9
+// REF 8.2
+// REF 8.9
 func TestFactoryExpandsEnv(t *testing.T) {
 	t.Parallel()
 	w := newWire(t, replyJSON(t, 200, "chat_text.json"))

@@ -218,7 +218,7 @@ func TestFactorySpec(t *testing.T) {
 	assert.Equal(t, "scripted", spec.Impl)
 }
 
-// SEED-SPEC 8.2: a provider without profiles refuses a request naming one,
+// REF 8.2: a provider without profiles refuses a request naming one,
 // and tells so before any call.
 func TestProfilesAreRefused(t *testing.T) {
 	t.Parallel()
@@ -241,7 +241,7 @@ func TestProfilesAreRefused(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 5.3.1: the scripted provider produces text: it refuses another
+// REF 5.3.1: the scripted provider produces text: it refuses another
 // modality, before any call and at the call.
 func TestIntentsOtherThanTextAreRefused(t *testing.T) {
 	t.Parallel()

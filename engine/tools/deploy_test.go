@@ -69,9 +69,9 @@ func TestDeployedToolNode(t *testing.T) {
 	catalog := strings.Replace(string(src), engineDeps, "deps: {script_runtime: js}", 1) +
 		"  dynamic_catalog:\n    tools: {assistant: kit}\n"
 	for name, text := range map[string]string{
-		// SEED-SPEC 5.1.7 (the tools dep, a tool.Assembly, feeds the graph's tool nodes)
+		// REF 5.1.7 (the tools dep, a tool.Assembly, feeds the graph's tool nodes)
 		"engine dep": string(src),
-		// SEED-SPEC 1.2.9 (a dynamic_catalog.tools key names a deployed agent whose turns use the assembly)
+		// REF 1.2.9 (a dynamic_catalog.tools key names a deployed agent whose turns use the assembly)
 		"dynamic catalog": catalog,
 	} {
 		t.Run(name, func(t *testing.T) {

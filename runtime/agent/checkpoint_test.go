@@ -30,7 +30,7 @@ func fullCheckpoint() agent.Checkpoint {
 	}
 }
 
-// SEED-SPEC 7.1
+// REF 7.1
 func TestCheckpointValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -73,7 +73,7 @@ func TestCheckpointValidate(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 7.1
+// REF 7.1
 func TestCheckpointCloneIsDeep(t *testing.T) {
 	t.Parallel()
 	for name, mutate := range map[string]func(c *agent.Checkpoint){
@@ -111,7 +111,7 @@ func TestCheckpointCloneIsDeep(t *testing.T) {
 	assert.NotNil(t, empty.Steps)
 }
 
-// SEED-SPEC 7.1
+// REF 7.1
 func TestCheckpointJSON(t *testing.T) {
 	t.Parallel()
 	c := fullCheckpoint()

@@ -29,9 +29,9 @@ func fullDefinition() agent.Definition {
 	}
 }
 
-// SEED-SPEC 3.3.2
-// SEED-SPEC 3.3.3
-// SEED-SPEC 3.2.2
+// REF 3.3.2
+// REF 3.3.3
+// REF 3.2.2
 func TestDefinitionValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -122,7 +122,7 @@ func TestDefinitionValidate(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 3.2.2
+// REF 3.2.2
 func TestValidateRef(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -158,7 +158,7 @@ func TestValidateRef(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 3.2.2
+// REF 3.2.2
 func TestValidateRefs(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, agent.ValidateRefs("deps", nil))
@@ -170,7 +170,7 @@ func TestValidateRefs(t *testing.T) {
 	assert.EqualError(t, err, "agent: deps: dep name is empty")
 }
 
-// SEED-SPEC 3.3.1
+// REF 3.3.1
 // The agent entry has no top-level deps: engine deps go under engine.deps,
 // and a strict decoder rejects a top-level deps key.
 func TestDefinitionEngineDepsOnlyUnderEngine(t *testing.T) {

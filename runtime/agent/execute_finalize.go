@@ -84,7 +84,7 @@ func (x *execution) commitFailed(res *Result, reason string, err error) {
 }
 
 // RunEndPublishError reports that an engine could not publish the run-end
-// event of a run (SEED-SPEC 5.7.4). Engines join it to the error they
+// event of a run (REF 5.7.4). Engines join it to the error they
 // return; it is of kind fault.Internal, and the session detaches the
 // turn's sinks with it.
 type RunEndPublishError struct {

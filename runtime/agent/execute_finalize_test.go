@@ -20,7 +20,7 @@ func verdict(v agent.Verdict) agent.Referee {
 
 func TestExecuteReviseLoop(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (policy.max_revise bounds referee re-runs; each attempt re-seeds the board; Attempts counts them)
+	// REF 6.1.6 (policy.max_revise bounds referee re-runs; each attempt re-seeds the board; Attempts counts them)
 	tests := []struct {
 		name      string
 		maxRevise int
@@ -70,7 +70,7 @@ func TestExecuteReviseLoop(t *testing.T) {
 
 func TestExecuteReviseOnlyCompleted(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (revise re-runs only a completed attempt)
+	// REF 6.1.6 (revise re-runs only a completed attempt)
 	calls := 0
 	eng := agent.EngineFunc(func(_ context.Context, _ agent.Run, _ agent.Host, b *agent.Board) (*agent.Board, error) {
 		calls++
@@ -86,7 +86,7 @@ func TestExecuteReviseOnlyCompleted(t *testing.T) {
 
 func TestExecuteRefereeVerdicts(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (6: referees accept or discard; Committed defaults to true only for completed)
+	// REF 6.1.6 (6: referees accept or discard; Committed defaults to true only for completed)
 	interrupted := agent.Interrupted(agent.Interrupt{Cause: agent.CauseUserCancel})
 	tests := []struct {
 		name      string
@@ -129,7 +129,7 @@ func TestExecuteRefereeVerdicts(t *testing.T) {
 
 func TestExecuteRefereeOrder(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (6: referees: the agent's, then the option's; each sees the classified result)
+	// REF 6.1.6 (6: referees: the agent's, then the option's; each sees the classified result)
 	var order []string
 	ref := func(name string) agent.Referee {
 		return agent.RefereeFunc(func(_ context.Context, _ agent.Run, res *agent.Result) (agent.Verdict, error) {
@@ -147,7 +147,7 @@ func TestExecuteRefereeOrder(t *testing.T) {
 
 func TestExecuteRefereeError(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (6: a referee error leaves the result uncommitted; a completed result becomes failed)
+	// REF 6.1.6 (6: a referee error leaves the result uncommitted; a completed result becomes failed)
 	refErr := fault.New(fault.NotAvailable, "judge", "offline")
 	tests := []struct {
 		name   string
@@ -195,7 +195,7 @@ func TestExecuteRefereeError(t *testing.T) {
 
 func TestExecuteCommitView(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (6: the commit view may rewrite the result before the committers)
+	// REF 6.1.6 (6: the commit view may rewrite the result before the committers)
 	var committedText []string
 	a := &agent.Agent{ID: "bot", Engine: replyEngine("the whole answer", nil),
 		Committers: []agent.Committer{agent.CommitterFunc(func(_ context.Context, _ agent.Run, res *agent.Result) error {
@@ -235,7 +235,7 @@ func TestExecuteCommitView(t *testing.T) {
 
 func TestExecuteCommitterFailure(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (6: a failed committer forces Committed false)
+	// REF 6.1.6 (6: a failed committer forces Committed false)
 	var calls []string
 	committer := func(name string, err error) agent.Committer {
 		return agent.CommitterFunc(func(context.Context, agent.Run, *agent.Result) error {
@@ -263,7 +263,7 @@ func TestExecuteCommitterFailure(t *testing.T) {
 
 func TestExecuteOnRunEnd(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (7: call OnRunEnd after the committers)
+	// REF 6.1.6 (7: call OnRunEnd after the committers)
 	var order []string
 	a := &agent.Agent{ID: "bot", Engine: replyEngine("x", nil),
 		Referees: []agent.Referee{agent.RefereeFunc(func(context.Context, agent.Run, *agent.Result) (agent.Verdict, error) {

@@ -38,7 +38,7 @@ func finalizeReason(res *agent.Result) any { return res.State[agent.StateFinaliz
 
 func TestExecuteRunID(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (1: mint the run id; req.RunID wins)
+	// REF 6.1.6 (1: mint the run id; req.RunID wins)
 	var seen []string
 	eng := agent.EngineFunc(func(_ context.Context, run agent.Run, _ agent.Host, b *agent.Board) (*agent.Board, error) {
 		seen = append(seen, run.ID)
@@ -75,7 +75,7 @@ func TestExecuteRunID(t *testing.T) {
 
 func TestExecuteDefaultBoard(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (2: by default the message goes to the main channel and inputs become vars)
+	// REF 6.1.6 (2: by default the message goes to the main channel and inputs become vars)
 	var got *agent.Board
 	eng := agent.EngineFunc(func(_ context.Context, _ agent.Run, _ agent.Host, b *agent.Board) (*agent.Board, error) {
 		got = b.Clone()
@@ -103,8 +103,8 @@ func TestExecuteDefaultBoard(t *testing.T) {
 
 func TestExecuteHookOrder(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (2: preparers build the board, in order, instead of the default)
-	// SEED-SPEC 6.1.6 (3: observers see the board before the engine runs)
+	// REF 6.1.6 (2: preparers build the board, in order, instead of the default)
+	// REF 6.1.6 (3: observers see the board before the engine runs)
 	var mu sync.Mutex
 	var calls []string
 	note := func(s string) { mu.Lock(); calls = append(calls, s); mu.Unlock() }
@@ -136,7 +136,7 @@ func TestExecuteHookOrder(t *testing.T) {
 
 func TestExecuteDefaultPreparer(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (2: the default seeding, reusable by a preparer)
+	// REF 6.1.6 (2: the default seeding, reusable by a preparer)
 	b := agent.NewBoard()
 	req := userReq("hello")
 	req.Inputs = map[string]any{"a": []any{"x"}}
@@ -149,7 +149,7 @@ func TestExecuteDefaultPreparer(t *testing.T) {
 
 func TestExecuteInfrastructureErrors(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (infrastructure failures return (nil, err))
+	// REF 6.1.6 (infrastructure failures return (nil, err))
 	ok := replyEngine("x", nil)
 	var typedNilHost *agent.HostFuncs
 	badPrep := func(err error) *agent.Agent {
@@ -197,7 +197,7 @@ func TestExecuteInfrastructureErrors(t *testing.T) {
 
 func TestExecuteClassify(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (4: run the engine) (5: classify: completed, interrupted, canceled, failed or aborted)
+	// REF 6.1.6 (4: run the engine) (5: classify: completed, interrupted, canceled, failed or aborted)
 	canceledCtx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -241,7 +241,7 @@ func TestExecuteClassify(t *testing.T) {
 
 func TestExecuteOutput(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (5: Output is the assistant messages the final attempt appended)
+	// REF 6.1.6 (5: Output is the assistant messages the final attempt appended)
 	history := agent.PreparerFunc(func(_ context.Context, _ agent.Run, req agent.Request, b *agent.Board) error {
 		b.Append(agent.MainChannel, message.NewTextMessage(message.RoleAssistant, "old answer"))
 		return agent.DefaultPreparer{}.Prepare(context.Background(), agent.Run{}, req, b)
@@ -314,7 +314,7 @@ func (h *usageHost) DrainSteer() []message.Message { return nil }
 
 func TestExecuteUsageAndHost(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (4: the engine runs with the host; its capabilities stay reachable)
+	// REF 6.1.6 (4: the engine runs with the host; its capabilities stay reachable)
 	host := &usageHost{}
 	var budgetErrs, steerFound int
 	eng := agent.EngineFunc(func(ctx context.Context, run agent.Run, h agent.Host, b *agent.Board) (*agent.Board, error) {
@@ -341,7 +341,7 @@ func TestExecuteUsageAndHost(t *testing.T) {
 
 func TestExecuteRunFields(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (4: run the engine with the run's identity)
+	// REF 6.1.6 (4: run the engine with the run's identity)
 	var got agent.Run
 	eng := agent.EngineFunc(func(_ context.Context, run agent.Run, _ agent.Host, b *agent.Board) (*agent.Board, error) {
 		got = run
@@ -363,8 +363,8 @@ func TestExecuteRunFields(t *testing.T) {
 
 func TestExecuteResume(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (2: a resume seeds the board from the checkpoint)
-	// SEED-SPEC 2.6.4 (the engine gets WithResumeFrom and the ResumeContext)
+	// REF 6.1.6 (2: a resume seeds the board from the checkpoint)
+	// REF 2.6.4 (the engine gets WithResumeFrom and the ResumeContext)
 	original := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	parked := agent.NewBoard()
 	parked.Append(agent.MainChannel, message.NewTextMessage(message.RoleUser, "q"),
@@ -435,7 +435,7 @@ func TestExecuteResume(t *testing.T) {
 
 func TestRunEndPublishError(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.4 (a failed run-end publish is an Internal RunEndPublishError)
+	// REF 5.7.4 (a failed run-end publish is an Internal RunEndPublishError)
 	cause := errors.New("bus closed")
 	err := errors.Join(context.Canceled, &agent.RunEndPublishError{RunID: "run-1", Err: cause})
 	assert.ErrorIs(t, err, fault.Internal)
@@ -450,7 +450,7 @@ func TestRunEndPublishError(t *testing.T) {
 
 func TestExecuteWithHistory(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 2.6.3: a fresh run seeds its board from the stored history;
+	// REF 2.6.3: a fresh run seeds its board from the stored history;
 	// the new message lands on top and the history itself is not changed.
 	history := agent.NewBoard()
 	history.Append(agent.MainChannel,

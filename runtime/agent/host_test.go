@@ -68,7 +68,7 @@ type busHost struct {
 
 func (h busHost) EventBus() event.Bus { return h.bus }
 
-// SEED-SPEC 6.1.3
+// REF 6.1.3
 func TestCapabilityFromHost(t *testing.T) {
 	t.Parallel()
 	steer := &steerHost{name: "base"}
@@ -118,7 +118,7 @@ type steerDecorator struct {
 
 func (d *steerDecorator) UnwrapHost() agent.Host { return d.inner }
 
-// SEED-SPEC 6.1.3
+// REF 6.1.3
 // The outermost host that carries the capability wins, and concrete types
 // can be searched for as well as interfaces.
 func TestCapabilityFromHostOrder(t *testing.T) {
@@ -150,7 +150,7 @@ func TestCapabilityFromHostOrder(t *testing.T) {
 	assert.Same(t, outerHost, got3)
 }
 
-// SEED-SPEC 6.1.3
+// REF 6.1.3
 // The limit: the host passed in is at depth 0 and each UnwrapHost goes one
 // level deeper. A capability at depth MaxUnwrapDepth (64) is found; one at
 // depth 65 is not.
@@ -180,7 +180,7 @@ func TestCapabilityFromHostDepthLimit(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.1.3
+// REF 6.1.3
 // A cyclic unwrap chain terminates after MaxUnwrapDepth unwraps.
 func TestCapabilityFromHostCycle(t *testing.T) {
 	t.Parallel()
@@ -200,7 +200,7 @@ func TestCapabilityFromHostCycle(t *testing.T) {
 	assert.Equal(t, int64(agent.MaxUnwrapDepth), selfUnwraps.Load())
 }
 
-// SEED-SPEC 6.1.4
+// REF 6.1.4
 func TestSteerFromHost(t *testing.T) {
 	t.Parallel()
 	steer := &steerHost{name: "turn"}
@@ -217,7 +217,7 @@ func TestSteerFromHost(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.1.4
+// REF 6.1.4
 func TestEventBusFromHost(t *testing.T) {
 	t.Parallel()
 	bus := &fakeBus{name: "gen-1"}
@@ -259,7 +259,7 @@ type shadowHost struct {
 func (shadowHost) EventBus() event.Bus      { return nil }
 func (h shadowHost) UnwrapHost() agent.Host { return h.inner }
 
-// SEED-SPEC 6.1.4
+// REF 6.1.4
 // The first provider found decides, even when its bus is nil.
 func TestEventBusFromHostFirstProviderDecides(t *testing.T) {
 	t.Parallel()
@@ -269,8 +269,8 @@ func TestEventBusFromHostFirstProviderDecides(t *testing.T) {
 	assert.Nil(t, got)
 }
 
-// SEED-SPEC 6.1.1
-// SEED-SPEC 6.1.2
+// REF 6.1.1
+// REF 6.1.2
 func TestNoopHost(t *testing.T) {
 	t.Parallel()
 	var h agent.Host = agent.NoopHost{}
@@ -308,7 +308,7 @@ func TestNoopHost(t *testing.T) {
 	assert.False(t, ok, "NoopHost is not a decorator")
 }
 
-// SEED-SPEC 6.1.5
+// REF 6.1.5
 func TestContextWithHost(t *testing.T) {
 	t.Parallel()
 	h, ok := agent.HostFromContext(context.Background())
@@ -341,7 +341,7 @@ func TestContextWithHost(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.1.1
+// REF 6.1.1
 func TestInterruptedError(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

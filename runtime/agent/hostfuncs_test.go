@@ -82,7 +82,7 @@ func callAll(t *testing.T, h agent.Host) map[string]any {
 	}
 }
 
-// SEED-SPEC 1.12.2
+// REF 1.12.2
 // HostFuncs passes every method it does not replace through to Inner,
 // with the same arguments and context, and returns Inner's answer.
 func TestHostFuncsPassesThrough(t *testing.T) {
@@ -100,7 +100,7 @@ func TestHostFuncsPassesThrough(t *testing.T) {
 	assert.Equal(t, errInnerUsage, got["usage"])
 }
 
-// SEED-SPEC 1.12.2
+// REF 1.12.2
 // Each replaced method goes to its function only; the others still reach
 // Inner.
 func TestHostFuncsReplacesOneMethod(t *testing.T) {

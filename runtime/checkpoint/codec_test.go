@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The record's JSON carries exactly the fields of the checkpoint: exec_id,
 // steps, iteration, board, payload, attributes, timestamp,
 // original_started_at and spec_version; the golden file pins the format.
-// SEED-SPEC 7.1
+// REF 7.1
 func TestRecordFormatGolden(t *testing.T) {
 	t.Parallel()
 	cp := checkpointtest.NewCheckpoint("run-0123456789abcdef", 2)
@@ -57,7 +57,7 @@ func TestRecordFormatGolden(t *testing.T) {
 }
 
 // Encode refuses what Validate refuses, and values JSON cannot hold.
-// SEED-SPEC 7.1
+// REF 7.1
 func TestEncodeRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	cp := checkpointtest.NewCheckpoint("run-1", 1)

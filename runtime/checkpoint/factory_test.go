@@ -17,7 +17,7 @@ import (
 
 // The core backend is kind checkpoint.Store, impl workspace, with one
 // required dep "workspace" of type workspace.Workspace.
-// SEED-SPEC 1.8.1
+// REF 1.8.1
 func TestFactorySpec(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, resource.Spec{
@@ -40,7 +40,7 @@ func buildStore(t *testing.T, settings string, deps map[string]any) (any, error)
 
 // The prefix setting is optional, defaults to agent/checkpoints and is
 // trimmed of '/'; unknown settings are Validation errors.
-// SEED-SPEC 1.8.1
+// REF 1.8.1
 func TestFactorySettings(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t)
@@ -73,7 +73,7 @@ func TestFactorySettings(t *testing.T) {
 
 // A missing or mistyped workspace dep is a Validation error naming the
 // role.
-// SEED-SPEC 1.8.1
+// REF 1.8.1
 func TestFactoryDeps(t *testing.T) {
 	t.Parallel()
 	for name, deps := range map[string]map[string]any{
@@ -91,7 +91,7 @@ func TestFactoryDeps(t *testing.T) {
 // Resume needs a store that deletes: the factory's value and the memory
 // store implement CheckpointLister and CheckpointDeleter besides
 // CheckpointStore.
-// SEED-SPEC 1.8.3
+// REF 1.8.3
 func TestStoresImplementExtensions(t *testing.T) {
 	t.Parallel()
 	v, err := buildStore(t, `{}`, map[string]any{"workspace": newWorkspace(t)})
@@ -110,7 +110,7 @@ func TestStoresImplementExtensions(t *testing.T) {
 // a workspace unless a store is built on it and saves, and no store exists
 // without its workspace. That the host's Checkpoint call is a no-op when the
 // document names no checkpoint_store is the runtime's, and tested there.
-// SEED-SPEC 1.8.2
+// REF 1.8.2
 func TestNoStoreNoRecords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -139,7 +139,7 @@ type customSettings struct {
 
 // Other backends register next to the core one under their own impl, own
 // their settings, and prove themselves with the same suite.
-// SEED-SPEC 1.8.4
+// REF 1.8.4
 func TestOtherBackendRegistersBeside(t *testing.T) {
 	t.Parallel()
 	custom := resource.FactoryFunc(resource.Spec{Kind: checkpoint.Kind, Impl: "custom"},

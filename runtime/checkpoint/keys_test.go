@@ -11,7 +11,7 @@ import (
 )
 
 // Run ids are "run-" and 16 hex digits, fresh every time.
-// SEED-SPEC 7.6
+// REF 7.6
 func TestRunKey(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
@@ -26,7 +26,7 @@ func TestRunKey(t *testing.T) {
 
 // Session records are "session-" and the first 32 hex digits of
 // sha256(agent id, NUL, context id); they cannot collide with run ids.
-// SEED-SPEC 7.6
+// REF 7.6
 func TestSessionKey(t *testing.T) {
 	t.Parallel()
 	sum := sha256.Sum256([]byte("assistant\x00c1"))

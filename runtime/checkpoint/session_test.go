@@ -18,7 +18,7 @@ import (
 // run id) and the parked run's checkpoint. A committed run deletes its
 // checkpoint; deleting the session removes all of them. This walks the
 // store through that life with the keys the runtime uses.
-// SEED-SPEC 7.3
+// REF 7.3
 func TestSessionRecordsLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -37,8 +37,8 @@ func newStore(t testing.TB, ws workspace.Workspace, prefix string) *checkpoint.S
 }
 
 // Both stores of the package pass the conformance suite.
-// SEED-SPEC 7.2
-// SEED-SPEC 7.7
+// REF 7.2
+// REF 7.7
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	t.Run("workspace", func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 
 // The live record is <prefix>/<exec_id>.json and no temporary file stays
 // after a save.
-// SEED-SPEC 7.4
+// REF 7.4
 func TestLayoutOnDisk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -101,7 +101,7 @@ func (w *renameFails) Rename(ctx context.Context, from, to string) error {
 
 // Save writes <prefix>/.tmp/<exec_id>.<nanos>-<16hex>.json.tmp and renames it; when
 // the rename fails the temporary file is removed and the old record stays.
-// SEED-SPEC 7.4
+// REF 7.4
 func TestFailedRenameRemovesTempFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -128,7 +128,7 @@ func TestFailedRenameRemovesTempFile(t *testing.T) {
 
 // The temporary file is removed even when the context is what made the
 // rename fail.
-// SEED-SPEC 7.4
+// REF 7.4
 func TestCancelledSaveRemovesTempFile(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t)
@@ -147,7 +147,7 @@ func TestCancelledSaveRemovesTempFile(t *testing.T) {
 
 // A record that is not valid JSON or fails Validate loads as a corrupt
 // error of kind Internal that names the file.
-// SEED-SPEC 7.5
+// REF 7.5
 func TestLoadCorrupt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -183,7 +183,7 @@ func TestLoadCorrupt(t *testing.T) {
 }
 
 // Missing records, a missing prefix directory and other workspace failures.
-// SEED-SPEC 7.5
+// REF 7.5
 func TestLoadMissingAndFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -205,7 +205,7 @@ func TestLoadMissingAndFailures(t *testing.T) {
 
 // List returns the *.json names without the suffix, sorted, and ignores the
 // temporary directory and anything else; Delete removes the live file.
-// SEED-SPEC 7.5
+// REF 7.5
 func TestListAndDeleteOnDisk(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -243,7 +243,7 @@ func TestListAndDeleteOnDisk(t *testing.T) {
 
 // Exec ids: blank, '/', '\', "." and ".." are Validation errors; so are
 // control characters and ids too long for a file name.
-// SEED-SPEC 7.4
+// REF 7.4
 func TestValidateExecID(t *testing.T) {
 	t.Parallel()
 	for _, id := range []string{"run-0123456789abcdef", "session-x", "a.b", ".hidden", "...", "with space", "ünïcode", strings.Repeat("x", checkpoint.MaxExecIDBytes)} {
@@ -257,7 +257,7 @@ func TestValidateExecID(t *testing.T) {
 
 // NewStore trims the prefix and refuses one that is not a clean relative
 // path.
-// SEED-SPEC 1.8.1
+// REF 1.8.1
 func TestNewStorePrefix(t *testing.T) {
 	t.Parallel()
 	ws := newWorkspace(t)

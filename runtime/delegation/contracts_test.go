@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 6.2.1: a request names a mode (sync, async, or empty for
+// REF 6.2.1: a request names a mode (sync, async, or empty for
 // sync), a target, an input, metadata and an idempotency key.
 func TestRequestValidate(t *testing.T) {
 	t.Parallel()
@@ -48,7 +48,7 @@ func TestRequestValidate(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.2.1: the response invariants. A non-terminal response has
+// REF 6.2.1: the response invariants. A non-terminal response has
 // no output or error; succeeded has no error; failed needs an error;
 // canceled has no output.
 func TestResponseInvariants(t *testing.T) {
@@ -91,7 +91,7 @@ func TestResponseInvariants(t *testing.T) {
 	assert.ErrorIs(t, (&delegation.ErrorInfo{Code: "nonsense"}).Err(), fault.Internal)
 }
 
-// SEED-SPEC 6.2.1: every run outcome maps onto a response that keeps the
+// REF 6.2.1: every run outcome maps onto a response that keeps the
 // invariants: completed is succeeded with the output; failed is failed
 // with the run's error and its kind; interrupted is canceled without
 // output.
@@ -130,7 +130,7 @@ func TestOutcomes(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotFound)
 }
 
-// SEED-SPEC 6.2.1: Delegate refuses what it cannot run before anything
+// REF 6.2.1: Delegate refuses what it cannot run before anything
 // runs.
 func TestDelegateRefusals(t *testing.T) {
 	t.Parallel()
@@ -150,7 +150,7 @@ func TestDelegateRefusals(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotAvailable)
 }
 
-// SEED-SPEC 6.2.1: the directory lists its agents with their cards, sorted,
+// REF 6.2.1: the directory lists its agents with their cards, sorted,
 // and finds one by id; an unknown id is NotFound and an unbound directory
 // is NotAvailable.
 func TestDirectory(t *testing.T) {

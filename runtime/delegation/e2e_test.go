@@ -64,9 +64,9 @@ func lastText(res *agent.Result) string {
 // as a session turn; a sink on the parent turn sees the child's deltas as
 // an observer, before the delegation returns.
 //
-// SEED-SPEC 6.2.4 (a sub-run is a real session turn with inherited sinks)
-// SEED-SPEC 2.4.16 (inherited sinks are observers of the sub-run)
-// SEED-SPEC 2.3.12 (the sub-run drains only its own, empty, queue)
+// REF 6.2.4 (a sub-run is a real session turn with inherited sinks)
+// REF 2.4.16 (inherited sinks are observers of the sub-run)
+// REF 2.3.12 (the sub-run drains only its own, empty, queue)
 func TestEndToEndDelegation(t *testing.T) {
 	t.Parallel()
 	app := buildApp(t)
@@ -85,7 +85,7 @@ func TestEndToEndDelegation(t *testing.T) {
 	assert.Greater(t, strings.Index(seen, "[lead done]"), child, "the child streamed before the delegation returned")
 }
 
-// SEED-SPEC 6.2.1 (through the delegate node type): the relay's delegate
+// REF 6.2.1 (through the delegate node type): the relay's delegate
 // node hands its conversation to the writer and appends the reply.
 func TestEndToEndDelegateNode(t *testing.T) {
 	t.Parallel()
@@ -100,7 +100,7 @@ func TestEndToEndDelegateNode(t *testing.T) {
 // PolicyDenied, and the script can catch it; max_depth stops an agent
 // that delegates to itself.
 //
-// SEED-SPEC 6.2.3 (past max_depth: PolicyDenied)
+// REF 6.2.3 (past max_depth: PolicyDenied)
 func TestEndToEndRefusals(t *testing.T) {
 	t.Parallel()
 	app := buildApp(t)

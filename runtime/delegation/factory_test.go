@@ -48,7 +48,7 @@ func serviceOf(t *testing.T, r *deploy.Result, name string) *delegation.LocalSer
 	return svc
 }
 
-// SEED-SPEC 6.2.2: the resources delegation.Directory/local (bound to the
+// REF 6.2.2: the resources delegation.Directory/local (bound to the
 // deployment at wire time), delegation.Service/local (deps directory,
 // required, and session_provider; settings max_concurrency=4,
 // max_depth=8, timeout, idempotency_retention, defer_workers) and
@@ -100,7 +100,7 @@ func TestResources(t *testing.T) {
 	assert.Equal(t, "drafted", agenttest.ReplyText(resp.Output), "without a manager the service runs the agent itself")
 }
 
-// SEED-SPEC 6.2.2: settings are strict and non-negative; the directory is
+// REF 6.2.2: settings are strict and non-negative; the directory is
 // a required dependency.
 func TestResourceErrors(t *testing.T) {
 	t.Parallel()
@@ -132,7 +132,7 @@ func TestResourceErrors(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 6.2.8: each generation builds its own directory and service,
+// REF 6.2.8: each generation builds its own directory and service,
 // bound to that generation; a delegation in flight on the old generation
 // finishes there, and the old directory stays frozen to its agents.
 func TestGenerations(t *testing.T) {

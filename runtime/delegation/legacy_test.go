@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 6.2.6, SEED-SPEC 2.3.12: without a session manager a sync
+// REF 6.2.6, REF 2.3.12: without a session manager a sync
 // delegation runs with agent.Execute under the caller's host, with the
 // caller's steer source withheld: the child can ask the caller's user,
 // but a steer step drains nothing and the caller's queue stays intact.
@@ -40,7 +40,7 @@ func TestLegacySync(t *testing.T) {
 	assert.NotEmpty(t, caller.Subjects(), "the child published through the caller's host")
 }
 
-// SEED-SPEC 2.3.12: the withheld steer source is not found by any search,
+// REF 2.3.12: the withheld steer source is not found by any search,
 // while the host's other capabilities stay reachable.
 func TestWithoutSteer(t *testing.T) {
 	t.Parallel()
@@ -62,7 +62,7 @@ func TestWithoutSteer(t *testing.T) {
 	assert.False(t, clock.Now().IsZero())
 }
 
-// SEED-SPEC 6.2.6: an async legacy delegation runs under the worker host:
+// REF 6.2.6: an async legacy delegation runs under the worker host:
 // nothing of the caller's host reaches it, so AskUser is NotAvailable.
 func TestLegacyAsync(t *testing.T) {
 	t.Parallel()

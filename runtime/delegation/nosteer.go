@@ -11,7 +11,7 @@ import (
 
 // WithoutSteer returns h with its agent.SteerSource withheld: the result
 // passes every Host method through to h but does not unwrap to it, so a
-// capability search cannot reach h's steer queue (SEED-SPEC 2.3.12,
+// capability search cannot reach h's steer queue (REF 2.3.12,
 // 6.2.6). It re-offers the other capabilities a script's host functions
 // use: the event bus (absent when h has none), the clock (the UTC wall
 // clock when h has none), the random source and the log sink. h must not

@@ -70,7 +70,7 @@ func scopedKey(caller, key string) string {
 
 // admit registers req as a new delegation, or returns the record of the
 // same idempotency key of the same caller (replay true). It takes a concurrency slot for a
-// new delegation, and counts a new async one in s.async (SEED-SPEC 6.2.7).
+// new delegation, and counts a new async one in s.async (REF 6.2.7).
 func (s *LocalService) admit(caller string, req Request) (rec *record, replay bool, err error) {
 	fp := fingerprint(req)
 	key := scopedKey(caller, req.IdempotencyKey)
@@ -171,7 +171,7 @@ func (s *LocalService) settle(rec *record, res *agent.Result, err error) {
 	close(rec.done)
 }
 
-// outcome maps a run's result onto resp (SEED-SPEC 6.2.1): completed is
+// outcome maps a run's result onto resp (REF 6.2.1): completed is
 // succeeded with the output; interrupted and canceled are canceled;
 // failed, aborted and an infrastructure error are failed.
 func outcome(resp Response, res *agent.Result, err error) Response {

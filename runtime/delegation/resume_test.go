@@ -25,7 +25,7 @@ func cancelAt(t *testing.T, g *agenttest.Gate) context.Context {
 	return ctx
 }
 
-// SEED-SPEC 6.2.5: with a persistent provider, a retry whose request has
+// REF 6.2.5: with a persistent provider, a retry whose request has
 // the same role, text and inputs as the parked run resumes that run (same
 // run id, from its checkpoint); another request starts afresh.
 func TestResumeOnRetry(t *testing.T) {
@@ -63,7 +63,7 @@ func TestResumeOnRetry(t *testing.T) {
 	assert.NotEqual(t, third.RunID, fourth.RunID)
 }
 
-// SEED-SPEC 6.2.5: a resume that fails falls back to a fresh start; a
+// REF 6.2.5: a resume that fails falls back to a fresh start; a
 // provider that is not persistent never resumes.
 func TestResumeFallback(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,7 @@ import (
 // delegation's ctx ended, and the clean-up of a delegation's session.
 const cancelWait = 10 * time.Second
 
-// runTurn runs req as a turn of the target's session in m (SEED-SPEC
+// runTurn runs req as a turn of the target's session in m (REF
 // 6.2.4): the session is {target, the provider's context id or a fresh
 // ctx-<hex>}; the turn refuses AskUser, is ephemeral unless the provider
 // is persistent, streams to the caller's sinks downgraded to observers,
@@ -64,7 +64,7 @@ func refuseAskUser(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 
 // startTurn resumes the session's parked run when the provider is
 // persistent and the parked request asks the same (role, text and inputs);
-// otherwise, or when the resume fails, it starts a fresh turn (SEED-SPEC
+// otherwise, or when the resume fails, it starts a fresh turn (REF
 // 6.2.5).
 func (s *LocalService) startTurn(ctx context.Context, sess *session.Session, req agent.Request, opts []session.StartOption, persistent bool) (*session.Turn, error) {
 	if persistent {
@@ -142,7 +142,7 @@ func (s *LocalService) release(ctx context.Context, m *session.Manager, lease *s
 	}
 }
 
-// runLegacy runs req with agent.Execute (SEED-SPEC 6.2.6): a sync call
+// runLegacy runs req with agent.Execute (REF 6.2.6): a sync call
 // with a caller host inherits that host with its steer source withheld,
 // and its interrupt channel too when the caller watches its interrupts
 // (WithInterruptsWatched: an interrupt of the caller then reaches the run

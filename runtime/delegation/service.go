@@ -152,7 +152,7 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 	return rec.response(), nil
 }
 
-// checkDepth returns the depth the target runs at (SEED-SPEC 6.2.3).
+// checkDepth returns the depth the target runs at (REF 6.2.3).
 func (s *LocalService) checkDepth(ctx context.Context, target string) (int, error) {
 	depth := DepthFromContext(ctx) + 1
 	switch {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 6.2.7: the same idempotency key with the same request replays
+// REF 6.2.7: the same idempotency key with the same request replays
 // the first result without running again; with another request it is a
 // Conflict.
 func TestIdempotency(t *testing.T) {
@@ -80,7 +80,7 @@ func TestIdempotencyKeysPerCaller(t *testing.T) {
 	assert.Len(t, eng.Runs(), 2, "alice's and bob's first requests ran, nothing else")
 }
 
-// SEED-SPEC 6.2.7: a concurrent repeat of a running request waits for the
+// REF 6.2.7: a concurrent repeat of a running request waits for the
 // first run and gets its result.
 func TestIdempotencyWhileRunning(t *testing.T) {
 	t.Parallel()
@@ -109,7 +109,7 @@ func TestIdempotencyWhileRunning(t *testing.T) {
 	assert.Len(t, eng.Runs(), 1)
 }
 
-// SEED-SPEC 6.2.7: the idempotency window is bounded: past the retention a
+// REF 6.2.7: the idempotency window is bounded: past the retention a
 // key runs again, and Get forgets the delegation.
 func TestIdempotencyWindow(t *testing.T) {
 	t.Parallel()
@@ -139,7 +139,7 @@ func TestIdempotencyWindow(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotFound, "at most MaxRecords finished delegations are remembered")
 }
 
-// SEED-SPEC 6.2.1, SEED-SPEC 6.2.2: an async delegation is accepted at
+// REF 6.2.1, REF 6.2.2: an async delegation is accepted at
 // once and reported through Get (running, then terminal); Close cancels
 // the async runs still going and waits for them.
 func TestAsync(t *testing.T) {
@@ -177,7 +177,7 @@ func TestAsync(t *testing.T) {
 	assert.Equal(t, delegation.StatusCanceled, got.Status, "Close cancelled the run and waited for it")
 }
 
-// SEED-SPEC 6.2.2: max_concurrency caps the delegations running at once
+// REF 6.2.2: max_concurrency caps the delegations running at once
 // (one more is refused with RateLimit, not queued), and timeout bounds
 // each delegated run.
 func TestConcurrencyAndTimeout(t *testing.T) {
@@ -209,7 +209,7 @@ func TestConcurrencyAndTimeout(t *testing.T) {
 	assert.ErrorIs(t, resp.Error.Err(), fault.Timeout)
 }
 
-// SEED-SPEC 6.2.2: defer_workers caps the async delegations running at
+// REF 6.2.2: defer_workers caps the async delegations running at
 // once; sync delegations are not counted against it.
 func TestDeferWorkers(t *testing.T) {
 	t.Parallel()

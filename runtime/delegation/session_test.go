@@ -37,7 +37,7 @@ func recurse(target string, mu *sync.Mutex, refusals *[]error, runs *int) agentt
 	})
 }
 
-// SEED-SPEC 6.2.3: a top-level delegation runs at depth 1 and each nested
+// REF 6.2.3: a top-level delegation runs at depth 1 and each nested
 // one a level deeper, passed down through the ctx (and, for a session
 // turn, through the host the turn's ctx built); past max_depth the service
 // refuses with PolicyDenied, and a depth of 0 or less is Validation.
@@ -68,7 +68,7 @@ func TestDepth(t *testing.T) {
 	assert.Equal(t, 2, delegation.DepthFromContext(delegation.ContextWithDepth(context.Background(), 2)))
 }
 
-// SEED-SPEC 6.2.4: with a bound manager a delegation is a real session
+// REF 6.2.4: with a bound manager a delegation is a real session
 // turn: key {target, ctx-<hex>}, AskUser refused with NotAvailable, an
 // ephemeral session (no checkpoint is written) that is gone afterwards.
 func TestSessionTurn(t *testing.T) {
@@ -108,7 +108,7 @@ func TestSessionTurn(t *testing.T) {
 	assert.ErrorIs(t, resp.Error.Err(), fault.NotAvailable, "a delegated run cannot ask the user")
 }
 
-// SEED-SPEC 6.2.4: when the delegation's ctx ends, the turn is cancelled
+// REF 6.2.4: when the delegation's ctx ends, the turn is cancelled
 // and waited for: the run has ended by the time Delegate returns.
 func TestSessionTurnCtxExpiry(t *testing.T) {
 	t.Parallel()
@@ -128,7 +128,7 @@ func TestSessionTurnCtxExpiry(t *testing.T) {
 	assert.ErrorIs(t, runs[0].Err, context.Canceled, "the run ended before Delegate returned")
 }
 
-// SEED-SPEC 6.2.4, SEED-SPEC 2.4.16: the caller's sinks are inherited by
+// REF 6.2.4, REF 2.4.16: the caller's sinks are inherited by
 // the delegated turn downgraded to observers, so an authoritative sink
 // with explicit acks still gets the sub-run's deltas without acking; a
 // boundary stamping Inheritable false stops inheritance; and the same sink
@@ -162,7 +162,7 @@ func TestInheritedSinks(t *testing.T) {
 	assert.Empty(t, quiet.String())
 }
 
-// SEED-SPEC 2.3.12: a sub-run with its own turn has its own steer queue;
+// REF 2.3.12: a sub-run with its own turn has its own steer queue;
 // the caller's queue (on the caller's host) is never drained by it.
 func TestSessionTurnSteer(t *testing.T) {
 	t.Parallel()
@@ -177,7 +177,7 @@ func TestSessionTurnSteer(t *testing.T) {
 	assert.Len(t, caller.DrainSteer(), 1, "the caller's message is still queued")
 }
 
-// SEED-SPEC 6.2.8: an agent the session manager resolves but the
+// REF 6.2.8: an agent the session manager resolves but the
 // directory does not list (one registered while the runtime runs) is a
 // target too.
 func TestTargetFromManager(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 6.2.2: the delegation tool source offers the tools delegate,
+// REF 6.2.2: the delegation tool source offers the tools delegate,
 // delegation_status and delegation_targets, under the same per-target
 // grants as the delegate host function.
 func TestTools(t *testing.T) {

@@ -27,7 +27,7 @@ func build(t testing.TB, text string, external map[string]deploy.External) (*dep
 }
 
 func TestBuildOrder(t *testing.T) {
-	// SEED-SPEC 3.4.1
+	// REF 3.4.1
 	t.Parallel()
 	res, j, err := build(t, `version: v1
 resources:
@@ -53,7 +53,7 @@ resources:
 }
 
 func TestBuildGraphErrors(t *testing.T) {
-	// SEED-SPEC 3.4.1
+	// REF 3.4.1
 	t.Parallel()
 	cases := []struct {
 		name, doc string
@@ -91,7 +91,7 @@ func TestBuildGraphErrors(t *testing.T) {
 }
 
 func TestBuildRollsBack(t *testing.T) {
-	// SEED-SPEC 3.4.1
+	// REF 3.4.1
 	t.Parallel()
 	res, j, err := build(t, `version: v1
 resources:
@@ -110,7 +110,7 @@ resources:
 }
 
 func TestBuildKeepsFactoryErrorKind(t *testing.T) {
-	// SEED-SPEC 3.4.1
+	// REF 3.4.1
 	t.Parallel()
 	reg := resource.NewRegistry()
 	reg.MustRegister(resource.FactoryFunc(resource.Spec{Kind: "k"}, func(context.Context, resource.Input) (any, error) {
@@ -122,7 +122,7 @@ func TestBuildKeepsFactoryErrorKind(t *testing.T) {
 }
 
 func TestBuildDepChecks(t *testing.T) {
-	// SEED-SPEC 3.6.6
+	// REF 3.6.6
 	t.Parallel()
 	cases := []struct {
 		name, deps string
@@ -156,7 +156,7 @@ func TestBuildDepChecks(t *testing.T) {
 }
 
 func TestBuildManyDepsSorted(t *testing.T) {
-	// SEED-SPEC 3.6.4
+	// REF 3.6.4
 	t.Parallel()
 	var got []resource.NamedDep
 	reg := resource.NewRegistry()
@@ -180,7 +180,7 @@ func TestBuildManyDepsSorted(t *testing.T) {
 }
 
 func TestBuildItems(t *testing.T) {
-	// SEED-SPEC 3.2.2
+	// REF 3.2.2
 	t.Parallel()
 	res, _, err := build(t, `version: v1
 resources:
@@ -205,7 +205,7 @@ resources:
 }
 
 func TestBuildEmptyImpl(t *testing.T) {
-	// SEED-SPEC 3.2.1
+	// REF 3.2.1
 	t.Parallel()
 	res, j, err := build(t, "version: v1\nresources:\n  a: {kind: test.Thing}\n  b: {kind: test.Thing, impl: plain}\n", nil)
 	require.NoError(t, err)
@@ -235,7 +235,7 @@ func TestBuildArguments(t *testing.T) {
 }
 
 func TestBuildDefaultLoader(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	doc, err := deploy.Parse([]byte("version: v1\nresources:\n  t: {kind: test.Catalog, impl: items, settings: {file: files/settings.yaml}}\n"),
 		deploy.WithBaseDir(testdataDir))
@@ -248,7 +248,7 @@ func TestBuildDefaultLoader(t *testing.T) {
 }
 
 func TestExternalDependencies(t *testing.T) {
-	// SEED-SPEC 1.7.4
+	// REF 1.7.4
 	t.Parallel()
 	db := &thing{name: "db", j: &journal{}}
 	ext := map[string]deploy.External{"db": {Contract: "db.Pool", Value: db}}
@@ -257,15 +257,15 @@ func TestExternalDependencies(t *testing.T) {
 	v, _ := res.Value("s")
 	assert.Same(t, db, thingOf(v).deps["db"], "the factory receives the caller's value")
 
-	// SEED-SPEC 1.7.6
+	// REF 1.7.6
 	_, listed := res.Value("db")
 	assert.False(t, listed, "external values are not listed")
 	assert.Equal(t, []string{"bus", "s"}, res.Names())
 	require.NoError(t, res.Close())
 	assert.Zero(t, db.closed, "external values are never closed")
 
-	// SEED-SPEC 1.7.4
-	// SEED-SPEC 3.6.6
+	// REF 1.7.4
+	// REF 3.6.6
 	_, _, err = build(t, "version: v1\nresources:\n  bus: {kind: test.Bus, impl: memory}\n  s: {kind: test.Store, impl: deps, deps: {bus: bus, db: db}}\n",
 		map[string]deploy.External{"db": {Contract: "sql.DB", Value: db}})
 	assert.ErrorIs(t, err, fault.Validation)
@@ -273,7 +273,7 @@ func TestExternalDependencies(t *testing.T) {
 	_, _, err = build(t, "version: v1\nresources:\n  s: {kind: test.Store, impl: deps, deps: {bus: db}}\n", ext)
 	assert.ErrorIs(t, err, fault.Validation, "an external counts only where the dep type equals its contract")
 
-	// SEED-SPEC 1.7.5
+	// REF 1.7.5
 	_, _, err = build(t, "version: v1\nresources:\n  db: {kind: test.Bus, impl: memory}\n", ext)
 	assert.ErrorIs(t, err, fault.Conflict)
 	var de *deploy.Error
@@ -282,8 +282,8 @@ func TestExternalDependencies(t *testing.T) {
 }
 
 func TestExternalDependencyShape(t *testing.T) {
-	// SEED-SPEC 1.7.1
-	// SEED-SPEC 1.7.2
+	// REF 1.7.1
+	// REF 1.7.2
 	t.Parallel()
 	for name, e := range map[string]deploy.External{
 		"":    {Contract: "c", Value: 1},
@@ -298,7 +298,7 @@ func TestExternalDependencyShape(t *testing.T) {
 }
 
 func TestExternalsAreNeverWiredOrClosed(t *testing.T) {
-	// SEED-SPEC 1.7.6
+	// REF 1.7.6
 	t.Parallel()
 	j := &journal{}
 	db := &wirer{thing: &thing{name: "db", j: j}}

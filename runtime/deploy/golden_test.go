@@ -66,7 +66,7 @@ func checkGolden(t *testing.T, name, got string) {
 // TestBadDocumentsGolden deploys every bad-* document and compares the
 // error's kind and text with its .golden file.
 func TestBadDocumentsGolden(t *testing.T) {
-	// SEED-SPEC 3.5
+	// REF 3.5
 	t.Parallel()
 	var files []string
 	for _, pattern := range []string{"bad-*.yaml", "bad-*.json"} {
@@ -98,7 +98,7 @@ func TestBadDocumentsGolden(t *testing.T) {
 // format and compares the assembled plan with full.golden: build order,
 // each value's resolved settings and deps, the agents and the close order.
 func TestFullDocumentGolden(t *testing.T) {
-	// SEED-SPEC 3.4.1
+	// REF 3.4.1
 	t.Parallel()
 	res, j, err := deployTestdata(t, "full.yaml")
 	require.NoError(t, err)

@@ -32,7 +32,7 @@ runtime:
 `
 
 func TestLoadLayersMerge(t *testing.T) {
-	// SEED-SPEC 3.4.6
+	// REF 3.4.6
 	t.Parallel()
 	overlay := `resources:
   store:
@@ -96,7 +96,7 @@ runtime:
 }
 
 func TestLoadLayersErrors(t *testing.T) {
-	// SEED-SPEC 3.4.6
+	// REF 3.4.6
 	t.Parallel()
 	cases := []struct {
 		name   string
@@ -143,7 +143,7 @@ func TestLoadLayersErrors(t *testing.T) {
 }
 
 func TestLoadLayersSingleAndEmpty(t *testing.T) {
-	// SEED-SPEC 3.4.6
+	// REF 3.4.6
 	t.Parallel()
 	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
 		{Name: "base", Data: []byte(baseLayer)},
@@ -160,7 +160,7 @@ func TestLoadLayersSingleAndEmpty(t *testing.T) {
 }
 
 func TestLoadLayersTestdata(t *testing.T) {
-	// SEED-SPEC 3.4.6
+	// REF 3.4.6
 	t.Parallel()
 	base, err := os.ReadFile(filepath.Join(testdataDir, "full.yaml"))
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ func sandboxDir(t testing.TB) string {
 }
 
 func TestLoaderLoadFile(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	base := sandboxDir(t)
 	l := deploy.NewLoader(deploy.LoaderConfig{BaseDir: base, MaxBytes: 8})
@@ -75,7 +75,7 @@ func TestLoaderLoadFile(t *testing.T) {
 }
 
 func TestLoaderSizeCap(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	base := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(base, "max"), make([]byte, deploy.DefaultMaxBytes), 0o644))
@@ -95,7 +95,7 @@ func TestLoaderSizeCap(t *testing.T) {
 }
 
 func TestLoaderLoadEmbed(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	fsys := fstest.MapFS{"graphs/qa.yaml": {Data: []byte("entry: start\n")}}
 	l := deploy.NewLoader(deploy.LoaderConfig{Embed: fsys})
@@ -131,7 +131,7 @@ func TestLoaderLoadCancelled(t *testing.T) {
 }
 
 func TestLoaderExpand(t *testing.T) {
-	// SEED-SPEC 3.2.4
+	// REF 3.2.4
 	t.Parallel()
 	base := t.TempDir()
 	env := map[string]string{"USER_NAME": "ada", "EMPTY": ""}
@@ -185,7 +185,7 @@ func TestLoaderExpand(t *testing.T) {
 }
 
 func TestLoaderExpandDefaults(t *testing.T) {
-	// SEED-SPEC 3.2.4
+	// REF 3.2.4
 	t.Setenv("CORRAL_LOADER_TEST", "from-env")
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
@@ -201,7 +201,7 @@ func TestLoaderExpandDefaults(t *testing.T) {
 }
 
 func TestSettingsReferences(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	base := sandboxDir(t)
 	raw := map[string]string{}

@@ -58,7 +58,7 @@ const jsonDoc = `
 }`
 
 func TestParseYAMLAndJSON(t *testing.T) {
-	// SEED-SPEC 3.1.1
+	// REF 3.1.1
 	t.Parallel()
 	y, err := deploy.Parse([]byte(yamlDoc), deploy.WithFilename("d.yaml"))
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestParseYAMLAndJSON(t *testing.T) {
 }
 
 func TestParseStrict(t *testing.T) {
-	// SEED-SPEC 3.1.1
+	// REF 3.1.1
 	t.Parallel()
 	cases := []struct {
 		name, doc string
@@ -134,7 +134,7 @@ func TestParseStrict(t *testing.T) {
 }
 
 func TestParseAgentDefinition(t *testing.T) {
-	// SEED-SPEC 3.3.1
+	// REF 3.3.1
 	t.Parallel()
 	doc, err := deploy.Parse([]byte(`version: v1
 agents:
@@ -175,7 +175,7 @@ agents:
 }
 
 func TestDocumentPos(t *testing.T) {
-	// SEED-SPEC 3.1.1
+	// REF 3.1.1
 	t.Parallel()
 	y, err := deploy.Parse([]byte(yamlDoc), deploy.WithFilename("d.yaml"))
 	require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestDocumentPos(t *testing.T) {
 }
 
 func TestParseFile(t *testing.T) {
-	// SEED-SPEC 3.1.1
+	// REF 3.1.1
 	t.Parallel()
 	path := filepath.Join(testdataDir, "full.yaml")
 	doc, err := deploy.ParseFile(path)

@@ -25,7 +25,7 @@ func validDoc() *deploy.Document {
 }
 
 func TestValidate(t *testing.T) {
-	// SEED-SPEC 3.1.2
+	// REF 3.1.2
 	t.Parallel()
 	cases := []struct {
 		name   string
@@ -81,8 +81,8 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateAgentEngineAndHooks(t *testing.T) {
-	// SEED-SPEC 3.3.2
-	// SEED-SPEC 3.3.3
+	// REF 3.3.2
+	// REF 3.3.3
 	t.Parallel()
 	card := agent.AgentCard{Name: "A"}
 	cases := []struct {
@@ -126,7 +126,7 @@ func TestValidateAgentEngineAndHooks(t *testing.T) {
 }
 
 func TestValidateRefs(t *testing.T) {
-	// SEED-SPEC 3.2.2
+	// REF 3.2.2
 	t.Parallel()
 	cases := []struct {
 		ref string
@@ -158,7 +158,7 @@ func TestValidateRefs(t *testing.T) {
 }
 
 func TestValidatePositions(t *testing.T) {
-	// SEED-SPEC 3.1.2
+	// REF 3.1.2
 	t.Parallel()
 	_, err := deploy.Parse([]byte("version: v1\nagents:\n  qa:\n    card:\n      name: QA\n      skills:\n        - id: a\n        - name: b\n"),
 		deploy.WithFilename("d.yaml"))

@@ -44,8 +44,8 @@ func deployText(t testing.TB, text string) (*deploy.Result, *journal) {
 }
 
 func TestWireOrder(t *testing.T) {
-	// SEED-SPEC 3.4.2
-	// SEED-SPEC 3.6.7
+	// REF 3.4.2
+	// REF 3.6.7
 	t.Parallel()
 	j := &journal{}
 	res, err := deploy.Build(context.Background(), mustParse(t, wiredDoc), deploy.Options{Registry: testRegistry(j)})
@@ -67,7 +67,7 @@ func TestWireOrder(t *testing.T) {
 }
 
 func TestDeployClosesWhenWireFails(t *testing.T) {
-	// SEED-SPEC 3.4.2
+	// REF 3.4.2
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		doc  string
@@ -104,7 +104,7 @@ func TestDeployClosesWhenWireFails(t *testing.T) {
 }
 
 func TestResultAccessors(t *testing.T) {
-	// SEED-SPEC 3.4.3
+	// REF 3.4.3
 	t.Parallel()
 	res, _ := deployText(t, wiredDoc)
 	defer res.Close()
@@ -132,8 +132,8 @@ func TestResultAccessors(t *testing.T) {
 }
 
 func TestResultClose(t *testing.T) {
-	// SEED-SPEC 3.4.4
-	// SEED-SPEC 3.6.7
+	// REF 3.4.4
+	// REF 3.6.7
 	t.Parallel()
 	res, j := deployText(t, wiredDoc)
 	res.Detach("zhub", "no-such-resource")
@@ -151,7 +151,7 @@ func TestResultClose(t *testing.T) {
 }
 
 func TestResultCloseJoinsErrors(t *testing.T) {
-	// SEED-SPEC 3.4.4
+	// REF 3.4.4
 	t.Parallel()
 	res, _ := deployText(t, "version: v1\nresources:\n  a: {kind: test.Bus, impl: memory}\n  b: {kind: test.Bus, impl: memory}\n  c: {kind: test.Bus, impl: memory}\n")
 	errA, errC := errors.New("a failed"), errors.New("c failed")
@@ -168,7 +168,7 @@ func TestResultCloseJoinsErrors(t *testing.T) {
 }
 
 func TestBindAgent(t *testing.T) {
-	// SEED-SPEC 3.4.5
+	// REF 3.4.5
 	t.Parallel()
 	res, j := deployText(t, wiredDoc)
 	defer res.Close()
@@ -194,8 +194,8 @@ func TestBindAgent(t *testing.T) {
 }
 
 func TestBindAgentFailures(t *testing.T) {
-	// SEED-SPEC 3.4.5
-	// SEED-SPEC 3.3.4
+	// REF 3.4.5
+	// REF 3.3.4
 	t.Parallel()
 	res, _ := deployText(t, "version: v1\nresources:\n  bus: {kind: test.Bus, impl: memory}\n")
 	defer res.Close()
@@ -249,7 +249,7 @@ func TestBindAgentFailures(t *testing.T) {
 }
 
 func TestBindAgentFactoryErrorIsValidation(t *testing.T) {
-	// SEED-SPEC 3.4.5
+	// REF 3.4.5
 	t.Parallel()
 	res, _ := deployText(t, "version: v1\n")
 	defer res.Close()
@@ -265,7 +265,7 @@ func TestBindAgentFactoryErrorIsValidation(t *testing.T) {
 }
 
 func TestResultConcurrentReads(t *testing.T) {
-	// SEED-SPEC 3.4.3
+	// REF 3.4.3
 	t.Parallel()
 	res, _ := deployText(t, wiredDoc)
 	var wg sync.WaitGroup

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 1.5.2
+// REF 1.5.2
 func TestAttachArguments(t *testing.T) {
 	t.Parallel()
 	r := newRouter(t, newBus(t))
@@ -51,7 +51,7 @@ func TestAttachArguments(t *testing.T) {
 	detach()
 }
 
-// SEED-SPEC 1.5.2
+// REF 1.5.2
 func TestAttachWithNoBusesStillValidates(t *testing.T) {
 	t.Parallel()
 	r := newRouter(t)
@@ -79,7 +79,7 @@ func (g *gateSink) OnEvent(ctx context.Context, env event.Envelope) error {
 	return nil
 }
 
-// SEED-SPEC 1.5.3
+// REF 1.5.3
 func TestAttachBufferAndDefaultDropNewest(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -108,7 +108,7 @@ func TestAttachBufferAndDefaultDropNewest(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.3
+// REF 1.5.3
 func TestAttachWithBlockBackpressure(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -153,7 +153,7 @@ func TestAttachWithBlockBackpressure(t *testing.T) {
 	assert.ErrorIs(t, <-blockedPublish, context.Canceled, "the router default policy applies")
 }
 
-// SEED-SPEC 1.5.4
+// REF 1.5.4
 func TestAttachmentEnds(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -184,8 +184,8 @@ func TestAttachmentEnds(t *testing.T) {
 	assert.Zero(t, detaches.Load(), "OnDetach reports sink errors only")
 }
 
-// SEED-SPEC 1.5.4
-// SEED-SPEC 4.3.7
+// REF 1.5.4
+// REF 4.3.7
 func TestSinkErrorDetachesOnlyThatAttachment(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -216,7 +216,7 @@ func TestSinkErrorDetachesOnlyThatAttachment(t *testing.T) {
 	assert.Empty(t, reported, "OnDetach is called once")
 }
 
-// SEED-SPEC 1.5.4
+// REF 1.5.4
 func TestSinkPanicDetachesWithInternalError(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -234,7 +234,7 @@ func TestSinkPanicDetachesWithInternalError(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.4
+// REF 1.5.4
 func TestAttachmentSurvivesOneBusDying(t *testing.T) {
 	t.Parallel()
 	dying, alive := event.NewMemoryBus(), newBus(t)

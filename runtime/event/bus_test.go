@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 4.3.2
+// REF 4.3.2
 func TestMemoryBusDefaultBufferIs64(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -41,7 +41,7 @@ func TestMemoryBusDefaultBufferIs64(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.3.2
+// REF 4.3.2
 func TestResolveSubConfig(t *testing.T) {
 	t.Parallel()
 	keep := func(event.Envelope) bool { return true }
@@ -74,7 +74,7 @@ func TestResolveSubConfig(t *testing.T) {
 		event.DropNewest, event.DropOldest, event.Block, event.Sample, event.Backpressure(7)))
 }
 
-// SEED-SPEC 4.3.1
+// REF 4.3.1
 func TestMemoryBusArguments(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -95,7 +95,7 @@ func TestMemoryBusArguments(t *testing.T) {
 	assert.NotPanics(t, func() { bus.AttachObserver(nil)() })
 }
 
-// SEED-SPEC 4.3.1
+// REF 4.3.1
 func TestMemoryBusClosedErrorIsExactlyTheSentinel(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -107,7 +107,7 @@ func TestMemoryBusClosedErrorIsExactlyTheSentinel(t *testing.T) {
 	assert.Equal(t, "event bus: bus is closed", err.Error())
 }
 
-// SEED-SPEC 4.3.1
+// REF 4.3.1
 func TestMemoryBusCtxCancelUnregisters(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -122,7 +122,7 @@ func TestMemoryBusCtxCancelUnregisters(t *testing.T) {
 	require.NoError(t, sub.Close(), "closing after the ctx ended is fine")
 }
 
-// SEED-SPEC 4.3.3
+// REF 4.3.3
 func TestMemoryBusBlockCtxErrorKindAndOtherSubscribers(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -140,7 +140,7 @@ func TestMemoryBusBlockCtxErrorKindAndOtherSubscribers(t *testing.T) {
 	assert.Len(t, blocked.C(), 1)
 }
 
-// SEED-SPEC 4.3.3
+// REF 4.3.3
 func TestMemoryBusDropReasonsAndCount(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -157,7 +157,7 @@ func TestMemoryBusDropReasonsAndCount(t *testing.T) {
 		[]event.DropReason{event.DropBufferFull, event.DropClosed, event.DropSampled})
 }
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestMemoryBusRouteCacheInvalidation(t *testing.T) {
 	for _, size := range []int{0, 1, 1024} {
 		t.Run(fmt.Sprint("cache ", size), func(t *testing.T) {
@@ -184,7 +184,7 @@ func TestMemoryBusRouteCacheInvalidation(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.3.6
+// REF 4.3.6
 func TestMemoryBusHasNoAckSubscription(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestRouteCacheSizeSetting(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -38,7 +38,7 @@ func TestRouteCacheSizeSetting(t *testing.T) {
 	assert.Equal(t, DefaultRouteCacheSize, NewMemoryBus().cache.max)
 }
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestRouteCacheClearedOnSubscribeAndUnsubscribe(t *testing.T) {
 	t.Parallel()
 	b := NewMemoryBus()

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 4.1.1
+// REF 4.1.1
 func TestEnvelopeJSONFields(t *testing.T) {
 	t.Parallel()
 	env := event.Envelope{
@@ -36,7 +36,7 @@ func TestEnvelopeJSONFields(t *testing.T) {
 	assert.JSONEq(t, `{"id":"x","subject":"a","time":"2025-01-02T03:04:05Z"}`, string(b), "optional fields are omitted")
 }
 
-// SEED-SPEC 4.1.1
+// REF 4.1.1
 func TestNewIDShapeOrderAndUniqueness(t *testing.T) {
 	t.Parallel()
 	const workers, each = 8, 2000
@@ -70,7 +70,7 @@ func TestNewIDShapeOrderAndUniqueness(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.1.2
+// REF 4.1.2
 func TestNewEnvelope(t *testing.T) {
 	t.Parallel()
 	type point struct {
@@ -108,7 +108,7 @@ func TestNewEnvelope(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.1.2
+// REF 4.1.2
 func TestNewEnvelopeErrors(t *testing.T) {
 	t.Parallel()
 	_, err := event.NewEnvelope(context.Background(), "a..b", nil)
@@ -124,7 +124,7 @@ func TestNewEnvelopeErrors(t *testing.T) {
 	assert.ErrorIs(t, err, fault.Validation)
 }
 
-// SEED-SPEC 4.1.2
+// REF 4.1.2
 func TestNewEnvelopeTraceFromContextSpan(t *testing.T) {
 	t.Parallel()
 	ctx := event.ContextWithSpan(context.Background(), "trace-1", "span-1")
@@ -141,7 +141,7 @@ func TestNewEnvelopeTraceFromContextSpan(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// SEED-SPEC 4.1.3
+// REF 4.1.3
 func TestDecode(t *testing.T) {
 	t.Parallel()
 	out := map[string]int{"kept": 1}
@@ -159,7 +159,7 @@ func TestDecode(t *testing.T) {
 	assert.ErrorContains(t, err, `"a.b"`)
 }
 
-// SEED-SPEC 4.1.4
+// REF 4.1.4
 func TestWellKnownHeaders(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"run_id", "node_id", "agent_id", "graph_id", "tenant", "parent_run_id", "tool_call_id", "session_delivery_cursor"},

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestFactory(t *testing.T) {
 	t.Parallel()
 	f := event.NewFactory()
@@ -62,7 +62,7 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestFactoryBufferSizeApplies(t *testing.T) {
 	t.Parallel()
 	v, err := event.NewFactory().New(context.Background(), resource.Input{Settings: json.RawMessage(`{"buffer_size": 2}`)})

@@ -7,7 +7,7 @@ import (
 	"github.com/corral-rt/corral/runtime/event"
 )
 
-// validSubjectOracle restates the subject rules of SEED-SPEC 4.2.1 in the
+// validSubjectOracle restates the subject rules of REF 4.2.1 in the
 // plainest way, to check ValidateSubject against.
 func validSubjectOracle(s string) bool {
 	if s == "" || len(s) > event.MaxSubjectLen || strings.ContainsAny(s, "*>") {
@@ -21,7 +21,7 @@ func validSubjectOracle(s string) bool {
 	return true
 }
 
-// matchOracle restates SEED-SPEC 4.2.2 over split segments.
+// matchOracle restates REF 4.2.2 over split segments.
 func matchOracle(pattern, subject string) bool {
 	if event.ValidatePattern(pattern) != nil || !validSubjectOracle(subject) {
 		return false
@@ -40,8 +40,8 @@ func matchOracle(pattern, subject string) bool {
 	return len(ps) == len(ss)
 }
 
-// SEED-SPEC 4.2.1
-// SEED-SPEC 4.2.4
+// REF 4.2.1
+// REF 4.2.4
 func FuzzValidateSubject(f *testing.F) {
 	for _, s := range []string{"", "a", "a.b", "a..b", ".a", "a.", "a.*", "a.>", "agent.run.r1.start", "ü.\x00", strings.Repeat("a", 1025)} {
 		f.Add(s)
@@ -72,8 +72,8 @@ func FuzzValidateSubject(f *testing.F) {
 	})
 }
 
-// SEED-SPEC 4.2.2
-// SEED-SPEC 4.2.3
+// REF 4.2.2
+// REF 4.2.3
 func FuzzPatternMatch(f *testing.F) {
 	seeds := [][2]string{
 		{"agent.run.r1.>", "agent.run.r1.start"}, {"agent.run.>", "agent.run"}, {"*", "a"}, {"*.>", "a"},

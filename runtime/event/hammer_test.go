@@ -26,10 +26,10 @@ var (
 // attachments that detach or fail, bus swaps and Close, under -race, and
 // checks that no goroutine outlives the bus and the router.
 //
-// SEED-SPEC 4.3.1
-// SEED-SPEC 4.3.3
-// SEED-SPEC 4.3.7
-// SEED-SPEC 1.5.4
+// REF 4.3.1
+// REF 4.3.3
+// REF 4.3.7
+// REF 1.5.4
 func TestHammer(t *testing.T) { // not parallel: counts goroutines
 	check := checkGoroutines(t)
 	rounds := 300

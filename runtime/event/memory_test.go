@@ -7,16 +7,16 @@ import (
 	"github.com/corral-rt/corral/runtime/event/eventtest"
 )
 
-// SEED-SPEC 4.3.1
-// SEED-SPEC 4.3.2
-// SEED-SPEC 4.3.3
-// SEED-SPEC 4.3.4
+// REF 4.3.1
+// REF 4.3.2
+// REF 4.3.3
+// REF 4.3.4
 func TestMemoryBusConformance(t *testing.T) {
 	t.Parallel()
 	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus { return event.NewMemoryBus() })
 }
 
-// SEED-SPEC 4.3.5
+// REF 4.3.5
 func TestMemoryBusConformanceWithoutRouteCache(t *testing.T) {
 	t.Parallel()
 	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus {

@@ -70,8 +70,8 @@ func attach(t *testing.T, r *event.Router, pattern string, sink event.Sink, opts
 	return detach
 }
 
-// SEED-SPEC 1.5.1
-// SEED-SPEC 4.3.7
+// REF 1.5.1
+// REF 4.3.7
 func TestRouterAttachReceivesFromEveryBus(t *testing.T) {
 	t.Parallel()
 	b1, b2 := newBus(t), newBus(t)
@@ -86,7 +86,7 @@ func TestRouterAttachReceivesFromEveryBus(t *testing.T) {
 	sink.empty(t)
 }
 
-// SEED-SPEC 1.5.1
+// REF 1.5.1
 func TestRouterDeliversInOrder(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -106,7 +106,7 @@ func TestRouterDeliversInOrder(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.5
+// REF 1.5.5
 func TestRouterAttachmentFollowsBusesAcrossAReload(t *testing.T) {
 	t.Parallel()
 	old, next := newBus(t), newBus(t)
@@ -131,7 +131,7 @@ func TestRouterAttachmentFollowsBusesAcrossAReload(t *testing.T) {
 	r.RemoveBus(nil)
 }
 
-// SEED-SPEC 4.3.7
+// REF 4.3.7
 func TestRouterRemoveBusDropsOnlyThatBus(t *testing.T) {
 	t.Parallel()
 	b1, b2 := newBus(t), newBus(t)
@@ -163,7 +163,7 @@ func (b *failingBus) Subscribe(ctx context.Context, p string, opts ...event.SubO
 	return b.MemoryBus.Subscribe(ctx, p, opts...)
 }
 
-// SEED-SPEC 4.3.7
+// REF 4.3.7
 func TestRouterAddBusIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	r := newRouter(t, newBus(t))
@@ -183,7 +183,7 @@ func TestRouterAddBusIsAllOrNothing(t *testing.T) {
 	assert.Equal(t, 3, bad.Subscriptions())
 }
 
-// SEED-SPEC 4.3.7
+// REF 4.3.7
 func TestRouterAddBusErrors(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -203,8 +203,8 @@ type funcBus struct {
 	_ []int
 }
 
-// SEED-SPEC 1.5.6
-// SEED-SPEC 4.3.7
+// REF 1.5.6
+// REF 4.3.7
 func TestRouterCloseTearsDownAndWaits(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -241,7 +241,7 @@ func TestRouterCloseTearsDownAndWaits(t *testing.T) {
 	require.NoError(t, b.Publish(context.Background(), event.Envelope{Subject: "c"}), "the router does not close its buses")
 }
 
-// SEED-SPEC 1.5.6
+// REF 1.5.6
 func TestRouterConcurrentCloseAllWait(t *testing.T) {
 	t.Parallel()
 	b := newBus(t)
@@ -269,7 +269,7 @@ func TestRouterConcurrentCloseAllWait(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.5.6
+// REF 1.5.6
 func TestRouterCloseLeaksNoGoroutines(t *testing.T) { // not parallel: counts goroutines
 	check := checkGoroutines(t)
 	b1, b2 := event.NewMemoryBus(), event.NewMemoryBus()

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 4.4.1
+// REF 4.4.1
 func TestStandardSubjects(t *testing.T) {
 	t.Parallel()
 	actor := event.Actor("bot", "n1")
@@ -44,7 +44,7 @@ func TestStandardSubjects(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.4.1
+// REF 4.4.1
 func TestActorIsOneSegment(t *testing.T) {
 	t.Parallel()
 	// A dotted agent id cannot leak into the subject's structure: filter by
@@ -56,7 +56,7 @@ func TestActorIsOneSegment(t *testing.T) {
 	assert.False(t, event.Match("agent.run.r1.step.team.>", s))
 }
 
-// SEED-SPEC 4.4.2
+// REF 4.4.2
 func TestStandardPatterns(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "agent.run.r1.>", event.PatternRun("r1"))
@@ -90,7 +90,7 @@ func TestStandardPatterns(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.4.2
+// REF 4.4.2
 func TestIsStreamDelta(t *testing.T) { // not parallel: AllocsPerRun
 	cases := map[string]bool{
 		event.SubjectStreamDelta("r1", event.Actor("bot", "n1")): true,
@@ -113,7 +113,7 @@ func TestIsStreamDelta(t *testing.T) { // not parallel: AllocsPerRun
 	assert.Zero(t, allocs, "IsStreamDelta checks the string only")
 }
 
-// SEED-SPEC 4.4
+// REF 4.4
 func TestStandardPayloadShapes(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(event.StepPayload{NodeID: "n1", Graph: "g", Skipped: true})
@@ -127,7 +127,7 @@ func TestStandardPayloadShapes(t *testing.T) {
 	assert.JSONEq(t, `{"fork_id":"f","branches":["a","b"],"graph":"g"}`, string(b))
 }
 
-// SEED-SPEC 4.4.3
+// REF 4.4.3
 func TestStreamDeltaValidate(t *testing.T) {
 	t.Parallel()
 	part := message.TextPart("hi")
@@ -168,7 +168,7 @@ func TestStreamDeltaValidate(t *testing.T) {
 	assert.False(t, event.DeltaPart.IsControl())
 }
 
-// SEED-SPEC 4.4.3
+// REF 4.4.3
 func TestStreamDeltaJSON(t *testing.T) {
 	t.Parallel()
 	part := message.TextPart("he")

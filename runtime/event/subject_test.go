@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// SEED-SPEC 4.2.1
+// REF 4.2.1
 func TestValidateSubject(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a.", 511) + "ab" // 1024 bytes
@@ -51,7 +51,7 @@ func TestValidateSubject(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.2.2
+// REF 4.2.2
 func TestValidatePattern(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -89,8 +89,8 @@ func TestValidatePattern(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 4.2.2
-// SEED-SPEC 4.2.3
+// REF 4.2.2
+// REF 4.2.3
 func TestMatch(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -130,7 +130,7 @@ func TestMatch(t *testing.T) {
 // against testdata/match.golden (go test -run TestMatchGolden -update
 // rewrites it).
 //
-// SEED-SPEC 4.2.2
+// REF 4.2.2
 func TestMatchGolden(t *testing.T) {
 	t.Parallel()
 	patterns := []string{
@@ -163,7 +163,7 @@ func golden(t *testing.T, name, got string) {
 	assert.Equal(t, string(want), got, "%s differs; run with -update after checking the change", path)
 }
 
-// SEED-SPEC 4.2.4
+// REF 4.2.4
 func TestSanitiseID(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{

@@ -52,7 +52,7 @@ type Request struct {
 	Extensions []Extension
 }
 
-// Intent says which modalities a reply should hold (SEED-SPEC 5.3.1).
+// Intent says which modalities a reply should hold (REF 5.3.1).
 type Intent struct {
 	Text  bool `json:"text,omitempty"`
 	Image bool `json:"image,omitempty"`

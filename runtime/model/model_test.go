@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 5.3.1: an intent lists its modalities; the zero intent is
+// REF 5.3.1: an intent lists its modalities; the zero intent is
 // text only, and a text-only provider refuses the others.
 func TestIntent(t *testing.T) {
 	t.Parallel()

@@ -21,7 +21,7 @@ type settings struct {
 }
 
 func TestDecodeSettings(t *testing.T) {
-	// SEED-SPEC 3.6.3
+	// REF 3.6.3
 	t.Parallel()
 	for _, empty := range []string{"", "  ", "null", " null\n", "{}"} {
 		var s settings
@@ -44,8 +44,8 @@ func TestDecodeSettings(t *testing.T) {
 }
 
 func TestInputDeps(t *testing.T) {
-	// SEED-SPEC 3.6.4
-	// SEED-SPEC 3.6.5
+	// REF 3.6.4
+	// REF 3.6.5
 	t.Parallel()
 	in := resource.Input{Deps: map[string]any{
 		"bus": "B", "tools.zeta": "Z", "tools": "T", "tools.alpha": "A", "toolsx": "X",
@@ -89,7 +89,7 @@ func (mapLoader) Expand(s string) (string, error) {
 var _ resource.Loader = mapLoader{}
 
 func TestInputResolve(t *testing.T) {
-	// SEED-SPEC 3.6.5
+	// REF 3.6.5
 	t.Parallel()
 	ctx := context.Background()
 	l := mapLoader{"file:g.yaml": "entry: start\nnodes: [a]\n", "embed:s.js": "return 1", "file:bad.yaml": "a: [\n"}
@@ -135,7 +135,7 @@ func TestInputResolve(t *testing.T) {
 }
 
 func TestSourceOf(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	cases := []struct {
 		raw  string
@@ -163,7 +163,7 @@ func TestSourceOf(t *testing.T) {
 }
 
 func TestExpandJSON(t *testing.T) {
-	// SEED-SPEC 3.2.4
+	// REF 3.2.4
 	t.Parallel()
 	upper := func(s string) (string, error) { return strings.ToUpper(s), nil }
 	out, err := resource.ExpandJSON(json.RawMessage(`{"k":["a",{"b":"c"}],"n":12345678901234567890,"x":"<&>"}`), upper)
@@ -191,7 +191,7 @@ func TestExpandJSONReportsTheFirstKey(t *testing.T) {
 }
 
 func TestYAMLToJSON(t *testing.T) {
-	// SEED-SPEC 3.2.3
+	// REF 3.2.3
 	t.Parallel()
 	cases := []struct {
 		in, want string
@@ -254,7 +254,7 @@ var (
 )
 
 func TestOptionalInterfaces(t *testing.T) {
-	// SEED-SPEC 3.6.7
+	// REF 3.6.7
 	t.Parallel()
 	var v any = &value{}
 	_, ok := v.(io.Closer)

@@ -17,7 +17,7 @@ func factory(spec resource.Spec) resource.Factory {
 }
 
 func TestRegistryIsAValue(t *testing.T) {
-	// SEED-SPEC 3.6.1
+	// REF 3.6.1
 	t.Parallel()
 	a, b := resource.NewRegistry(), resource.NewRegistry()
 	assert.Empty(t, a.Specs(), "a new registry starts empty")
@@ -35,7 +35,7 @@ func TestRegistryIsAValue(t *testing.T) {
 }
 
 func TestRegisterValidatesSpec(t *testing.T) {
-	// SEED-SPEC 3.6.2
+	// REF 3.6.2
 	t.Parallel()
 	cases := []struct {
 		name string
@@ -65,7 +65,7 @@ func TestRegisterValidatesSpec(t *testing.T) {
 }
 
 func TestRegisterDuplicate(t *testing.T) {
-	// SEED-SPEC 3.6.2
+	// REF 3.6.2
 	t.Parallel()
 	reg := resource.NewRegistry()
 	require.NoError(t, reg.Register(factory(resource.Spec{Kind: "event.Bus", Impl: "memory"})))
@@ -84,7 +84,7 @@ func TestRegisterDuplicate(t *testing.T) {
 }
 
 func TestMustRegisterPanics(t *testing.T) {
-	// SEED-SPEC 3.6.2
+	// REF 3.6.2
 	t.Parallel()
 	reg := resource.NewRegistry()
 	assert.NotPanics(t, func() { reg.MustRegister(factory(resource.Spec{Kind: "k"})) })
@@ -93,7 +93,7 @@ func TestMustRegisterPanics(t *testing.T) {
 }
 
 func TestLookupIsExact(t *testing.T) {
-	// SEED-SPEC 3.6.2
+	// REF 3.6.2
 	t.Parallel()
 	reg := resource.NewRegistry()
 	reg.MustRegister(factory(resource.Spec{Kind: "model.Provider", Impl: "openai"}), factory(resource.Spec{Kind: "model.Provider"}))
@@ -118,7 +118,7 @@ func TestLookupIsExact(t *testing.T) {
 }
 
 func TestSpecsSorted(t *testing.T) {
-	// SEED-SPEC 3.6.2
+	// REF 3.6.2
 	t.Parallel()
 	reg := resource.NewRegistry()
 	reg.MustRegister(
@@ -135,7 +135,7 @@ func TestSpecsSorted(t *testing.T) {
 }
 
 func TestFactoryContract(t *testing.T) {
-	// SEED-SPEC 3.6.3
+	// REF 3.6.3
 	t.Parallel()
 	spec := resource.Spec{Kind: "k", Impl: "i", ItemType: "t"}
 	f := factory(spec)
@@ -147,8 +147,8 @@ func TestFactoryContract(t *testing.T) {
 }
 
 func TestMatchDep(t *testing.T) {
-	// SEED-SPEC 3.6.4
-	// SEED-SPEC 3.6.6
+	// REF 3.6.4
+	// REF 3.6.6
 	t.Parallel()
 	spec := resource.Spec{Kind: "k", Deps: []resource.DepSpec{
 		{Name: "bus", Type: "event.Bus", Required: true},

@@ -10,7 +10,7 @@ import (
 )
 
 // confirmedStream turns the bus order of a run into the confirmed stream
-// (SEED-SPEC 2.4.8 to 2.4.10): speculative branch deltas are held per
+// (REF 2.4.8 to 2.4.10): speculative branch deltas are held per
 // (fork_id, branch_id) until the branch's terminal, released in order on
 // parallel_branch_accept and dropped on parallel_branch_cancel; the control
 // delta itself and every other envelope pass through at once. Each

@@ -14,7 +14,7 @@ import (
 // after accept, dropped on cancel, and the control delta itself is
 // forwarded. Every confirmed emission carries the turn's next cursor.
 //
-// SEED-SPEC 2.4.8
+// REF 2.4.8
 func TestConfirmedStreamReleasesAcceptedBranches(t *testing.T) {
 	t.Parallel()
 	raw, c1, c2 := &recSink{}, &recSink{}, &recSink{}
@@ -51,8 +51,8 @@ func TestConfirmedStreamReleasesAcceptedBranches(t *testing.T) {
 // Cursors are shared across the attempts of a turn, and branch states are
 // per attempt.
 //
-// SEED-SPEC 2.4.8
-// SEED-SPEC 2.4.11
+// REF 2.4.8
+// REF 2.4.11
 func TestConfirmedStreamCursorAcrossAttempts(t *testing.T) {
 	t.Parallel()
 	c := &recSink{}
@@ -73,7 +73,7 @@ func TestConfirmedStreamCursorAcrossAttempts(t *testing.T) {
 // sink with BudgetExceeded; the confirmed stream stays dead and raw sinks
 // carry on.
 //
-// SEED-SPEC 2.4.9
+// REF 2.4.9
 func TestConfirmedStreamSpeculativeLimits(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -127,7 +127,7 @@ func TestConfirmedStreamSpeculativeLimits(t *testing.T) {
 
 // Protocol violations fail the confirmed stream the same way.
 //
-// SEED-SPEC 2.4.10
+// REF 2.4.10
 func TestConfirmedStreamProtocolViolations(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -182,7 +182,7 @@ func TestConfirmedStreamProtocolViolations(t *testing.T) {
 
 // The state machine on its own: counters follow what is held.
 //
-// SEED-SPEC 2.4.9
+// REF 2.4.9
 func TestConfirmedStreamCounters(t *testing.T) {
 	t.Parallel()
 	c := newConfirmedStream(10, 1000)

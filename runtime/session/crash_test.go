@@ -102,7 +102,7 @@ func TestCrashHelper(t *testing.T) {
 
 // A process killed at random moments while it commits session state
 // leaves the previous or the new committed board, never a torn one.
-// SEED-SPEC 2.6.2
+// REF 2.6.2
 func TestDurableStateSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 50 processes")

@@ -11,7 +11,7 @@ import (
 type deleteMark struct{}
 
 // DeleteSession removes one session's durable state by key and closes its
-// live session (SEED-SPEC 2.7): new opens for the key are refused while it
+// live session (REF 2.7): new opens for the key are refused while it
 // runs, the live session is drained (bounded by ctx) before anything durable
 // is removed, and on ctx expiry everything rolls back and the ctx error is
 // returned. It is retryable and idempotent: a key with no live session and
@@ -44,7 +44,7 @@ func (m *Manager) DeleteSession(ctx context.Context, key Key) error {
 }
 
 // markDeleting marks key as being deleted and returns its live entry
-// (SEED-SPEC 2.7.1–2.7.3).
+// (REF 2.7.1–2.7.3).
 func (m *Manager) markDeleting(key Key) (*deleteMark, *entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -82,7 +82,7 @@ func (m *Manager) unmarkDeleting(key Key, mark *deleteMark) {
 
 // closeForDelete waits, bounded by ctx, until e's session is idle and
 // marks it closing in the same step, so no turn can start in between; then
-// it closes the session and removes its entry (SEED-SPEC 2.7.4, 2.7.5). On
+// it closes the session and removes its entry (REF 2.7.4, 2.7.5). On
 // ctx expiry nothing has changed and the ctx error is returned. A turn that
 // does not stop within the close budget (which the atomic mark rules out,
 // but the check stays) leaves the entry, closing, and returns a retryable

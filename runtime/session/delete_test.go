@@ -41,7 +41,7 @@ func result(t *testing.T, ch <-chan error) error {
 	}
 }
 
-// SEED-SPEC 2.7.1
+// REF 2.7.1
 func TestDeleteSessionChecks(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -67,7 +67,7 @@ func TestDeleteSessionChecks(t *testing.T) {
 
 // While a delete runs, opens for the key are refused; other keys are not
 // affected.
-// SEED-SPEC 2.7.2
+// REF 2.7.2
 func TestDeleteSessionRefusesOpens(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
@@ -92,7 +92,7 @@ func TestDeleteSessionRefusesOpens(t *testing.T) {
 
 // A session already closing with an active turn: the mark is removed and
 // a retryable NotAvailable returned.
-// SEED-SPEC 2.7.3
+// REF 2.7.3
 func TestDeleteSessionClosingWithActiveTurn(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -115,7 +115,7 @@ func TestDeleteSessionClosingWithActiveTurn(t *testing.T) {
 
 // On ctx expiry the delete rolls back: the mark is removed, the session is
 // left as it was, nothing durable is removed.
-// SEED-SPEC 2.7.4
+// REF 2.7.4
 func TestDeleteSessionRollback(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -165,7 +165,7 @@ func TestDeleteSessionRollback(t *testing.T) {
 }
 
 // The live session is closed and removed before the durable state goes.
-// SEED-SPEC 2.7.5
+// REF 2.7.5
 func TestDeleteSessionClosesLiveSession(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
@@ -182,7 +182,7 @@ func TestDeleteSessionClosesLiveSession(t *testing.T) {
 
 // A delete that waits for a running turn lets it finish; no turn can start
 // between the wait and the close.
-// SEED-SPEC 2.7.5
+// REF 2.7.5
 func TestDeleteSessionWaitsForTurn(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -197,7 +197,7 @@ func TestDeleteSessionWaitsForTurn(t *testing.T) {
 	isKind(t, err, fault.NotAvailable)
 }
 
-// SEED-SPEC 2.7.6
+// REF 2.7.6
 func TestDeleteSessionDurableState(t *testing.T) {
 	t.Parallel()
 	t.Run("record and parked checkpoint", func(t *testing.T) {
@@ -285,7 +285,7 @@ func (s *hookStore) Delete(ctx context.Context, id string) error {
 
 // Opens are refused until the durable state is gone too; a later Open
 // starts with empty history.
-// SEED-SPEC 2.7.7
+// REF 2.7.7
 func TestDeleteSessionReopenStartsEmpty(t *testing.T) {
 	t.Parallel()
 	var seen []string
@@ -314,7 +314,7 @@ func TestDeleteSessionReopenStartsEmpty(t *testing.T) {
 	assert.Equal(t, []string{"fresh"}, seen, "a later Open starts with empty history")
 }
 
-// SEED-SPEC 2.7.8
+// REF 2.7.8
 func TestDeleteSessionIdempotent(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, agenttest.New())

@@ -12,7 +12,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 )
 
-// Durable session state (SEED-SPEC 2.6): one record per session in the
+// Durable session state (REF 2.6): one record per session in the
 // checkpoint store, under SessionRecordID(key).
 const (
 	sessionKindAttr  = "runtime.session.kind"
@@ -78,7 +78,7 @@ func saveRecord(ctx context.Context, store agent.CheckpointStore, key Key, rec r
 }
 
 // loadHistory returns the committed board that seeds a fresh Start
-// (SEED-SPEC 2.2.8, 2.6.3).
+// (REF 2.2.8, 2.6.3).
 func loadHistory(ctx context.Context, store agent.CheckpointStore, key Key) (*agent.Board, error) {
 	rec, err := loadRecord(ctx, store, key)
 	if err != nil {
@@ -87,7 +87,7 @@ func loadHistory(ctx context.Context, store agent.CheckpointStore, key Key) (*ag
 	return rec.board, nil
 }
 
-// persist writes the session record after a turn (SEED-SPEC 2.6.2): a
+// persist writes the session record after a turn (REF 2.6.2): a
 // committed run becomes the history and its checkpoint is deleted; any
 // other outcome parks the run and its request over the same history. A run
 // that was parked before and is superseded by this one can never be resumed
@@ -136,7 +136,7 @@ func (t *Turn) persist(res *agent.Result) {
 	}
 }
 
-// Resumable reports the parked run of the session, if any (SEED-SPEC
+// Resumable reports the parked run of the session, if any (REF
 // 2.6.5).
 func (s *Session) Resumable(ctx context.Context) (runID string, ok bool, err error) {
 	rec, err := s.parked(ctx)
@@ -168,7 +168,7 @@ func (s *Session) parked(ctx context.Context) (record, error) {
 }
 
 // Resume replays the parked run under its original run id and request
-// (SEED-SPEC 2.6.4).
+// (REF 2.6.4).
 func (s *Session) Resume(ctx context.Context, sinks ...SinkSpec) (*Turn, error) {
 	return s.ResumeWithOptions(ctx, WithSinks(sinks...))
 }
@@ -188,11 +188,11 @@ func (s *Session) ResumeWithOptions(ctx context.Context, opts ...StartOption) (*
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	if err := s.resumeRefused(); err != nil {
-		return nil, err // refused before the active turn is touched (SEED-SPEC 2.6.4)
+		return nil, err // refused before the active turn is touched (REF 2.6.4)
 	}
 	// The start is marked in flight before the record is read, so that a
 	// DeleteSession waits for it or refuses it, and a Resume never rewrites
-	// a record that a delete removed (SEED-SPEC 2.7.7).
+	// a record that a delete removed (REF 2.7.7).
 	if err := s.beginStart(false); err != nil {
 		return nil, err
 	}
@@ -210,8 +210,8 @@ func (s *Session) ResumeWithOptions(ctx context.Context, opts ...StartOption) (*
 }
 
 // resumeRefused checks what Resume can refuse without reading the parked
-// run: a draining manager (SEED-SPEC 2.6.7) and a session that keeps no
-// durable state (SEED-SPEC 2.6.4). It runs under startMu.
+// run: a draining manager (REF 2.6.7) and a session that keeps no
+// durable state (REF 2.6.4). It runs under startMu.
 func (s *Session) resumeRefused() error {
 	if s.m.Draining() {
 		return ErrManagerDraining
@@ -269,7 +269,7 @@ func (s *Session) resumeState(ctx context.Context) (agent.Request, *resumeState,
 }
 
 // deleteDurable removes a session's record and parked-run checkpoint
-// through store (SEED-SPEC 2.7.6): load the record, delete the parked run's
+// through store (REF 2.7.6): load the record, delete the parked run's
 // checkpoint, delete the record. A corrupt record is deleted anyway and its
 // decode error returned. A store that cannot delete is NotAvailable, unless
 // it holds nothing for the key.

@@ -39,7 +39,7 @@ func payloadOf(t testing.TB, cp *agent.Checkpoint) recordPayload {
 	return p
 }
 
-// SEED-SPEC 2.6.1
+// REF 2.6.1
 func TestSessionRecordID(t *testing.T) {
 	t.Parallel()
 	k := session.Key{AgentID: "assistant", ContextID: "c1"}
@@ -53,8 +53,8 @@ func TestSessionRecordID(t *testing.T) {
 }
 
 // The record: the committed board, the payload, the kind attribute.
-// SEED-SPEC 2.6.1
-// SEED-SPEC 2.6.2
+// REF 2.6.1
+// REF 2.6.2
 func TestDurableCommittedRun(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Checkpoint(), agenttest.SetVar("mood", "good"), agenttest.Reply("hello"))
@@ -77,8 +77,8 @@ func TestDurableCommittedRun(t *testing.T) {
 
 // A run that does not commit is parked with its request; the history
 // stays what the last committed run left.
-// SEED-SPEC 2.6.2
-// SEED-SPEC 2.2.17
+// REF 2.6.2
+// REF 2.2.17
 func TestDurableParkedRuns(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -140,8 +140,8 @@ func TestDurableParkedRuns(t *testing.T) {
 // A fresh Start seeds its board from the stored history: the new message
 // and inputs land on top, and preparers layer their channels and vars over
 // it.
-// SEED-SPEC 2.6.3
-// SEED-SPEC 2.2.8
+// REF 2.6.3
+// REF 2.2.8
 func TestDurableHistoryPrepended(t *testing.T) {
 	t.Parallel()
 	var seen *agent.Board
@@ -183,7 +183,7 @@ func TestDurableHistoryPrepended(t *testing.T) {
 
 // Resume replays the parked run under its run id and request, from its
 // checkpoint, with ResumeContext{Attempt 2, Signal "resume"}.
-// SEED-SPEC 2.6.4
+// REF 2.6.4
 func TestResume(t *testing.T) {
 	t.Parallel()
 	var rc agent.ResumeContext
@@ -271,7 +271,7 @@ func parkRun(t *testing.T, e *env, contextID string) *session.Turn {
 	return tr
 }
 
-// SEED-SPEC 2.6.4
+// REF 2.6.4
 func TestResumeFailures(t *testing.T) {
 	t.Parallel()
 	steps := []agenttest.Step{agenttest.WaitInterrupt()}
@@ -347,7 +347,7 @@ func TestResumeFailures(t *testing.T) {
 	})
 }
 
-// SEED-SPEC 2.6.5
+// REF 2.6.5
 func TestResumableAndParkedRequestCopies(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, resumable{Engine: agenttest.New(agenttest.WaitInterrupt())})
@@ -377,7 +377,7 @@ func TestResumableAndParkedRequestCopies(t *testing.T) {
 }
 
 // Ephemeral sessions write nothing, load nothing and park nothing.
-// SEED-SPEC 2.6.6
+// REF 2.6.6
 func TestEphemeralWritesNothing(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.NewScript(func(call int, _ agent.Run) []agenttest.Step {
@@ -412,7 +412,7 @@ func TestEphemeralWritesNothing(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.6.7
+// REF 2.6.7
 func TestResumeDuringDrain(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, resumable{Engine: agenttest.New(agenttest.WaitInterrupt())})
@@ -427,7 +427,7 @@ func TestResumeDuringDrain(t *testing.T) {
 
 // A fresh run supersedes the parked one: the parked run can never be
 // resumed again, so its checkpoint is deleted with the marker.
-// SEED-SPEC 2.6.2
+// REF 2.6.2
 func TestDurableSupersededParkedRun(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.NewScript(func(call int, _ agent.Run) []agenttest.Step {
@@ -452,8 +452,8 @@ func TestDurableSupersededParkedRun(t *testing.T) {
 
 // Resume while a turn runs: the turn is interrupted first, parks itself,
 // and that run is the one resumed.
-// SEED-SPEC 2.6.4
-// SEED-SPEC 2.2.6
+// REF 2.6.4
+// REF 2.2.6
 func TestResumeStopsActiveTurnFirst(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Checkpoint(), agenttest.WaitInterrupt(), agenttest.Reply("resumed"))
@@ -473,8 +473,8 @@ func TestResumeStopsActiveTurnFirst(t *testing.T) {
 
 // An interrupted turn whose authoritative sink acknowledged part of the
 // answer commits exactly that part, and the history keeps it.
-// SEED-SPEC 2.4.14
-// SEED-SPEC 2.6.2
+// REF 2.4.14
+// REF 2.6.2
 func TestDurableCommitsAcknowledgedPrefix(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()

@@ -28,7 +28,7 @@ var (
 	ErrPromptClosed = fault.New(fault.NotAvailable, "prompt", "prompt is closed")
 )
 
-// Limits of steering (SEED-SPEC 2.3.2).
+// Limits of steering (REF 2.3.2).
 const (
 	MaxSteerMessageBytes = 32 << 10
 	MaxSteerQueue        = 8

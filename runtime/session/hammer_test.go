@@ -169,10 +169,10 @@ func (h *hammer) answer(sub event.Subscription, done chan<- struct{}) {
 
 // The hammer races every operation of the package on a few shared keys,
 // then closes the manager while the workers still run.
-// SEED-SPEC 2.1.5
-// SEED-SPEC 2.2.2
-// SEED-SPEC 2.3.4
-// SEED-SPEC 2.8.8
+// REF 2.1.5
+// REF 2.2.2
+// REF 2.3.4
+// REF 2.8.8
 func TestHammer(t *testing.T) { // not parallel: counts goroutines
 	leftBehind := goroutineBaseline(t)
 	const workers, ops = 8, 200

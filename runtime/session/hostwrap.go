@@ -10,7 +10,7 @@ import (
 
 // buildHost asks the epoch's factory for the turn's host and wraps it:
 // ephemeral wrapper (Checkpoint is a no-op) for ephemeral sessions, then the
-// steer-source wrapper outermost (SEED-SPEC 1.12.5, 2.2.10, 2.2.11).
+// steer-source wrapper outermost (REF 1.12.5, 2.2.10, 2.2.11).
 func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error) {
 	product, err := t.ep.deps.HostFactory(ctx, HostRequest{
 		Key: t.s.key, RunID: t.runID, Interrupts: t.intrCh, AskUser: t.askUser,

@@ -68,7 +68,7 @@ const (
 	idlePoll            = 10 * time.Millisecond
 )
 
-// NewManager returns a manager whose first epoch is deps (SEED-SPEC
+// NewManager returns a manager whose first epoch is deps (REF
 // 2.8.10): a missing resolver, host factory or bus, a non-positive option
 // or resume without a deleting store is a Validation error.
 func NewManager(deps Deps, opts ...Option) (*Manager, error) {
@@ -110,7 +110,7 @@ func NewManager(deps Deps, opts ...Option) (*Manager, error) {
 }
 
 // Open returns a new lease on the session of key, creating the session when
-// there is none (SEED-SPEC 2.1.3). Each call returns an independent lease;
+// there is none (REF 2.1.3). Each call returns an independent lease;
 // close it when done.
 func (m *Manager) Open(ctx context.Context, key Key) (*Lease, error) {
 	if ctx == nil {
@@ -167,7 +167,7 @@ type Lease struct {
 // Session returns the shared session.
 func (l *Lease) Session() *Session { return l.e.s }
 
-// Close releases the lease (SEED-SPEC 2.1.5). It is idempotent and safe to
+// Close releases the lease (REF 2.1.5). It is idempotent and safe to
 // call concurrently.
 func (l *Lease) Close() error {
 	l.once.Do(func() {
@@ -189,7 +189,7 @@ func (m *Manager) stopTimerLocked(e *entry) {
 
 // armTimerLocked starts the idle timer of e when it has no lease and is
 // idle, unless its agent is tombstoned or its key is being deleted
-// (SEED-SPEC 2.1.5–2.1.7).
+// (REF 2.1.5–2.1.7).
 func (m *Manager) armTimerLocked(e *entry) {
 	m.stopTimerLocked(e)
 	if m.closed || e.leases > 0 || !e.s.idle() || m.tombstones[e.s.key.AgentID] || m.deleting[e.s.key] != nil {
@@ -211,7 +211,7 @@ func (m *Manager) reclaim(e *entry, gen uint64) {
 		h(e.s)
 	}
 	// Idleness is checked and the session marked closing in one step, so
-	// that no turn starts in between (SEED-SPEC 2.1.7).
+	// that no turn starts in between (REF 2.1.7).
 	if !e.s.closeIfIdle() {
 		m.mu.Unlock()
 		return
@@ -264,7 +264,7 @@ func (m *Manager) releaseEpoch(e *epoch) {
 
 // SwapDeps installs a new epoch; turns already running keep the old one,
 // whose onRetired runs exactly once when its last turn ends, or now when
-// none is running (SEED-SPEC 2.8.7).
+// none is running (REF 2.8.7).
 func (m *Manager) SwapDeps(deps Deps, onRetired func()) error {
 	if err := deps.validate("swap deps"); err != nil {
 		return err
@@ -296,7 +296,7 @@ func (m *Manager) Deps() Deps {
 	return m.cur.deps
 }
 
-// UpdateTunables replaces the tunables atomically (SEED-SPEC 2.8.6).
+// UpdateTunables replaces the tunables atomically (REF 2.8.6).
 // IdleTimeout and MaxSessions apply at once (when the idle timeout changes,
 // armed idle timers restart with the new one; an unchanged timeout leaves
 // them running, so that repeated reloads do not keep idle sessions alive);
@@ -330,7 +330,7 @@ func (m *Manager) Tunables() Tunables {
 	return m.tun
 }
 
-// Idle reports whether no live session has an active turn (SEED-SPEC
+// Idle reports whether no live session has an active turn (REF
 // 2.8.1). A manager with no sessions is idle; a closing session whose turn
 // has stopped counts as idle.
 func (m *Manager) Idle() bool {
@@ -349,7 +349,7 @@ func (m *Manager) Idle() bool {
 }
 
 // WaitIdle waits until Idle holds, polling every 10 ms, without changing
-// any state (SEED-SPEC 2.8.2).
+// any state (REF 2.8.2).
 func (m *Manager) WaitIdle(ctx context.Context) error {
 	if ctx == nil {
 		return fault.New(fault.Validation, "wait idle", "ctx must not be nil")
@@ -358,7 +358,7 @@ func (m *Manager) WaitIdle(ctx context.Context) error {
 }
 
 // Drain makes the manager refuse new leases and turns for good and waits,
-// bounded by ctx, until it is idle (SEED-SPEC 2.8.3, 1.9). It never
+// bounded by ctx, until it is idle (REF 2.8.3, 1.9). It never
 // interrupts a turn. A Drain whose ctx ends leaves the manager draining; a
 // repeated Drain returns nil once idle.
 func (m *Manager) Drain(ctx context.Context) error {
@@ -397,9 +397,9 @@ func pollUntil(ctx context.Context, cond func() bool) error {
 
 // Close stops every idle timer, refuses new leases, interrupts every active
 // turn with cause host_shutdown and waits at most the close timeout (30 s)
-// for each session, concurrently (SEED-SPEC 2.8.8). Each session keeps its
+// for each session, concurrently (REF 2.8.8). Each session keeps its
 // entry, closing, until its close returns, so Idle stays false while a
-// turn is stopping (SEED-SPEC 2.8.1). A turn that does not stop in time is
+// turn is stopping (REF 2.8.1). A turn that does not stop in time is
 // logged, not returned. Close is idempotent.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {

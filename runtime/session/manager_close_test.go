@@ -16,7 +16,7 @@ import (
 // closed under it: RemoveAgent checks idleness and marks the sessions
 // closing in one step, so it keeps waiting, and on ctx expiry the
 // tombstone stays and the session and its turn are untouched.
-// SEED-SPEC 2.8.4
+// REF 2.8.4
 func TestRemoveAgentTurnStartedWhileWaiting(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -53,8 +53,8 @@ func TestRemoveAgentTurnStartedWhileWaiting(t *testing.T) {
 
 // Close keeps each session's entry, closing, until the session's close
 // returned, so the manager is not idle while a turn is still stopping.
-// SEED-SPEC 2.8.1
-// SEED-SPEC 2.8.8
+// REF 2.8.1
+// REF 2.8.8
 func TestCloseNotIdleWhileTurnStops(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -84,7 +84,7 @@ func TestCloseNotIdleWhileTurnStops(t *testing.T) {
 // A start that begins after the idle timer's lease and generation checks
 // keeps the session: reclaim checks idleness and marks the session closing
 // in one step.
-// SEED-SPEC 2.1.7
+// REF 2.1.7
 func TestReclaimSkipsSessionStartingMeanwhile(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Hour))

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 2.8.1
+// REF 2.8.1
 func TestManagerIdle(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -32,7 +32,7 @@ func TestManagerIdle(t *testing.T) {
 
 // A closing session whose turn has stopped counts as idle, even while its
 // entry is still there.
-// SEED-SPEC 2.8.1
+// REF 2.8.1
 func TestManagerIdleClosingSession(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -46,7 +46,7 @@ func TestManagerIdleClosingSession(t *testing.T) {
 	assert.Equal(t, 1, e.m.Sessions(), "the closing entry is still there")
 }
 
-// SEED-SPEC 2.8.2
+// REF 2.8.2
 func TestWaitIdle(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -68,11 +68,11 @@ func TestWaitIdle(t *testing.T) {
 	e.open(key("after")) // still open for business
 }
 
-// SEED-SPEC 2.8.3
-// SEED-SPEC 1.9.1
-// SEED-SPEC 1.9.2
-// SEED-SPEC 1.9.3
-// SEED-SPEC 1.9.7 (the manager-level primitives behind Runtime.Drain)
+// REF 2.8.3
+// REF 1.9.1
+// REF 1.9.2
+// REF 1.9.3
+// REF 1.9.7 (the manager-level primitives behind Runtime.Drain)
 func TestDrain(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -122,7 +122,7 @@ func TestDrain(t *testing.T) {
 	require.ErrorIs(t, e.m.Drain(ctx), session.ErrManagerClosed)
 }
 
-// SEED-SPEC 2.8.4
+// REF 2.8.4
 func TestRemoveAgent(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
@@ -169,7 +169,7 @@ func TestRemoveAgent(t *testing.T) {
 	assert.Equal(t, 1, obs.count("closed busy"))
 }
 
-// SEED-SPEC 2.8.5
+// REF 2.8.5
 func TestReopenAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -183,7 +183,7 @@ func TestReopenAgent(t *testing.T) {
 }
 
 // A tombstone stopped the idle timers; reopening the agent re-arms them.
-// SEED-SPEC 2.8.5
+// REF 2.8.5
 func TestReopenAgentRearmsIdleTimers(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
@@ -202,7 +202,7 @@ func TestReopenAgentRearmsIdleTimers(t *testing.T) {
 	}, "the idle session is reclaimed after ReopenAgent")
 }
 
-// SEED-SPEC 2.8.6
+// REF 2.8.6
 func TestUpdateTunables(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Hour), session.WithMaxSessions(10))
@@ -253,8 +253,8 @@ func TestUpdateTunables(t *testing.T) {
 	require.ErrorIs(t, e.m.UpdateTunables(tun), session.ErrManagerClosed)
 }
 
-// SEED-SPEC 2.8.7
-// SEED-SPEC 2.2.5
+// REF 2.8.7
+// REF 2.2.5
 func TestSwapDepsEpochs(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -298,7 +298,7 @@ func TestSwapDepsEpochs(t *testing.T) {
 	assert.Len(t, newEng.Runs(), 1)
 }
 
-// SEED-SPEC 2.8.7
+// REF 2.8.7
 func TestSwapDepsRetiresAtOnceWhenUnused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -325,7 +325,7 @@ func TestSwapDepsRetiresAtOnceWhenUnused(t *testing.T) {
 
 // Two swaps while a turn holds the first epoch: the second epoch, unused,
 // retires at once; the first when its turn ends. Each hook runs once.
-// SEED-SPEC 2.8.7
+// REF 2.8.7
 func TestSwapDepsTwice(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -350,7 +350,7 @@ func TestSwapDepsTwice(t *testing.T) {
 	mu.Unlock()
 }
 
-// SEED-SPEC 2.8.8
+// REF 2.8.8
 func TestClose(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
@@ -382,7 +382,7 @@ func TestClose(t *testing.T) {
 
 // A turn that ignores its interrupt is cancelled after the close timeout,
 // and Close still returns.
-// SEED-SPEC 2.8.8
+// REF 2.8.8
 func TestCloseCancelsTurnThatIgnoresInterrupt(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Hang())
@@ -400,7 +400,7 @@ func TestCloseCancelsTurnThatIgnoresInterrupt(t *testing.T) {
 	assert.Equal(t, session.TurnCanceled, tr.State())
 }
 
-// SEED-SPEC 2.8.9
+// REF 2.8.9
 func TestObservers(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
@@ -427,7 +427,7 @@ func TestObservers(t *testing.T) {
 }
 
 // OnSessionClosing fires once per session, however many closes race.
-// SEED-SPEC 2.8.9
+// REF 2.8.9
 func TestObserverClosingOnce(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
@@ -444,7 +444,7 @@ func TestObserverClosingOnce(t *testing.T) {
 
 type nonDeleter struct{ agent.CheckpointStore }
 
-// SEED-SPEC 2.8.10
+// REF 2.8.10
 func TestNewManagerValidation(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()

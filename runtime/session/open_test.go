@@ -32,7 +32,7 @@ func expired() context.Context {
 	return ctx
 }
 
-// SEED-SPEC 2.1.1
+// REF 2.1.1
 func TestKeyValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -62,7 +62,7 @@ func TestKeyValidate(t *testing.T) {
 }
 
 // Two agents with the same context id do not share a session.
-// SEED-SPEC 2.1.1
+// REF 2.1.1
 func TestKeyAgentsDoNotShare(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -73,7 +73,7 @@ func TestKeyAgentsDoNotShare(t *testing.T) {
 	assert.Equal(t, 2, e.m.Sessions())
 }
 
-// SEED-SPEC 2.1.2
+// REF 2.1.2
 func TestOpenAndGetOrCreate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -90,7 +90,7 @@ func TestOpenAndGetOrCreate(t *testing.T) {
 
 // Each row puts the manager in a state where its own check and every
 // later one would fail, so the row proves its check comes first.
-// SEED-SPEC 2.1.3
+// REF 2.1.3
 func TestOpenCheckOrder(t *testing.T) {
 	t.Parallel()
 	type row struct {
@@ -212,7 +212,7 @@ func deletingAndTombstoned(t *testing.T) *env {
 
 // Sessions capture the tunables current when they are created: a session
 // opened with a sink buffer of 1 keeps it after UpdateTunables raised it.
-// SEED-SPEC 2.1.3
+// REF 2.1.3
 func TestOpenCapturesTunables(t *testing.T) {
 	t.Parallel()
 	const deltas = 20
@@ -260,7 +260,7 @@ func TestOpenCapturesTunables(t *testing.T) {
 }
 
 // max_sessions counts live entries, leased or idle-retained, not leases.
-// SEED-SPEC 2.1.4
+// REF 2.1.4
 func TestMaxSessionsCountsEntries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(), session.WithMaxSessions(2))
@@ -288,7 +288,7 @@ func TestMaxSessionsCountsEntries(t *testing.T) {
 	e2.open(key("b"))
 }
 
-// SEED-SPEC 2.1.5
+// REF 2.1.5
 func TestLeaseCloseIdempotentAndConcurrent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(5*time.Millisecond))
@@ -320,7 +320,7 @@ func TestLeaseCloseIdempotentAndConcurrent(t *testing.T) {
 }
 
 // Closing the last lease of a tombstoned agent's session arms no timer.
-// SEED-SPEC 2.1.5
+// REF 2.1.5
 func TestLeaseCloseTombstonedArmsNoTimer(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t, session.WithIdleTimeout(5*time.Millisecond))
@@ -340,7 +340,7 @@ func TestLeaseCloseTombstonedArmsNoTimer(t *testing.T) {
 // A session with an active turn, a pending prompt or an attached sink is
 // not idle: closing its last lease arms no timer, and the timer is armed
 // once the session becomes idle.
-// SEED-SPEC 2.1.6
+// REF 2.1.6
 func TestIdleMeansNoTurnPromptOrSink(t *testing.T) {
 	t.Parallel()
 	heldThenReclaimed := func(t *testing.T, e *env, l *session.Lease, release func()) {
@@ -400,7 +400,7 @@ func TestIdleMeansNoTurnPromptOrSink(t *testing.T) {
 	})
 }
 
-// SEED-SPEC 2.1.7
+// REF 2.1.7
 func TestIdleReclaim(t *testing.T) {
 	t.Parallel()
 	t.Run("reclaimed after the timeout, then opened fresh", func(t *testing.T) {

@@ -227,7 +227,7 @@ func WithFinalizeBudget(d time.Duration) Option {
 // comes before its turn's OnTurnFinished, OnSessionClosing comes once, and
 // OnSessionClosed comes last. When Close stops a running turn,
 // OnSessionClosing comes first, then that turn's OnTurnFinished, then
-// OnSessionClosed (SEED-SPEC 2.8.8). Several observers are called in the
+// OnSessionClosed (REF 2.8.8). Several observers are called in the
 // order they were added.
 type SessionObserver interface {
 	OnSessionStarted(s *Session, t *Turn)

@@ -12,7 +12,7 @@ import (
 // PromptStatus is how a prompt was resolved.
 type PromptStatus string
 
-// The prompt resolutions (SEED-SPEC 2.5.2).
+// The prompt resolutions (REF 2.5.2).
 const (
 	PromptReplied     PromptStatus = "replied"
 	PromptExpired     PromptStatus = "expired"
@@ -59,7 +59,7 @@ type prompt struct {
 	reply  agent.UserReply
 }
 
-// askUser is the AskUser of the base host (SEED-SPEC 2.5).
+// askUser is the AskUser of the base host (REF 2.5).
 func (t *Turn) askUser(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error) {
 	if t.cfg.askUser != nil {
 		return t.cfg.askUser(ctx, p)
@@ -113,7 +113,7 @@ func (t *Turn) publishPrompt(ctx context.Context, pr *prompt, p agent.UserPrompt
 	return t.ep.deps.Bus.Publish(ctx, env)
 }
 
-// Reply answers a pending prompt (SEED-SPEC 2.5.2, 2.5.4).
+// Reply answers a pending prompt (REF 2.5.2, 2.5.4).
 func (t *Turn) Reply(ctx context.Context, promptID string, reply agent.UserReply) error {
 	if ctx == nil {
 		return fault.New(fault.Validation, "reply", "ctx must not be nil")

@@ -88,7 +88,7 @@ func await(t testing.TB, ch <-chan answer) answer {
 	}
 }
 
-// SEED-SPEC 2.5.1
+// REF 2.5.1
 func TestPromptRequested(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.AskUser("name?")))
@@ -111,7 +111,7 @@ func TestPromptRequested(t *testing.T) {
 
 // Every resolution publishes PromptResolved with its status and gives
 // AskUser its answer.
-// SEED-SPEC 2.5.2
+// REF 2.5.2
 func TestPromptResolutions(t *testing.T) {
 	t.Parallel()
 	t.Run("replied", func(t *testing.T) {
@@ -239,7 +239,7 @@ func (b *refusingBus) Publish(ctx context.Context, env event.Envelope) error {
 	return b.Bus.Publish(ctx, env)
 }
 
-// SEED-SPEC 2.5.3
+// REF 2.5.3
 func TestAskUserAfterInterruptOrEnd(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -273,7 +273,7 @@ func TestAskUserAfterInterruptOrEnd(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrPromptClosed)
 }
 
-// SEED-SPEC 2.5.4
+// REF 2.5.4
 func TestReplyErrors(t *testing.T) {
 	t.Parallel()
 	var expiredErr error
@@ -307,7 +307,7 @@ func TestReplyErrors(t *testing.T) {
 }
 
 // Replying to one prompt leaves the others pending.
-// SEED-SPEC 2.5.5
+// REF 2.5.5
 func TestPromptsIndependent(t *testing.T) {
 	t.Parallel()
 	var first, second <-chan answer
@@ -337,7 +337,7 @@ func TestPromptsIndependent(t *testing.T) {
 	assert.Equal(t, "one,two", res.LastBoard.Vars["answers"])
 }
 
-// SEED-SPEC 2.5.6
+// REF 2.5.6
 func TestPromptPatterns(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "agent.run.*.prompt.requested", session.PatternPromptRequested())
@@ -359,8 +359,8 @@ func TestPromptPatterns(t *testing.T) {
 
 // WithAskUserOverride answers directly: no prompt event is published and
 // Reply knows no prompt.
-// SEED-SPEC 2.5.1
-// SEED-SPEC 2.2.1
+// REF 2.5.1
+// REF 2.2.1
 func TestAskUserOverridePublishesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.AskUser("a?"), agenttest.AskUser("b?")))

@@ -8,7 +8,7 @@ import (
 
 // RemoveAgent tombstones an agent (new opens: NotFound), waits bounded by
 // ctx until its sessions are idle, then closes and removes them
-// (SEED-SPEC 2.8.4). The idleness of every session is checked and the
+// (REF 2.8.4). The idleness of every session is checked and the
 // sessions marked closing in one step, so that no turn starts in between.
 // On ctx expiry the tombstone stays, the sessions are untouched and the ctx
 // error is returned. Repeated calls are idempotent.
@@ -73,7 +73,7 @@ func (m *Manager) takeIfIdle(name string) ([]*entry, bool) {
 	return taken, true
 }
 
-// ReopenAgent clears the agent's tombstone (SEED-SPEC 2.8.5) and re-arms
+// ReopenAgent clears the agent's tombstone (REF 2.8.5) and re-arms
 // the idle timers that the tombstone stopped.
 func (m *Manager) ReopenAgent(name string) {
 	m.mu.Lock()

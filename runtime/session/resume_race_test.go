@@ -17,7 +17,7 @@ import (
 
 // A Resume refused for a reason that needs no parked-run read leaves the
 // active turn alone.
-// SEED-SPEC 2.6.4
+// REF 2.6.4
 func TestResumeRefusedLeavesActiveTurn(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -79,7 +79,7 @@ func (g *gatedStore) List(ctx context.Context) ([]string, error) {
 
 // A DeleteSession that runs while a Resume reads the parked run waits for
 // the resumed turn, and the deleted record is never written back.
-// SEED-SPEC 2.7.7
+// REF 2.7.7
 func TestResumeRacingDeleteSession(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Checkpoint(), agenttest.WaitInterrupt(), agenttest.Fail(nil))

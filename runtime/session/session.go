@@ -67,7 +67,7 @@ func (s *Session) busyLocked() bool {
 	return s.starting || (s.turn != nil && !s.turn.settled())
 }
 
-// idle is SEED-SPEC 2.1.6: not closing and no active turn (prompts and
+// idle is REF 2.1.6: not closing and no active turn (prompts and
 // sinks live inside a turn, which settles only once they are gone).
 func (s *Session) idle() bool {
 	s.mu.Lock()
@@ -153,7 +153,7 @@ func WithEphemeral() StartOption {
 	return func(c *startConfig) { c.ephemeral = true }
 }
 
-// Start runs req as a new turn with the given sinks (SEED-SPEC 2.2).
+// Start runs req as a new turn with the given sinks (REF 2.2).
 func (s *Session) Start(ctx context.Context, req agent.Request, sinks ...SinkSpec) (*Turn, error) {
 	return s.StartWithOptions(ctx, req, WithSinks(sinks...))
 }
@@ -191,7 +191,7 @@ func startOptions(opts []StartOption) (startConfig, error) {
 }
 
 // beginStart checks that the session takes a turn and that the turn keeps
-// the session's ephemeral choice (SEED-SPEC 2.2.3: the first turn fixes
+// the session's ephemeral choice (REF 2.2.3: the first turn fixes
 // it), and marks a start in flight so that the session counts as busy
 // until endStart.
 func (s *Session) beginStart(ephemeral bool) error {
@@ -235,7 +235,7 @@ type resumeState struct {
 	cp    *agent.Checkpoint
 }
 
-// start runs the start sequence of SEED-SPEC 2.2.2–2.2.13 under startMu.
+// start runs the start sequence of REF 2.2.2–2.2.13 under startMu.
 func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig) (*Turn, error) {
 	if err := s.beginStart(cfg.ephemeral); err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg startConfig
 }
 
 // turnRequest returns a copy of req for run runID: the run id and the
-// session's context id overwrite the caller's (SEED-SPEC 2.2.7), and the
+// session's context id overwrite the caller's (REF 2.2.7), and the
 // message, unless it is the zero message, must be valid.
 func (s *Session) turnRequest(req agent.Request, runID string) (agent.Request, error) {
 	req = req.Clone()
@@ -325,7 +325,7 @@ func isZeroMessage(m message.Message) bool {
 }
 
 // stopActive interrupts the active turn with user_input and waits for it,
-// bounded by ctx (SEED-SPEC 2.2.6).
+// bounded by ctx (REF 2.2.6).
 func (s *Session) stopActive(ctx context.Context) error {
 	prev := s.Turn()
 	if prev == nil || prev.settled() {
@@ -341,7 +341,7 @@ func (s *Session) stopActive(ctx context.Context) error {
 }
 
 // ensureCatalog builds the per-session tool catalog the first time the
-// session starts a turn in an epoch (SEED-SPEC 2.2.9).
+// session starts a turn in an epoch (REF 2.2.9).
 func (s *Session) ensureCatalog(ctx context.Context, ep *epoch) error {
 	if ep.deps.CatalogProvider == nil {
 		return nil

@@ -17,7 +17,7 @@ import (
 
 // A typed-nil sink counts as absent: it is refused by validation and by
 // Start, before anything runs.
-// SEED-SPEC 2.4
+// REF 2.4
 func TestSinkTypedNilRefused(t *testing.T) {
 	t.Parallel()
 	var typedNil *textSink
@@ -33,7 +33,7 @@ func TestSinkTypedNilRefused(t *testing.T) {
 
 // A panic in OnDelta detaches that sink with an Internal error naming it;
 // the turn and the other sinks carry on.
-// SEED-SPEC 2.4.4
+// REF 2.4.4
 func TestSinkPanicDetaches(t *testing.T) {
 	t.Parallel()
 	detached := make(chan error, 1)

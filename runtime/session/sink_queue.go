@@ -21,7 +21,7 @@ type sinkItem struct {
 
 // sinkQueue is one attached sink: a bounded queue filled by the stream
 // without ever blocking, and one delivery goroutine that calls OnDelta for
-// each item, one call at a time, in queue order (SEED-SPEC 2.4.1, 2.4.3,
+// each item, one call at a time, in queue order (REF 2.4.1, 2.4.3,
 // 2.4.7).
 //
 // Each call gets a ctx that ends at the sink's delivery timeout or when the
@@ -65,7 +65,7 @@ func newSinkQueue(st *stream, spec SinkSpec, size int) *sinkQueue {
 }
 
 // enqueue queues it without blocking. A full queue detaches the sink with
-// ErrSinkQueueFull (SEED-SPEC 2.4.2); a sink that has left drops it.
+// ErrSinkQueueFull (REF 2.4.2); a sink that has left drops it.
 func (q *sinkQueue) enqueue(it sinkItem) {
 	q.mu.Lock()
 	if q.left {
@@ -125,7 +125,7 @@ func (q *sinkQueue) deliver(it sinkItem) bool {
 	return true
 }
 
-// call runs OnDelta under the delivery timeout (SEED-SPEC 2.4.4); a panic
+// call runs OnDelta under the delivery timeout (REF 2.4.4); a panic
 // in OnDelta detaches the sink with an Internal error. A call
 // whose ctx ended, because the sink left the turn before or during it,
 // does not count as delivered.
@@ -156,7 +156,7 @@ type sinkPanic struct{ v any }
 func (p *sinkPanic) Error() string { return fmt.Sprintf("panic: %v", p.v) }
 
 // onDelta calls the sink, turning a panic into a *sinkPanic error so that
-// the delivery goroutine and the call's cleanup carry on (SEED-SPEC 2.4.4).
+// the delivery goroutine and the call's cleanup carry on (REF 2.4.4).
 func (q *sinkQueue) onDelta(ctx context.Context, it sinkItem) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -18,9 +18,9 @@ var nopSink = agent.StreamSinkFunc(func(context.Context, event.Envelope, event.S
 
 func okSpec(id string) SinkSpec { return SinkSpec{ID: id, Sink: nopSink} }
 
-// One case per row of the SinkSpec table of SEED-SPEC 2.4.
+// One case per row of the SinkSpec table of REF 2.4.
 //
-// SEED-SPEC 2.4
+// REF 2.4
 func TestSinkSpecValidate(t *testing.T) {
 	t.Parallel()
 	authoritative := func(s SinkSpec) SinkSpec {
@@ -79,7 +79,7 @@ func TestSinkSpecValidate(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.4
+// REF 2.4
 func TestValidateSinksSet(t *testing.T) {
 	t.Parallel()
 	auth := func(id string) SinkSpec {
@@ -113,7 +113,7 @@ func TestValidateSinksSet(t *testing.T) {
 
 // startStream validates the set before it subscribes.
 //
-// SEED-SPEC 2.4
+// REF 2.4
 func TestStartStreamValidates(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
@@ -138,7 +138,7 @@ func TestStartStreamValidates(t *testing.T) {
 	assert.Zero(t, bus.Subscriptions(), "a refused stream subscribes to nothing")
 }
 
-// SEED-SPEC 2.4.8
+// REF 2.4.8
 func TestDeliveryCursorFromEnvelope(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -171,7 +171,7 @@ func TestDeliveryCursorFromEnvelope(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.4.2
+// REF 2.4.2
 func TestErrSinkQueueFullKind(t *testing.T) {
 	t.Parallel()
 	assert.ErrorIs(t, ErrSinkQueueFull, fault.BudgetExceeded)
@@ -179,7 +179,7 @@ func TestErrSinkQueueFullKind(t *testing.T) {
 	assert.ErrorIs(t, wrapped, ErrSinkQueueFull)
 }
 
-// SEED-SPEC 2.4.12: the stream finds an engine's agent.RunEndPublishError
+// REF 2.4.12: the stream finds an engine's agent.RunEndPublishError
 // anywhere in the run's error chain.
 func TestRunEndPublishErrorDetected(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 )
 
 // Steer queues msg for the running turn; a document node delivers it when
-// it calls host.drainSteer() (SEED-SPEC 2.3). Non-delivery is always
+// it calls host.drainSteer() (REF 2.3). Non-delivery is always
 // reported, checked in this order: an invalid message (Validation), a JSON
 // encoding over 32 KiB (ErrSteerTooLarge), a settled turn (ErrSteerClosed),
 // a requested interrupt (an *agent.InterruptedError), a full queue of 8

@@ -43,7 +43,7 @@ func steerEnv(t *testing.T) (*env, *agenttest.Engine, *agenttest.Gate) {
 
 // The checks run in the order of the list; each row sets up the failures
 // of every later check too.
-// SEED-SPEC 2.3.2
+// REF 2.3.2
 func TestSteerCheckOrder(t *testing.T) {
 	t.Parallel()
 	invalid := message.Message{Role: "robot"}
@@ -120,7 +120,7 @@ func fill(t *testing.T, tr *session.Turn) {
 }
 
 // A message of exactly 32768 bytes is accepted; one byte more is not.
-// SEED-SPEC 2.3.2
+// REF 2.3.2
 func TestSteerSizeBoundary(t *testing.T) {
 	t.Parallel()
 	e, eng, g := steerEnv(t)
@@ -134,7 +134,7 @@ func TestSteerSizeBoundary(t *testing.T) {
 
 // The queue belongs to the turn: another turn, of the same session or of
 // another session built by the same factory, never sees it.
-// SEED-SPEC 2.3.1
+// REF 2.3.1
 func TestSteerQueueBelongsToTurn(t *testing.T) {
 	t.Parallel()
 	e, eng, g := steerEnv(t)
@@ -157,7 +157,7 @@ func TestSteerQueueBelongsToTurn(t *testing.T) {
 	assert.Equal(t, map[string][]string{a.RunID(): {"for a"}}, byRun)
 }
 
-// SEED-SPEC 2.3.3
+// REF 2.3.3
 func TestSteerDeepCopy(t *testing.T) {
 	t.Parallel()
 	e, _, _ := steerEnv(t)
@@ -173,7 +173,7 @@ func TestSteerDeepCopy(t *testing.T) {
 	assert.Equal(t, "v", got[0].Metadata["k"])
 }
 
-// SEED-SPEC 2.3.4
+// REF 2.3.4
 func TestDrainSteer(t *testing.T) {
 	t.Parallel()
 	e, _, g := steerEnv(t)
@@ -226,7 +226,7 @@ func TestDrainSteer(t *testing.T) {
 	assert.Nil(t, tr.DrainSteer(), "the engine drained it")
 }
 
-// SEED-SPEC 2.3.5
+// REF 2.3.5
 func TestPendingSteer(t *testing.T) {
 	t.Parallel()
 	e, _, _ := steerEnv(t)
@@ -240,7 +240,7 @@ func TestPendingSteer(t *testing.T) {
 	assert.Zero(t, tr.PendingSteer())
 }
 
-// SEED-SPEC 2.3.6
+// REF 2.3.6
 func TestPendingSteerOnResult(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -277,7 +277,7 @@ func TestPendingSteerOnResult(t *testing.T) {
 }
 
 // The count is only on the result, never on the event stream.
-// SEED-SPEC 2.3.7
+// REF 2.3.7
 func TestPendingSteerNeverOnStream(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -305,7 +305,7 @@ func TestPendingSteerNeverOnStream(t *testing.T) {
 }
 
 // Draining is not delivery: a message drained and dropped is gone.
-// SEED-SPEC 2.3.8
+// REF 2.3.8
 func TestSteerDrainIsNotDelivery(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -331,7 +331,7 @@ func TestSteerDrainIsNotDelivery(t *testing.T) {
 }
 
 // A resumed run starts with an empty queue.
-// SEED-SPEC 2.3.9
+// REF 2.3.9
 func TestSteerQueueNotPersisted(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.WaitInterrupt(), agenttest.DrainSteer())
@@ -357,9 +357,9 @@ func TestSteerQueueNotPersisted(t *testing.T) {
 
 // The queue is the agent.SteerSource capability of the host the engine
 // gets, found through every wrapper with SteerFromHost.
-// SEED-SPEC 2.3.10
-// SEED-SPEC 6.1.3
-// SEED-SPEC 6.1.4
+// REF 2.3.10
+// REF 6.1.3
+// REF 6.1.4
 func TestSteerFromHostThroughWrappers(t *testing.T) {
 	t.Parallel()
 	e, eng, g := steerEnv(t)
@@ -391,7 +391,7 @@ func texts(msgs []message.Message) []string {
 }
 
 // Core never turns steered text into stream deltas.
-// SEED-SPEC 2.3.11
+// REF 2.3.11
 func TestSteerNeverInjectedIntoStream(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -415,7 +415,7 @@ func (hidingHost) UnwrapHost() agent.Host { return nil }
 // A delegated sub-run with its own turn has its own queue, steerable only
 // through that turn; a decorator that hides the parent's host hides its
 // queue too. (The delegation service's own rules are tested with it.)
-// SEED-SPEC 2.3.12
+// REF 2.3.12
 func TestSteerDelegatedSubRun(t *testing.T) {
 	t.Parallel()
 	childGate := agenttest.NewGate()

@@ -20,8 +20,8 @@ type streamConfig struct {
 	runID      string // required
 	sinkBuffer int    // queue size of a sink whose QueueSize is 0
 	// deliveryConcurrency caps the OnDelta calls of one sink in flight
-	// (SEED-SPEC 2.4.3). A sink's calls are made one at a time, so that it
-	// sees the run in bus order (SEED-SPEC 2.4.7): the cap always holds.
+	// (REF 2.4.3). A sink's calls are made one at a time, so that it
+	// sees the run in bus order (REF 2.4.7): the cap always holds.
 	deliveryConcurrency int
 	speculativeEvents   int           // held speculative deltas, and branch states, at most
 	speculativeBytes    int           // payload bytes of held speculative deltas at most
@@ -52,7 +52,7 @@ func positiveOr[T int | time.Duration](v, def T) T {
 	return def
 }
 
-// stream is the stream coordinator of one turn (SEED-SPEC 2.4). It
+// stream is the stream coordinator of one turn (REF 2.4). It
 // subscribes to every event of the run with Block backpressure, so it
 // loses nothing, and one coordinator goroutine routes each envelope, in bus
 // order, to the raw sinks and through the confirmed stream to the
@@ -161,9 +161,9 @@ func (s *stream) coordinate() {
 }
 
 // route sends one envelope of the run where it belongs. The engine's
-// run-ends only mark attempts (SEED-SPEC 2.4.11); every other envelope goes
-// to the raw sinks as it is (SEED-SPEC 2.4.7) and through the confirmed
-// stream (SEED-SPEC 2.4.8).
+// run-ends only mark attempts (REF 2.4.11); every other envelope goes
+// to the raw sinks as it is (REF 2.4.7) and through the confirmed
+// stream (REF 2.4.8).
 func (s *stream) route(env event.Envelope) {
 	delta, decodeErr := decodeDelta(env)
 	s.mu.Lock()
@@ -213,7 +213,7 @@ func (s *stream) emitLocked(env event.Envelope, delta event.StreamDeltaPayload, 
 }
 
 // endAttemptLocked counts one engine run-end: a branch still open is a
-// protocol violation (SEED-SPEC 2.4.10).
+// protocol violation (REF 2.4.10).
 func (s *stream) endAttemptLocked() {
 	s.runEnds++
 	if err := s.cs.endAttempt(); err != nil {
@@ -223,7 +223,7 @@ func (s *stream) endAttemptLocked() {
 }
 
 // failConfirmedLocked kills the confirmed stream: every confirmed sink is
-// detached with err, and raw sinks carry on (SEED-SPEC 2.4.9, 2.4.10).
+// detached with err, and raw sinks carry on (REF 2.4.9, 2.4.10).
 func (s *stream) failConfirmedLocked(err error) {
 	if !s.cs.dead() {
 		s.cs.fail(err)

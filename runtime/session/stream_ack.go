@@ -14,7 +14,7 @@ import (
 
 // authority tracks what the authoritative sink was offered, delivered and
 // acknowledged, and the acknowledged prefix: the text parts of the current
-// attempt up to the acknowledged cursor (SEED-SPEC 2.4.14, 2.4.15).
+// attempt up to the acknowledged cursor (REF 2.4.14, 2.4.15).
 //
 // The current attempt is the one of the newest confirmed emission (the
 // engine's run-end of attempt n comes before anything of attempt n+1). A
@@ -147,7 +147,7 @@ func (a *authority) acknowledged() (string, bool) {
 func (s *stream) freeze() { s.auth.freeze() }
 
 // ack acknowledges every confirmed delivery up to cursor for the
-// authoritative explicit sink sinkID (Turn.Ack, SEED-SPEC 2.4.15): cursor 0
+// authoritative explicit sink sinkID (Turn.Ack, REF 2.4.15): cursor 0
 // or another sink is Validation; a cursor at or below the acknowledged one
 // is a no-op; a frozen prefix or a cursor beyond the one offered is
 // Conflict. It may be called from inside OnDelta for the offered cursor.
@@ -157,7 +157,7 @@ func (s *stream) ack(sinkID string, cursor uint64) error { return s.auth.ack(sin
 // has an authoritative sink at all (false: the prefix means nothing).
 func (s *stream) acknowledgedPrefix() (string, bool) { return s.auth.acknowledged() }
 
-// commitPrefix rewrites res so that it commits exactly prefix (SEED-SPEC
+// commitPrefix rewrites res so that it commits exactly prefix (REF
 // 2.4.14): the trailing assistant messages of res.Output, and of the main
 // channel of res.LastBoard when there is one, are replaced by one assistant
 // text message equal to prefix (by none when prefix is empty). The text of

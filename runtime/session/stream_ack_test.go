@@ -42,7 +42,7 @@ func waitPrefix(t *testing.T, h *harness, want string) {
 // Text delivered to the authoritative sink builds the acknowledged prefix;
 // only text parts of the confirmed stream count.
 //
-// SEED-SPEC 2.4.14
+// REF 2.4.14
 func TestStreamPrefixOnDelivery(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}
@@ -62,7 +62,7 @@ func TestStreamPrefixOnDelivery(t *testing.T) {
 // An interrupt (freeze) or a detach of the authoritative sink freezes the
 // prefix; a callback still running at the freeze is outside it.
 //
-// SEED-SPEC 2.4.14
+// REF 2.4.14
 func TestStreamPrefixFreezes(t *testing.T) {
 	t.Parallel()
 	t.Run("freeze", func(t *testing.T) {
@@ -107,8 +107,8 @@ func TestStreamPrefixFreezes(t *testing.T) {
 // The prefix belongs to the current attempt: a new attempt starts it
 // again.
 //
-// SEED-SPEC 2.4.14
-// SEED-SPEC 2.4.11
+// REF 2.4.14
+// REF 2.4.11
 func TestStreamPrefixPerAttempt(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}
@@ -124,7 +124,7 @@ func TestStreamPrefixPerAttempt(t *testing.T) {
 	assert.Equal(t, "second", prefixOf(t, h), "the run-end does not change it")
 }
 
-// SEED-SPEC 2.4.14
+// REF 2.4.14
 func TestStreamPrefixWithoutAuthority(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, streamConfig{}, SinkSpec{ID: "obs", Sink: &recSink{}, Visibility: VisibilityConfirmed})
@@ -135,7 +135,7 @@ func TestStreamPrefixWithoutAuthority(t *testing.T) {
 	h.s.freeze() // a no-op without an authoritative sink
 }
 
-// SEED-SPEC 2.4.15
+// REF 2.4.15
 func TestStreamAckRules(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -176,7 +176,7 @@ func TestStreamAckRules(t *testing.T) {
 	require.ErrorIs(t, h.s.ack("ui", 4), fault.Conflict, "frozen")
 }
 
-// SEED-SPEC 2.4.15
+// REF 2.4.15
 func TestStreamAckOnDeliverySinkCannotAck(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}
@@ -188,7 +188,7 @@ func TestStreamAckOnDeliverySinkCannotAck(t *testing.T) {
 
 // Ack from inside OnDelta for the cursor being offered.
 //
-// SEED-SPEC 2.4.15
+// REF 2.4.15
 func TestStreamAckInsideOnDelta(t *testing.T) {
 	t.Parallel()
 	var h *harness
@@ -215,7 +215,7 @@ func TestStreamAckInsideOnDelta(t *testing.T) {
 // An explicit sink with more than MaxUnacked deliveries unacknowledged is
 // detached with BudgetExceeded.
 //
-// SEED-SPEC 2.4.15
+// REF 2.4.15
 func TestStreamMaxUnacked(t *testing.T) {
 	t.Parallel()
 	var log detachLog
@@ -234,7 +234,7 @@ func TestStreamMaxUnacked(t *testing.T) {
 	require.ErrorIs(t, h.s.ack("ui", 1), fault.Conflict, "the detach froze the prefix")
 }
 
-// SEED-SPEC 2.4.14
+// REF 2.4.14
 func TestCommitPrefix(t *testing.T) {
 	t.Parallel()
 	user := message.NewTextMessage(message.RoleUser, "hi")

@@ -11,7 +11,7 @@ import (
 	"github.com/corral-rt/corral/runtime/event"
 )
 
-// finalize ends the turn's stream after the engine returned (SEED-SPEC
+// finalize ends the turn's stream after the engine returned (REF
 // 2.4.5, 2.4.6, 2.4.11 to 2.4.13):
 //
 //   - with no sink attached it returns at once;

@@ -16,7 +16,7 @@ import (
 
 // finalize returns only after every sink drained or was detached.
 //
-// SEED-SPEC 2.4.6
+// REF 2.4.6
 func TestStreamFinalizeWaitsForDrain(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
@@ -56,7 +56,7 @@ func TestStreamFinalizeWaitsForDrain(t *testing.T) {
 // finalize's wait for the sinks is bounded by its ctx: when it ends first,
 // the sinks still draining are detached and the ctx error is returned.
 //
-// SEED-SPEC 2.4.6
+// REF 2.4.6
 func TestStreamFinalizeDrainBoundedByCtx(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
@@ -91,7 +91,7 @@ func TestStreamFinalizeDrainBoundedByCtx(t *testing.T) {
 // finalize waits for as many engine run-ends as the run had attempts,
 // then sends one logical run-end; the engine's run-ends are not forwarded.
 //
-// SEED-SPEC 2.4.11
+// REF 2.4.11
 func TestStreamAttempts(t *testing.T) {
 	t.Parallel()
 	raw, conf := &recSink{}, &recSink{}
@@ -124,7 +124,7 @@ func TestStreamAttempts(t *testing.T) {
 // its budget, detaches the sinks and returns the error; a reported
 // RunEndPublishError detaches them at once with that error.
 //
-// SEED-SPEC 2.4.12
+// REF 2.4.12
 func TestStreamFinalizeWithoutRunEnd(t *testing.T) {
 	t.Parallel()
 	t.Run("budget", func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestStreamFinalizeWithoutRunEnd(t *testing.T) {
 // With no sink attached finalize returns at once, even though no run-end
 // was published and the budget is an hour.
 //
-// SEED-SPEC 2.4.13
+// REF 2.4.13
 func TestStreamFinalizeWithoutSinks(t *testing.T) {
 	t.Parallel()
 	t.Run("none given", func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestStreamFinalizeWithoutSinks(t *testing.T) {
 // With no attempt (the engine never ran) finalize awaits no run-end and
 // sends the logical one at once.
 //
-// SEED-SPEC 2.4.11
+// REF 2.4.11
 func TestStreamFinalizeWithoutAttempts(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}

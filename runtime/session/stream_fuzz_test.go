@@ -9,7 +9,7 @@ import (
 	"github.com/corral-rt/corral/runtime/event"
 )
 
-// SEED-SPEC 2.4.8
+// REF 2.4.8
 func FuzzDeliveryCursorFromEnvelope(f *testing.F) {
 	for _, s := range []string{"1", "0", "", "-1", "+1", "007", "18446744073709551615", "18446744073709551616", " 1", "1e3"} {
 		f.Add(s, true)
@@ -40,9 +40,9 @@ func FuzzDeliveryCursorFromEnvelope(f *testing.F) {
 // died; a held delta is released at most once, only after its branch's
 // accept, in input order, and never after a cancel.
 //
-// SEED-SPEC 2.4.8
-// SEED-SPEC 2.4.9
-// SEED-SPEC 2.4.10
+// REF 2.4.8
+// REF 2.4.9
+// REF 2.4.10
 func FuzzConfirmedStream(f *testing.F) {
 	f.Add([]byte{2, 0x01, 2, 0x01, 4, 0x01, 0, 0, 6, 0}, uint8(8), uint16(2047))
 	f.Add([]byte{2, 0x01, 3, 0x02, 5, 0x02, 4, 0x01, 2, 0x01}, uint8(8), uint16(2047))

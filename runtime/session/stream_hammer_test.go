@@ -21,10 +21,10 @@ import (
 // queues, finalize and close, under -race; every stream must end with no
 // sink attached and no goroutine left behind.
 //
-// SEED-SPEC 2.4.1
-// SEED-SPEC 2.4.2
-// SEED-SPEC 2.4.6
-// SEED-SPEC 2.4.15
+// REF 2.4.1
+// REF 2.4.2
+// REF 2.4.6
+// REF 2.4.15
 func TestStreamHammer(t *testing.T) { // not parallel: counts goroutines
 	checkGoroutines(t)
 	rounds := 60

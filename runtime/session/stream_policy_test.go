@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 2.4.16
+// REF 2.4.16
 func TestStreamPolicyContext(t *testing.T) {
 	t.Parallel()
 	_, ok := StreamPolicyFromContext(context.Background())
@@ -38,7 +38,7 @@ func TestStreamPolicyContext(t *testing.T) {
 
 // Inherited sinks are observers: no authority, no explicit ack, no window.
 //
-// SEED-SPEC 2.4.16
+// REF 2.4.16
 func TestStreamPolicyInherited(t *testing.T) {
 	t.Parallel()
 	detached := 0

@@ -18,7 +18,7 @@ import (
 // A sink stuck in OnDelta holds up neither the other sinks nor the
 // publisher.
 //
-// SEED-SPEC 2.4.1
+// REF 2.4.1
 func TestStreamEachSinkHasItsOwnQueue(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -44,7 +44,7 @@ func TestStreamEachSinkHasItsOwnQueue(t *testing.T) {
 // A full queue detaches the sink with ErrSinkQueueFull and the publisher
 // never waits for it; the other sinks carry on.
 //
-// SEED-SPEC 2.4.2
+// REF 2.4.2
 func TestStreamQueueFullDetaches(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -80,7 +80,7 @@ func TestStreamQueueFullDetaches(t *testing.T) {
 
 // A sink's calls are made one at a time, in order, whatever the cap.
 //
-// SEED-SPEC 2.4.3
+// REF 2.4.3
 func TestStreamDeliveryConcurrency(t *testing.T) {
 	t.Parallel()
 	for _, limit := range []int{1, 4} {
@@ -99,7 +99,7 @@ func TestStreamDeliveryConcurrency(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.4.4
+// REF 2.4.4
 func TestStreamSinkErrorDetaches(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
@@ -127,8 +127,8 @@ func TestStreamSinkErrorDetaches(t *testing.T) {
 // A call past DeliveryTimeout detaches the sink, whether or not the sink
 // watches its ctx; the call's ctx carries the deadline.
 //
-// SEED-SPEC 2.4.4
-// SEED-SPEC 2.4
+// REF 2.4.4
+// REF 2.4
 func TestStreamDeliveryTimeoutDetaches(t *testing.T) {
 	t.Parallel()
 	for _, watchesCtx := range []bool{true, false} {
@@ -160,7 +160,7 @@ func TestStreamDeliveryTimeoutDetaches(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.4
+// REF 2.4
 func TestStreamSpecDefaults(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, streamConfig{sinkBuffer: 7},
@@ -185,7 +185,7 @@ func TestStreamSpecDefaults(t *testing.T) {
 // OnDetach runs on its own goroutine, once, and a panic in it is
 // recovered.
 //
-// SEED-SPEC 2.4
+// REF 2.4
 func TestStreamOnDetachAsyncAndRecovered(t *testing.T) {
 	t.Parallel()
 	called := make(chan error, 2)
@@ -215,7 +215,7 @@ func TestStreamOnDetachAsyncAndRecovered(t *testing.T) {
 // envelopes with an empty delta, speculative deltas at once, and the
 // engine's run-end only as the one logical run-end, last.
 //
-// SEED-SPEC 2.4.7
+// REF 2.4.7
 func TestStreamRawOrder(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}
@@ -240,7 +240,7 @@ func TestStreamRawOrder(t *testing.T) {
 // Delivering the run-end completes a sink normally: OnDetach(nil), and it
 // no longer counts as attached.
 //
-// SEED-SPEC 2.4.5
+// REF 2.4.5
 func TestStreamRunEndCompletesSink(t *testing.T) {
 	t.Parallel()
 	var log detachLog
@@ -267,7 +267,7 @@ func TestStreamRunEndCompletesSink(t *testing.T) {
 // The subscription uses Block: a burst far larger than any buffer reaches
 // the sinks whole.
 //
-// SEED-SPEC 2.4.7
+// REF 2.4.7
 func TestStreamLosesNothing(t *testing.T) {
 	t.Parallel()
 	sink := &recSink{}
@@ -290,7 +290,7 @@ func TestStreamLosesNothing(t *testing.T) {
 // close detaches what is attached, is idempotent, and stops every
 // goroutine the stream started.
 //
-// SEED-SPEC 2.4.6
+// REF 2.4.6
 func TestStreamCloseStopsEverything(t *testing.T) { // not parallel: counts goroutines
 	checkGoroutines(t)
 	bus := event.NewMemoryBus()

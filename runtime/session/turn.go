@@ -79,7 +79,7 @@ func newTurn(s *Session, ep *epoch, runID string, cfg startConfig, req agent.Req
 	}
 }
 
-// prepare builds the host and attaches the stream (SEED-SPEC 2.2.10–2.2.12).
+// prepare builds the host and attaches the stream (REF 2.2.10–2.2.12).
 func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 	h, err := t.buildHost(ctx, ephemeral)
 	if err != nil {
@@ -118,7 +118,7 @@ func (t *Turn) streamConfig() streamConfig {
 	}
 }
 
-// RunID returns the turn's run id; it never changes (SEED-SPEC 2.2.18).
+// RunID returns the turn's run id; it never changes (REF 2.2.18).
 func (t *Turn) RunID() string { return t.runID }
 
 // Session returns the turn's session.
@@ -153,7 +153,7 @@ func (t *Turn) settled() bool {
 
 // Wait returns the turn's result once it settles; every call returns the
 // same pair. A ctx that ends first returns its error and leaves the turn
-// alone (SEED-SPEC 2.2.15).
+// alone (REF 2.2.15).
 func (t *Turn) Wait(ctx context.Context) (*agent.Result, error) {
 	if ctx == nil {
 		return nil, fault.New(fault.Validation, "wait", "ctx must not be nil")
@@ -171,7 +171,7 @@ func (t *Turn) Wait(ctx context.Context) (*agent.Result, error) {
 	}
 }
 
-// Interrupt asks the turn to stop at its next safe point (SEED-SPEC
+// Interrupt asks the turn to stop at its next safe point (REF
 // 2.2.16). The first cause wins; later calls, and calls on a settled turn,
 // return nil. Pending prompts resolve as interrupted and the acknowledged
 // prefix is frozen.
@@ -202,11 +202,11 @@ func (t *Turn) Interrupt(intr agent.Interrupt) error {
 }
 
 // Cancel cancels the turn's context at once; the run settles as canceled
-// and is not committed. It is idempotent (SEED-SPEC 2.2.17).
+// and is not committed. It is idempotent (REF 2.2.17).
 func (t *Turn) Cancel() { t.cancel() }
 
 // Ack acknowledges the confirmed stream up to cursor for the
-// authoritative explicit-ack sink (SEED-SPEC 2.4.15).
+// authoritative explicit-ack sink (REF 2.4.15).
 func (t *Turn) Ack(sinkID string, cursor uint64) error { return t.stream.ack(sinkID, cursor) }
 
 // run executes the agent and settles the turn.
@@ -263,7 +263,7 @@ func (t *Turn) settle(res *agent.Result, err, finErr error, durable bool) {
 	t.s.m.sessionChanged(t.s)
 }
 
-// terminalState follows SEED-SPEC 2.2.14.
+// terminalState follows REF 2.2.14.
 func terminalState(res *agent.Result, err error) TurnState {
 	if res != nil {
 		switch res.Status {
@@ -284,7 +284,7 @@ func terminalState(res *agent.Result, err error) TurnState {
 	return TurnFailed
 }
 
-// Judge makes the turn a referee (SEED-SPEC 2.4.14): an interrupted result
+// Judge makes the turn a referee (REF 2.4.14): an interrupted result
 // whose acknowledged prefix is not empty is accepted.
 func (t *Turn) Judge(_ context.Context, _ agent.Run, res *agent.Result) (agent.Verdict, error) {
 	if res.Status != agent.StatusInterrupted {
@@ -296,7 +296,7 @@ func (t *Turn) Judge(_ context.Context, _ agent.Run, res *agent.Result) (agent.V
 	return agent.Verdict{}, nil
 }
 
-// CommitView makes the turn a commit-view provider (SEED-SPEC 2.4.14): an
+// CommitView makes the turn a commit-view provider (REF 2.4.14): an
 // interrupted run with an authoritative sink commits exactly the prefix that
 // sink acknowledged. A completed run commits its whole output: its prefix
 // may still lag behind the asynchronous delivery.
@@ -308,7 +308,7 @@ func (t *Turn) CommitView(_ context.Context, _ agent.Run, res *agent.Result) err
 	return commitPrefix(res, prefix)
 }
 
-// newRunID mints "run-" + 16 hex characters (SEED-SPEC 2.2.7).
+// newRunID mints "run-" + 16 hex characters (REF 2.2.7).
 func newRunID() string { return "run-" + randomHex(8) }
 
 func randomHex(n int) string {

@@ -21,7 +21,7 @@ func (p failingPreparer) Prepare(context.Context, agent.Run, agent.Request, *age
 	return p.err
 }
 
-// SEED-SPEC 2.2.14
+// REF 2.2.14
 func TestTurnTerminalStates(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -80,7 +80,7 @@ func TestTurnTerminalStates(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.2.15
+// REF 2.2.15
 func TestWait(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -108,7 +108,7 @@ func TestWait(t *testing.T) {
 	require.Error(t, res.Err)
 }
 
-// SEED-SPEC 2.2.16
+// REF 2.2.16
 func TestInterrupt(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -134,7 +134,7 @@ func TestInterrupt(t *testing.T) {
 }
 
 // An interrupt resolves every pending prompt as interrupted.
-// SEED-SPEC 2.2.16
+// REF 2.2.16
 func TestInterruptResolvesPrompts(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.AskUser("name?"))
@@ -157,7 +157,7 @@ func TestInterruptResolvesPrompts(t *testing.T) {
 
 // An interrupt freezes the acknowledged prefix: the authoritative sink can
 // no longer acknowledge.
-// SEED-SPEC 2.2.16
+// REF 2.2.16
 func TestInterruptFreezesPrefix(t *testing.T) {
 	t.Parallel()
 	g := agenttest.NewGate()
@@ -193,7 +193,7 @@ func TestInterruptFreezesPrefix(t *testing.T) {
 	assert.False(t, res.Committed, "nothing was acknowledged before the freeze")
 }
 
-// SEED-SPEC 2.2.17
+// REF 2.2.17
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Checkpoint(), agenttest.Hang())
@@ -213,7 +213,7 @@ func TestCancel(t *testing.T) {
 	assert.Equal(t, tr.RunID(), id)
 }
 
-// SEED-SPEC 2.2.18
+// REF 2.2.18
 func TestRunIDStable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.AskUser("q?")))
@@ -246,7 +246,7 @@ func blockFactory(e *env) (entered chan struct{}, release chan struct{}) {
 
 // A Close that runs while a Start is building its turn: the turn must not
 // run on the closed session.
-// SEED-SPEC 2.8.8
+// REF 2.8.8
 func TestStartRacingClose(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Hang())
@@ -278,9 +278,9 @@ func TestStartRacingClose(t *testing.T) {
 
 // A Start in flight counts as activity: Idle is false and a delete waits
 // for the turn it builds.
-// SEED-SPEC 2.8.1
-// SEED-SPEC 2.7.4
-// SEED-SPEC 1.9.2
+// REF 2.8.1
+// REF 2.7.4
+// REF 1.9.2
 func TestStartInFlightIsBusy(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Reply("ok"))

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SEED-SPEC 2.2.1
+// REF 2.2.1
 func TestStartOptions(t *testing.T) {
 	t.Parallel()
 	t.Run("sinks", func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestStartOptions(t *testing.T) {
 	})
 }
 
-// SEED-SPEC 2.2.2
+// REF 2.2.2
 func TestStartChecks(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -103,7 +103,7 @@ func TestStartChecks(t *testing.T) {
 
 // Starts on one session are serialized: each interrupts the one before,
 // and at most one engine run is active at any time.
-// SEED-SPEC 2.2.2
+// REF 2.2.2
 func TestStartSerialized(t *testing.T) {
 	t.Parallel()
 	var active, most atomic.Int64
@@ -152,7 +152,7 @@ func TestStartSerialized(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.2.3
+// REF 2.2.3
 func TestEphemeralFixedByFirstStart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -167,7 +167,7 @@ func TestEphemeralFixedByFirstStart(t *testing.T) {
 	assert.False(t, e.open(key("durable")).Session().Ephemeral())
 }
 
-// SEED-SPEC 2.2.4
+// REF 2.2.4
 func TestStartDuringDrain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -178,7 +178,7 @@ func TestStartDuringDrain(t *testing.T) {
 	isKind(t, err, fault.NotAvailable)
 }
 
-// SEED-SPEC 2.2.6
+// REF 2.2.6
 func TestStartInterruptsActiveTurn(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.NewScript(func(call int, _ agent.Run) []agenttest.Step {
@@ -205,7 +205,7 @@ func TestStartInterruptsActiveTurn(t *testing.T) {
 
 // The wait for the active turn is bounded by the Start's ctx; the active
 // turn is left running.
-// SEED-SPEC 2.2.6
+// REF 2.2.6
 func TestStartWaitBoundedByCtx(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
@@ -221,7 +221,7 @@ func TestStartWaitBoundedByCtx(t *testing.T) {
 	settle(t, first)
 }
 
-// SEED-SPEC 2.2.7
+// REF 2.2.7
 func TestRunIDAndRequestRewrite(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New()
@@ -241,7 +241,7 @@ func TestRunIDAndRequestRewrite(t *testing.T) {
 	settle(t, other)
 }
 
-// SEED-SPEC 2.2.9
+// REF 2.2.9
 func TestStartVanishedAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
@@ -255,7 +255,7 @@ func TestStartVanishedAgent(t *testing.T) {
 
 // The per-session catalog is built the first time the session starts a
 // turn in each epoch, and engines reach it through the host.
-// SEED-SPEC 2.2.9
+// REF 2.2.9
 func TestStartCatalogPerEpoch(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
@@ -291,7 +291,7 @@ func TestStartCatalogPerEpoch(t *testing.T) {
 	isKind(t, err, fault.NotAvailable)
 }
 
-// SEED-SPEC 2.2.10
+// REF 2.2.10
 func TestHostRequest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.AskUser("q?")))
@@ -327,7 +327,7 @@ func TestHostRequest(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 2.2.10
+// REF 2.2.10
 func TestHostFactoryFailures(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -358,8 +358,8 @@ func TestHostFactoryFailures(t *testing.T) {
 
 // A factory product that already offers agent.SteerSource, itself or
 // through a decorator it wraps, is a Conflict.
-// SEED-SPEC 2.2.11
-// SEED-SPEC 1.12.5
+// REF 2.2.11
+// REF 1.12.5
 func TestSteerSourceProductConflict(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -382,7 +382,7 @@ func TestSteerSourceProductConflict(t *testing.T) {
 	}
 }
 
-// SEED-SPEC 1.12.5
+// REF 1.12.5
 func TestHostWrappingOrder(t *testing.T) {
 	t.Parallel()
 	for _, ephemeral := range []bool{false, true} {
@@ -442,7 +442,7 @@ func TestHostWrappingOrder(t *testing.T) {
 
 // Sinks and the stream coordinator are attached before the engine runs,
 // so a sink sees the run's very first event.
-// SEED-SPEC 2.2.12
+// REF 2.2.12
 func TestSinksAttachedBeforeEngine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.Say("first")))
@@ -457,7 +457,7 @@ func TestSinksAttachedBeforeEngine(t *testing.T) {
 	assert.Equal(t, event.SubjectRunEnd(tr.RunID()), subjects[len(subjects)-1])
 }
 
-// SEED-SPEC 2.2.13
+// REF 2.2.13
 func TestStartRunsAsynchronously(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)

@@ -23,7 +23,7 @@ func (n named) Execute(context.Context, tool.Batch) ([]message.ToolResult, error
 // An agent's own mapping wins; every other agent falls back to default.
 func TestCatalogDefault(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 1.2.9 (the reserved key default is an optional fallback)
+	// REF 1.2.9 (the reserved key default is an optional fallback)
 	shared := named("shared")
 	c := tool.NewCatalog(map[string]tool.Assembly{"qa": named("qa"), tool.DefaultAgent: shared, "nil": nil})
 	a, ok := c.ToolAssembly("qa")
@@ -43,7 +43,7 @@ func TestCatalogDefault(t *testing.T) {
 // One assembly may back several agents.
 func TestCatalogShared(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 1.2.11 (one resource may back several agents)
+	// REF 1.2.11 (one resource may back several agents)
 	shared := named("shared")
 	m := map[string]tool.Assembly{"a": shared, "b": shared}
 	c := tool.NewCatalog(m)

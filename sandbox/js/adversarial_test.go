@@ -188,14 +188,14 @@ func resetPeak() {
 // Each hostile script ends with the error it must end with, within its
 // limit; the process's peak RSS stays under a generous bound; and the next
 // call on the same runtime succeeds.
-// SEED-SPEC 9.2
-// SEED-SPEC 9.3
-// SEED-SPEC 9.4
-// SEED-SPEC 9.7
-// SEED-SPEC 9.M1 (a memory limit for goja: the guarded built-ins and the heap watchdog)
-// SEED-SPEC 9.M2 (no fuel: a wall-time stop that no script construct escapes)
-// SEED-SPEC 9.M5 (host.publish confined to the run's own namespace)
-// SEED-SPEC 9.M7 (per-call quotas on events and value sizes)
+// REF 9.2
+// REF 9.3
+// REF 9.4
+// REF 9.7
+// REF 9.M1 (a memory limit for goja: the guarded built-ins and the heap watchdog)
+// REF 9.M2 (no fuel: a wall-time stop that no script construct escapes)
+// REF 9.M5 (host.publish confined to the run's own namespace)
+// REF 9.M7 (per-call quotas on events and value sizes)
 func TestAdversarialScripts(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "map.fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))

@@ -23,11 +23,11 @@ func newRuntime(t *testing.T) sandbox.Runtime {
 // The js runtime passes the sandbox conformance suite: the script
 // globals, signals and the board API, the canonical steer node (an idle
 // round appends nothing), capabilities through the host ABI, the limits.
-// SEED-SPEC 5.4
-// SEED-SPEC 9.3
-// SEED-SPEC 9.4
-// SEED-SPEC 9.8
-// SEED-SPEC 9.9
+// REF 5.4
+// REF 9.3
+// REF 9.4
+// REF 9.8
+// REF 9.9
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, newRuntime)
 }

@@ -91,7 +91,7 @@ func TestFactory(t *testing.T) {
 
 // Close stops running calls (Aborted), waits for them, refuses new calls
 // and is idempotent.
-// SEED-SPEC 9.10
+// REF 9.10
 func TestClose(t *testing.T) {
 	t.Parallel()
 	rt, err := js.New(js.Options{})
@@ -123,7 +123,7 @@ func TestClose(t *testing.T) {
 
 // The pool bounds concurrent calls; a call that cannot get a slot before
 // its context ends fails with NotAvailable.
-// SEED-SPEC 9.1
+// REF 9.1
 func TestPoolLimitsConcurrency(t *testing.T) {
 	t.Parallel()
 	rt := mustNew(t, js.Options{PoolSize: 1, Limits: sandbox.Limits{WallTime: time.Minute}})

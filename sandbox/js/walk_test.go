@@ -174,7 +174,7 @@ func setUpCall(t *testing.T, rt *Runtime, shared bool) *call {
 // Every value a script can reach from its globals, and from what the
 // globals' functions return, is JavaScript: nothing is backed by a Go
 // value. The walk is described at jsNativeImpls.
-// SEED-SPEC 9.5
+// REF 9.5
 func TestNoGoValueReachable(t *testing.T) {
 	t.Parallel()
 	for _, shared := range []bool{false, true} {

@@ -85,10 +85,10 @@ func watModule(t *testing.T, name string) []byte {
 // Each hostile module ends with the error it must end with; the process's
 // peak RSS stays under a generous bound; the next call on the same runtime
 // succeeds.
-// SEED-SPEC 9.M1 (a per-instance memory limit in pages)
-// SEED-SPEC 9.M2 (a looping guest stops: the instance closes at the wall time)
-// SEED-SPEC 9.M3 (no WASI filesystem, environment or arguments)
-// SEED-SPEC 9.M7 (per-call quotas on events and value sizes)
+// REF 9.M1 (a per-instance memory limit in pages)
+// REF 9.M2 (a looping guest stops: the instance closes at the wall time)
+// REF 9.M3 (no WASI filesystem, environment or arguments)
+// REF 9.M7 (per-call quotas on events and value sizes)
 func TestAdversarialModules(t *testing.T) {
 	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: time.Minute}})
 	require.NoError(t, err)

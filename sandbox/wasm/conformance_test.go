@@ -21,12 +21,12 @@ func newRuntime(t *testing.T) sandbox.Runtime {
 // The wasm runtime passes the sandbox conformance suite unchanged, with
 // the Go port of its programs (testdata/wasm/suite); its Eval is not
 // available, which the eval cases check as the contract says.
-// SEED-SPEC 5.4
-// SEED-SPEC 9.3
-// SEED-SPEC 9.4
-// SEED-SPEC 9.5 (host.publish confined to the run's own namespace)
-// SEED-SPEC 9.8
-// SEED-SPEC 9.9
+// REF 5.4
+// REF 9.3
+// REF 9.4
+// REF 9.5 (host.publish confined to the run's own namespace)
+// REF 9.8
+// REF 9.9
 func TestConformance(t *testing.T) {
 	progs := sandboxtest.WasmPrograms(guests.Build(t, suiteGuest))
 	sandboxtest.RunPrograms(t, newRuntime, progs)

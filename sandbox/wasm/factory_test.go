@@ -19,7 +19,7 @@ import (
 // The factory decodes its settings strictly: limits, pool size, module
 // cap and engine; an unknown key, a bad duration, a negative number or an
 // unknown engine is a Validation error naming the resource.
-// SEED-SPEC 3.6
+// REF 3.6
 func TestFactorySettings(t *testing.T) {
 	f := wasm.Factory()
 	assert.Equal(t, resource.Spec{Kind: sandbox.Kind, Impl: wasm.Name}, f.Spec())

@@ -74,7 +74,7 @@ func TestParallelCallsOfARunGetTheirOwnInstance(t *testing.T) {
 // An instance kept for a run is not lent to a call whose memory limit is
 // below the memory it already has: that call gets a fresh instance, held
 // to its own limit.
-// SEED-SPEC 9.M1 (a per-instance memory limit in pages)
+// REF 9.M1 (a per-instance memory limit in pages)
 func TestRunInstanceHeldToTheNextCallsLimit(t *testing.T) {
 	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{MemoryBytes: 64 << 20}})
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 // time.Now is the host clock, its sleeps move only its own clock, and
 // another seed gives other random numbers. Without the clock and random
 // grants the guest still runs, deterministically.
-// SEED-SPEC 9.M3 (the guest reaches nothing but the host: its WASI clock and random are the host's)
+// REF 9.M3 (the guest reaches nothing but the host: its WASI clock and random are the host's)
 func TestWASIClockAndRandomAreTheHosts(t *testing.T) {
 	env := &sandboxtest.Env{Runtime: newRuntime(t), Programs: sandboxtest.Programs{
 		"wasi": sandbox.Script{Module: guests.Build(t, suiteGuest), Entry: "wasi"}}}
@@ -51,7 +51,7 @@ func TestWASIClockAndRandomAreTheHosts(t *testing.T) {
 // A guest reading the WASI realtime clock in a loop costs one journaled
 // host.now per call, not one per reading: the host's clock is read once
 // and later readings move with the guest's monotonic clock.
-// SEED-SPEC 9.M3 (the guest's WASI clock is the host's)
+// REF 9.M3 (the guest's WASI clock is the host's)
 func TestWASIClockLoopJournalsOneReading(t *testing.T) {
 	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: 500 * time.Millisecond, MemoryBytes: 1 << 20}})
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ const (
 const DefaultName = "agenttest"
 
 // RunEndTimeout bounds the publish of the run-end event, on a ctx detached
-// from the run's cancellation (SEED-SPEC 5.7.2).
+// from the run's cancellation (REF 5.7.2).
 const RunEndTimeout = 5 * time.Second
 
 // Script returns the steps of one Execute call. call counts the engine's
@@ -86,7 +86,7 @@ func (e *Engine) WithoutRunEnd() *Engine {
 // WithRunEndFailure returns a copy of e whose run-end publish fails with
 // cause (nothing is published): Execute returns its error joined with an
 // *agent.RunEndPublishError, as a real engine does when the bus refuses the
-// run-end (SEED-SPEC 5.7.4).
+// run-end (REF 5.7.4).
 func (e *Engine) WithRunEndFailure(cause error) *Engine {
 	c := e.clone()
 	if cause == nil {

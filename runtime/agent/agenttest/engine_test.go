@@ -32,8 +32,8 @@ func runPayload(t *testing.T, env event.Envelope) event.RunPayload {
 
 func TestEngineRunStartAndEnd(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.1 (run.start right after setup)
-	// SEED-SPEC 5.7.3 (payload and headers graph_id, agent_id, run_id)
+	// REF 5.7.1 (run.start right after setup)
+	// REF 5.7.3 (payload and headers graph_id, agent_id, run_id)
 	tests := []struct {
 		name  string
 		steps []agenttest.Step
@@ -70,7 +70,7 @@ func TestEngineRunStartAndEnd(t *testing.T) {
 
 func TestEngineRunEndOnCancel(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.2 (run.end is deferred, on a ctx detached from cancellation, once per Execute)
+	// REF 5.7.2 (run.end is deferred, on a ctx detached from cancellation, once per Execute)
 	host := agenttest.NewHost()
 	var endCtxErr error
 	host.SetPublishError(func(ctx context.Context, env event.Envelope) error {
@@ -104,7 +104,7 @@ func TestEngineRunEndOnCancel(t *testing.T) {
 
 func TestEngineRunEndFailures(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.4 (a failed run-end publish is joined with an Internal RunEndPublishError)
+	// REF 5.7.4 (a failed run-end publish is joined with an Internal RunEndPublishError)
 	refused := errors.New("refused")
 	host := agenttest.NewHost()
 	host.SetPublishError(func(_ context.Context, env event.Envelope) error {
@@ -140,7 +140,7 @@ func TestEngineRunEndFailures(t *testing.T) {
 
 func TestEngineStartPublishFailureIsRecorded(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 5.7.1 (a failed run.start publish is only recorded)
+	// REF 5.7.1 (a failed run.start publish is only recorded)
 	host := agenttest.NewHost()
 	host.SetPublishError(func(_ context.Context, env event.Envelope) error {
 		if env.Subject == event.SubjectRunStart("run-1") {
@@ -159,8 +159,8 @@ func TestEngineStartPublishFailureIsRecorded(t *testing.T) {
 
 func TestEngineStreamDeltas(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 4.4.1 (the actor is SanitiseID(<agentID>.node.<nodeID>))
-	// SEED-SPEC 4.4.3 (stream delta payloads: part, speculative, branch accept and cancel)
+	// REF 4.4.1 (the actor is SanitiseID(<agentID>.node.<nodeID>))
+	// REF 4.4.3 (stream delta payloads: part, speculative, branch accept and cancel)
 	custom := event.StreamDeltaPayload{Type: event.DeltaFinish, FinishReason: "stop"}
 	e := agenttest.New(
 		agenttest.Emit("he"),

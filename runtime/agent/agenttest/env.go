@@ -110,7 +110,7 @@ func (v *Env) headers() map[string]string {
 }
 
 // publishRun publishes a run start or end with the run_id, agent_id and
-// graph_id headers (SEED-SPEC 5.7.3).
+// graph_id headers (REF 5.7.3).
 func (v *Env) publishRun(ctx context.Context, subject string, p event.RunPayload) error {
 	env, err := event.NewEnvelope(ctx, subject, p)
 	if err != nil {

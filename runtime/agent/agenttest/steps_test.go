@@ -332,7 +332,7 @@ func TestFactory(t *testing.T) {
 
 func TestEngineWithExecute(t *testing.T) {
 	t.Parallel()
-	// SEED-SPEC 6.1.6 (the scripted engine under agent.Execute: interrupted, canceled and completed runs)
+	// REF 6.1.6 (the scripted engine under agent.Execute: interrupted, canceled and completed runs)
 	tests := []struct {
 		name   string
 		steps  []agenttest.Step

@@ -101,7 +101,7 @@ func newFlawed(flaw string) func(*testing.T) agent.CheckpointStore {
 
 // A store without flaws passes, and one without the extensions passes with
 // their cases skipped.
-// SEED-SPEC 7.7
+// REF 7.7
 func TestSoundStorePasses(t *testing.T) {
 	t.Parallel()
 	checkpointtest.Run(t, newFlawed(""))
@@ -121,7 +121,7 @@ func TestFlawedStoreChild(t *testing.T) {
 }
 
 // Each flaw makes the case of the rule it breaks fail.
-// SEED-SPEC 7.7
+// REF 7.7
 func TestSuiteCatchesFlaws(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

@@ -11,7 +11,7 @@ import (
 )
 
 // Wrap returns factory with the deployment's delegation service on each
-// host it builds (SEED-SPEC 6.2.9). The service is offered at the depth
+// host it builds (REF 6.2.9). The service is offered at the depth
 // the host factory's ctx carries (delegation.DepthFromContext): 0 for a
 // turn a user started, the delegated depth for a turn the service started.
 func Wrap(factory session.HostFactory, result *deploy.Result) (session.HostFactory, error) {

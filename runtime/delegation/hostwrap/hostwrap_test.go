@@ -45,7 +45,7 @@ func hostRequest() session.HostRequest {
 		Interrupts: make(chan agent.Interrupt, 1), AskUser: agent.NoopHost{}.AskUser}
 }
 
-// SEED-SPEC 6.2.9: more than one delegation.Service is a Conflict; none
+// REF 6.2.9: more than one delegation.Service is a Conflict; none
 // leaves the factory unchanged; one is offered on every host, at the
 // depth the host factory's ctx carries.
 func TestWrap(t *testing.T) {
