@@ -6,56 +6,72 @@ import (
 	"github.com/corral-rt/corral/runtime/message"
 )
 
-// BoardMeter keeps a board's size as BoardJSONBytes measures it through
-// the writes a runner makes on behalf of a script, so that a write is
-// checked against max_board_bytes without measuring the whole board, and
-// the caller learns the size after the call (Invocation.BoardBytesAfter)
-// without measuring it either.
+// boardState is what the meter reads of a board: a real one (realBoard)
+// or a call's view of one (BoardView).
+type boardState interface {
+	lookupVar(name string) (any, bool)
+	lenVars() int
+	nullVars() bool // the vars encode as null
+	lookupChannel(name string) ([]message.Message, bool)
+	lenChannels() int
+	nullChannels() bool
+	jsonBytes() (int64, error) // BoardJSONBytes of the whole board
+}
+
+// realBoard is an *agent.Board as a boardState.
+type realBoard struct{ b *agent.Board }
+
+func (r realBoard) lookupVar(name string) (any, bool) { v, ok := r.b.Vars[name]; return v, ok }
+func (r realBoard) lenVars() int                      { return len(r.b.Vars) }
+func (r realBoard) nullVars() bool                    { return r.b.Vars == nil }
+func (r realBoard) lookupChannel(name string) ([]message.Message, bool) {
+	m, ok := r.b.Channels[name]
+	return m, ok
+}
+func (r realBoard) lenChannels() int          { return len(r.b.Channels) }
+func (r realBoard) nullChannels() bool        { return r.b.Channels == nil }
+func (r realBoard) jsonBytes() (int64, error) { return BoardJSONBytes(r.b) }
+
+// meter keeps a board's size as BoardJSONBytes measures it through a
+// sequence of writes, so that a write is checked against max_board_bytes
+// without measuring the whole board. Each write is measured before it is
+// made: the caller asks what the size would be (setVar, deleteVar,
+// setChannel, appendChannel), refuses the write when that is past its
+// limit, and otherwise makes the write and commits the size.
 //
-// Each write is measured before it is made: the runner asks what the size
-// would be (SetVar, DeleteVar, SetChannel, AppendChannel), refuses the
-// write when that is past its limit, and otherwise makes the write and
-// Commits the size. The size is exact — the same number BoardJSONBytes
-// would give — as long as every change of the board goes through the
-// meter and every value measures; a value that does not (a Go value of
-// another node that encoding/json refuses) makes it an estimate, which
-// Exact reports, and an estimate is never handed on.
-//
-// The zero BoardMeter knows nothing; Reset starts it for a call.
-type BoardMeter struct {
+// The size is exact — the same number BoardJSONBytes would give — as long
+// as every change of the board goes through the meter and every value
+// measures; a value that does not (a Go value of another node that
+// encoding/json refuses) makes it an estimate, which exact reports.
+type meter struct {
 	size  int64
 	known bool // size was measured, or handed in, or counted from such
 	exact bool // and every step since was exact
 }
 
-// Reset starts the meter for a call on a board of start bytes, as the
-// caller measured it (Invocation.BoardBytes), or 0 when unknown: the size
-// is then measured at the first write.
-func (m *BoardMeter) Reset(start int64) {
-	*m = BoardMeter{}
+// reset starts the meter on a board of start bytes, or 0 when unknown:
+// the size is then measured at the first write.
+func (m *meter) reset(start int64) {
+	*m = meter{}
 	if start > 0 {
 		m.size, m.known, m.exact = start, true, true
 	}
 }
 
-// Exact returns the board's size and true when the meter holds it
+// exactSize returns the board's size and true when the meter holds it
 // exactly; 0 and false when it was never measured or is an estimate.
-func (m *BoardMeter) Exact() (int64, bool) {
+func (m *meter) exactSize() (int64, bool) {
 	if !m.known || !m.exact {
 		return 0, false
 	}
 	return m.size, true
 }
 
-// Commit records after, a size SetVar, DeleteVar, SetChannel or
-// AppendChannel returned, once the write is made.
-func (m *BoardMeter) Commit(after int64) { m.size = after }
-
 // current returns the size before a write, measuring b when the meter
 // does not know it.
-func (m *BoardMeter) current(b *agent.Board) int64 {
+func (m *meter) current(b boardState) int64 {
 	if !m.known {
-		n, err := BoardJSONBytes(b)
+		n, err := b.jsonBytes()
 		m.size, m.known, m.exact = n, true, err == nil
 	}
 	return m.size
@@ -63,7 +79,7 @@ func (m *BoardMeter) current(b *agent.Board) int64 {
 
 // measure is the JSON size of v; a value that does not measure counts as
 // 0 and makes the meter an estimate.
-func (m *BoardMeter) measure(v any) int64 {
+func (m *meter) measure(v any) int64 {
 	n, err := JSONBytes(v)
 	if err != nil {
 		m.exact = false
@@ -84,56 +100,54 @@ func comma(n int) int64 {
 	return 0
 }
 
-// SetVar returns the size b will have once Vars[name] is v.
-func (m *BoardMeter) SetVar(b *agent.Board, name string, v any) int64 {
+// setVar returns the size b will have once var name is v.
+func (m *meter) setVar(b boardState, name string, v any) int64 {
 	size := m.current(b)
 	n := m.measure(v)
-	switch old, had := b.Vars[name]; {
+	switch old, had := b.lookupVar(name); {
 	case had:
 		return size + n - m.measure(old)
-	case b.Vars == nil: // null becomes {...}
+	case b.nullVars(): // null becomes {...}
 		return size - 4 + 2 + member(name, n)
 	default:
-		return size + member(name, n) + comma(len(b.Vars))
+		return size + member(name, n) + comma(b.lenVars())
 	}
 }
 
-// DeleteVar returns the size b will have once Vars[name] is deleted.
-func (m *BoardMeter) DeleteVar(b *agent.Board, name string) int64 {
+// deleteVar returns the size b will have once var name is deleted.
+func (m *meter) deleteVar(b boardState, name string) int64 {
 	size := m.current(b)
-	old, had := b.Vars[name]
+	old, had := b.lookupVar(name)
 	if !had {
 		return size
 	}
-	return size - member(name, m.measure(old)) - comma(len(b.Vars)-1)
+	return size - member(name, m.measure(old)) - comma(b.lenVars()-1)
 }
 
-// SetChannel returns the size b will have once Channels[name] is msgs.
-func (m *BoardMeter) SetChannel(b *agent.Board, name string, msgs []message.Message) int64 {
+// setChannel returns the size b will have once channel name is msgs.
+func (m *meter) setChannel(b boardState, name string, msgs []message.Message) int64 {
 	size := m.current(b)
 	n := m.measure(msgs)
-	switch old, had := b.Channels[name]; {
+	switch old, had := b.lookupChannel(name); {
 	case had:
 		return size + n - m.measure(old)
-	case b.Channels == nil:
+	case b.nullChannels():
 		return size - 4 + 2 + member(name, n)
 	default:
-		return size + member(name, n) + comma(len(b.Channels))
+		return size + member(name, n) + comma(b.lenChannels())
 	}
 }
 
-// AppendChannel returns the size b will have once msgs are appended to
-// Channels[name] (agent.Board.Append). Appending nothing changes nothing
-// (and the runner must then not call Append, which would add an empty
-// channel).
-func (m *BoardMeter) AppendChannel(b *agent.Board, name string, msgs []message.Message) int64 {
+// appendChannel returns the size b will have once msgs are appended to
+// channel name (agent.Board.Append). Appending nothing changes nothing.
+func (m *meter) appendChannel(b boardState, name string, msgs []message.Message) int64 {
 	size := m.current(b)
 	if len(msgs) == 0 {
 		return size
 	}
-	old, had := b.Channels[name]
+	old, had := b.lookupChannel(name)
 	if !had || len(old) == 0 {
-		return m.SetChannel(b, name, msgs)
+		return m.setChannel(b, name, msgs)
 	}
 	// The new elements with a comma each: their array's size less its
 	// brackets plus the comma after the old last element.

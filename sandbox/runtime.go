@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
-	"reflect"
 
 	"github.com/corral-rt/corral/runtime/agent"
 )
@@ -17,13 +16,18 @@ const Kind = "sandbox.Runtime"
 type Runtime interface {
 	// Name is the implementation's name: "js" or "wasm".
 	Name() string
-	// Invoke runs one script invocation to its end. A script that ends
-	// normally (or signals done) returns nil. Its error kinds: Interrupted
-	// (signal.interrupt, an *agent.InterruptedError), the class of
-	// signal.error, BudgetExceeded or Timeout for a limit (a *LimitError),
-	// Validation for a script that does not compile, Aborted when ctx is
-	// cancelled. Every error names inv.Node.
-	Invoke(ctx context.Context, inv Invocation) error
+	// Invoke runs one script invocation to its end and returns what the
+	// call did to the board. A script that ends normally (or signals done)
+	// returns a nil error. Its error kinds: Interrupted (signal.interrupt,
+	// an *agent.InterruptedError), the class of signal.error,
+	// BudgetExceeded or Timeout for a limit (a *LimitError), Validation for
+	// a script that does not compile, Aborted when ctx is cancelled. Every
+	// error names inv.Node. The Outcome is valid with an error too: it
+	// holds the writes the script made before it failed.
+	//
+	// Invoke never writes inv.Board, nor keeps it or its values after it
+	// returns: a runner may live in another process.
+	Invoke(ctx context.Context, inv Invocation) (Outcome, error)
 	// Eval evaluates an expression over vars and returns a JSON-compatible
 	// value (graph conditions). A runtime that cannot evaluate expressions
 	// returns a NotAvailable error.
@@ -31,89 +35,63 @@ type Runtime interface {
 }
 
 // Script is the code of one node: JavaScript source, or a WebAssembly
-// module and the export to call.
+// module and the export to call, and the node's config when it is the
+// same at every call.
 type Script struct {
 	Name   string // shown in stack traces and errors, for example the node id
 	Source string // JavaScript source
 	Module []byte // WebAssembly module
 	Entry  string // exported function of Module
+	// Config is the config of a node whose config does not change from
+	// call to call (JSON-compatible, read-only): one map the caller hands
+	// with the script at every call, so that a runner may keep what it
+	// made of it with what it made of the script. Invocation.Config, when
+	// not nil, is the call's config instead.
+	Config map[string]any
 }
 
-// Invocation is one call of a node script.
+// Invocation is one call of a node script. Every field is a plain value
+// or a function the runner calls back; nothing in it points into the
+// caller's state, so that a runner in another process can be handed it.
 type Invocation struct {
 	Node   string // node id; every error names it
 	Type   string // node type, for node.type()
 	Script Script // what to run
-	// Config is the node's config, JSON-compatible, after ${board}
-	// resolution; nil when the node has none. It is read-only: the graph
-	// engine shares one map between the steps of a node whose config holds
-	// no reference.
+	// Config is the call's config, JSON-compatible and read-only, after
+	// ${board} resolution; nil: Script.Config (nil too when the node has
+	// none).
 	Config map[string]any
-	// StaticConfig tells that Config is one map the caller hands, unchanged,
-	// to every call of the node (the graph engine's config without ${board}
-	// references): a runner may keep what it made of it, by the map's
-	// identity, rather than convert it at each call.
-	StaticConfig bool
-	Board        *agent.Board // the run's board: the script reads and writes it
-	ABI          ABI          // the capability-checked host functions
-	Run          RunInfo      // what run.* answers
-	Limits       Limits       // the limits of this call (already merged and tightened)
+	// Board is the run's board as the call finds it. The runner reads it
+	// and never writes it (BoardView keeps a call's writes over it); the
+	// writes come back in Outcome.Writes.
+	Board agent.Board
+	// BoardBytes is Board's size as BoardJSONBytes measures it, when the
+	// caller knows it, or 0: a runner counts the call's writes against
+	// max_board_bytes from it rather than measuring the board again.
+	BoardBytes int64
+	ABI        ABI     // the capability-checked host functions
+	Run        RunInfo // what run.* answers
+	Limits     Limits  // the limits of this call (already merged and tightened)
 	// Parallel cancels a sibling branch of the current parallel wave
 	// (parallel.cancelNode); nil outside a parallel wave.
 	Parallel func(nodeID, reason string) bool
-	// BoardBytes is Board's size as BoardJSONBytes measures it, when the
-	// caller knows it (the graph engine measured it after the last wave),
-	// or 0: a runner that counts board writes against max_board_bytes
-	// starts from it rather than measuring the board again.
-	BoardBytes int64
-	// BoardBytesAfter, when not nil, is where a runner that kept Board's
-	// size through the call's writes (BoardMeter) stores it when the call
-	// returns nil: exactly what BoardJSONBytes would measure then, or 0
-	// when the runner does not know it. The graph engine passes it to a
-	// runtime that declares exact reports (ExactBoardBytes) for its script
-	// nodes, and then need not measure the board after their waves.
-	BoardBytesAfter *int64
 }
 
-// ExactBoardBytes, embedded in a Runtime and set with
-// DeclareExactBoardBytes, declares that the runtime's Invoke reports the
-// board's size exactly (Invocation.BoardBytesAfter): that the board
-// changes during a call only through the runtime's own writes and that it
-// counts each of them (BoardMeter). The graph engine hands the pointer
-// only to such a runtime, and takes its report as the board's size.
-//
-// The declaration names the runtime it was made for, so that a type
-// wrapping a runtime does not inherit it, whether it embeds the Runtime
-// interface or the runtime's own type: a wrapper that retries a call, or
-// writes the board itself, would make the report wrong, and is measured.
-type ExactBoardBytes struct{ rt Runtime }
+// Outcome is what a call did, as plain values.
+type Outcome struct {
+	// Writes are the script's board writes, in the order it made them, up
+	// to its end or its failure. Applied to Invocation.Board they give the
+	// board the script left; the caller measures the board's new size as
+	// it applies them (Writes.ApplyMeasured) and trusts nothing else.
+	Writes Writes
+}
 
-// DeclareExactBoardBytes returns the declaration of rt, for the
-// ExactBoardBytes field rt embeds.
-func DeclareExactBoardBytes(rt Runtime) ExactBoardBytes { return ExactBoardBytes{rt: rt} }
-
-func (d ExactBoardBytes) exactBoardBytesOf() Runtime { return d.rt }
-
-// ReportsExactBoardBytes reports whether rt declares exact board sizes:
-// rt is a non-nil pointer that embeds an ExactBoardBytes made for rt
-// itself. It never panics: not for a nil pointer, nor for one reached
-// through a nil pointer rt embeds.
-func ReportsExactBoardBytes(rt Runtime) (ok bool) {
-	v := reflect.ValueOf(rt)
-	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
-		return false
+// CallConfig returns the config of inv's call: Config, else Script.Config.
+func (inv *Invocation) CallConfig() map[string]any {
+	if inv.Config != nil {
+		return inv.Config
 	}
-	d, is := rt.(interface{ exactBoardBytesOf() Runtime })
-	if !is {
-		return false
-	}
-	defer func() {
-		if recover() != nil { // the declaration sits behind a nil pointer
-			ok = false
-		}
-	}()
-	of := reflect.ValueOf(d.exactBoardBytesOf())
-	return of.IsValid() && of.Type() == v.Type() && of.Pointer() == v.Pointer()
+	return inv.Script.Config
 }
 
 // Evaluation is one expression evaluation (a graph condition).

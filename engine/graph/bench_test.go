@@ -126,9 +126,11 @@ type noopRuntime struct{}
 
 func (noopRuntime) Name() string { return "noop" }
 
-func (noopRuntime) Invoke(_ context.Context, inv sandbox.Invocation) error {
-	inv.Board.Vars["x"] = 1.0
-	return nil
+// noopWrites is every noopRuntime call's outcome (read-only).
+var noopWrites = sandbox.Writes{{Op: sandbox.SetVar, Name: "x", Value: 1.0}}
+
+func (noopRuntime) Invoke(context.Context, sandbox.Invocation) (sandbox.Outcome, error) {
+	return sandbox.Outcome{Writes: noopWrites}, nil
 }
 
 func (noopRuntime) Eval(context.Context, sandbox.Evaluation) (any, error) { return true, nil }

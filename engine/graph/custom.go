@@ -164,7 +164,7 @@ func (t *ScriptNodeType) Build(_ context.Context, in NodeInput) (Handler, error)
 		return nil, err
 	}
 	script := sandbox.Script{Name: in.Node.ID, Source: t.cfg.Source}
-	return &customHandler{rt: t.cfg.Runtime, script: script, roles: roles, sizes: sandbox.ReportsExactBoardBytes(t.cfg.Runtime)}, nil
+	return &customHandler{rt: t.cfg.Runtime, script: script, roles: roles, empty: map[string]any{}}, nil
 }
 
 // customHandler runs one node of a ScriptNodeType.
@@ -173,7 +173,7 @@ type customHandler struct {
 	script sandbox.Script
 	roles  NodeRoles
 	limits runtimeLimits
-	sizes  bool // rt reports exact board sizes (sandbox.ExactBoardBytes)
+	empty  map[string]any // the config of a node that has none
 }
 
 var _ RoleHandler = (*customHandler)(nil)
@@ -184,13 +184,8 @@ func (h *customHandler) Roles() NodeRoles { return h.roles }
 // Run invokes the type's script with the node's config.
 func (h *customHandler) Run(ctx context.Context, c *Call) error {
 	c.Limits = h.limits.tighten(h.rt, c.Limits)
-	cfg := c.Config
-	if cfg == nil {
-		cfg = map[string]any{}
+	if c.Config == nil {
+		return c.invokeScript(ctx, h.rt, h.script, h.empty, true)
 	}
-	return h.rt.Invoke(ctx, sandbox.Invocation{
-		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
-		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
-		StaticConfig: c.ConfigStatic(), BoardBytesAfter: c.boardAfterFor(h.sizes),
-	})
+	return c.invokeScript(ctx, h.rt, h.script, c.Config, c.static)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,11 +53,21 @@ func (f *fakeRuntime) invocations() []sandbox.Invocation {
 
 func (f *fakeRuntime) Name() string { return "fake" }
 
-func (f *fakeRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+// Invoke hands the script function, or the commands, a copy of the board
+// to write as they like, and returns what changed on it as the call's
+// writes, so that the board handed in is never written.
+func (f *fakeRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	f.mu.Lock()
 	f.invs = append(f.invs, inv)
 	fn := f.funcs[inv.Script.Source]
 	f.mu.Unlock()
+	base := inv.Board
+	inv.Board = *base.Clone()
+	err := f.run(ctx, fn, inv)
+	return sandbox.Outcome{Writes: boardDiff(base, inv.Board)}, err
+}
+
+func (f *fakeRuntime) run(ctx context.Context, fn func(context.Context, sandbox.Invocation) error, inv sandbox.Invocation) error {
 	if fn != nil {
 		return fn(ctx, inv)
 	}
@@ -65,6 +77,32 @@ func (f *fakeRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error 
 		}
 	}
 	return nil
+}
+
+// boardDiff returns the writes that make before into after: the vars and
+// channels that changed, in the order of their names.
+func boardDiff(before, after agent.Board) sandbox.Writes {
+	var ws sandbox.Writes
+	for _, name := range slices.Sorted(maps.Keys(before.Vars)) {
+		if _, ok := after.Vars[name]; !ok {
+			ws = append(ws, sandbox.Write{Op: sandbox.DeleteVar, Name: name})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(after.Vars)) {
+		if old, ok := before.Vars[name]; !ok || !reflect.DeepEqual(old, after.Vars[name]) {
+			ws = append(ws, sandbox.Write{Op: sandbox.SetVar, Name: name, Value: after.Vars[name]})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(after.Channels)) {
+		if old, ok := before.Channels[name]; !ok || !reflect.DeepEqual(old, after.Channels[name]) {
+			msgs := after.Channels[name]
+			if msgs == nil {
+				msgs = []message.Message{}
+			}
+			ws = append(ws, sandbox.Write{Op: sandbox.SetChannel, Name: name, Messages: msgs})
+		}
+	}
+	return ws
 }
 
 // runLine runs one command of the script language:

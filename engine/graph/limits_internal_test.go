@@ -12,8 +12,10 @@ import (
 // limitedRuntime is a runtime with limits of its own that runs nothing.
 type limitedRuntime struct{ limits sandbox.Limits }
 
-func (limitedRuntime) Name() string                                          { return "limited" }
-func (limitedRuntime) Invoke(context.Context, sandbox.Invocation) error      { return nil }
+func (limitedRuntime) Name() string { return "limited" }
+func (limitedRuntime) Invoke(context.Context, sandbox.Invocation) (sandbox.Outcome, error) {
+	return sandbox.Outcome{}, nil
+}
 func (limitedRuntime) Eval(context.Context, sandbox.Evaluation) (any, error) { return nil, nil }
 func (r limitedRuntime) Limits() sandbox.Limits                              { return r.limits }
 
@@ -38,6 +40,8 @@ func TestRuntimeLimitsTighten(t *testing.T) {
 // noLimits is a runtime that tells no limits.
 type noLimits struct{}
 
-func (noLimits) Name() string                                          { return "none" }
-func (noLimits) Invoke(context.Context, sandbox.Invocation) error      { return nil }
+func (noLimits) Name() string { return "none" }
+func (noLimits) Invoke(context.Context, sandbox.Invocation) (sandbox.Outcome, error) {
+	return sandbox.Outcome{}, nil
+}
 func (noLimits) Eval(context.Context, sandbox.Evaluation) (any, error) { return nil, nil }

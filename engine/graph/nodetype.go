@@ -87,30 +87,23 @@ type Call struct {
 	// boardBytes is Board's size at the step's start when the engine
 	// knows it, else 0 (BoardBytes).
 	boardBytes int64
-	// boardAfter is Board's size once Run returned nil, when the handler
-	// knows it exactly (sandbox.Invocation.BoardBytesAfter), else 0. Only
-	// the engine's script handlers set it, and the engine reads it only
-	// when such a handler is the node's own (builtNode.sizes): a handler
-	// that wraps one may write the board after it.
+	// boardAfter is Board's size once Run returned nil, when the engine
+	// measured it exactly as it applied a script call's writes
+	// (invokeScript), else 0. Only the engine's script handlers set it,
+	// and the engine reads it only when such a handler is the node's own
+	// (builtNode.sizes): a handler that wraps one may write the board
+	// after it.
 	boardAfter int64
 	// static is set when Config is the node's own map (ConfigStatic).
 	static bool
 }
 
-// boardAfterFor is where a script handler's runtime reports the board's
-// size: c.boardAfter when the runtime declares exact reports, else nil.
-func (c *Call) boardAfterFor(exact bool) *int64 {
-	if !exact {
-		return nil
-	}
-	return &c.boardAfter
-}
-
 // ConfigStatic reports whether Config is the node's config as built, the
 // same map at every step of the node (a config without ${board}
-// references): a handler that invokes a sandbox.Runtime passes it on
-// (sandbox.Invocation.StaticConfig), so that the runtime may keep what it
-// made of the config instead of converting it at each step.
+// references): a handler that invokes a sandbox.Runtime passes such a
+// config with the script (sandbox.Script.Config) rather than with the call,
+// so that the runtime may keep what it made of it instead of converting it
+// at each step.
 func (c *Call) ConfigStatic() bool { return c.static }
 
 // BoardBytes returns the board's size as sandbox.BoardJSONBytes measures

@@ -32,6 +32,18 @@ func wideDoc(t *testing.T, branches ...string) *graph.Document {
 	return doc
 }
 
+// goNodeType is a node type whose handler is a Go function.
+type goNodeType struct {
+	name string
+	run  func(c *graph.Call) error
+}
+
+func (t goNodeType) Name() string { return t.name }
+
+func (t goNodeType) Build(context.Context, graph.NodeInput) (graph.Handler, error) { return t, nil }
+
+func (t goNodeType) Run(_ context.Context, c *graph.Call) error { return t.run(c) }
+
 func parallelOpts(o graph.ParallelOptions) graph.Options {
 	o.Enabled = true
 	return graph.Options{Parallel: o}
@@ -361,16 +373,25 @@ func TestParallelChannelReplace(t *testing.T) {
 	t.Parallel()
 	// REF 5.6.6
 	rt := newFake().
-		on("rewrite", func(_ context.Context, inv sandbox.Invocation) error {
-			inv.Board.Channels[agent.MainChannel] = nil
-			inv.Board.Append(agent.MainChannel, userMessage("summary"))
-			delete(inv.Board.Channels, "scratch")
-			return nil
-		}).
 		on("append", func(_ context.Context, inv sandbox.Invocation) error {
 			return runLine(context.Background(), inv, "say appended")
 		})
-	e := buildWith(t, wideDoc(t, "rewrite", "append"), rt, parallelOpts(graph.ParallelOptions{}))
+	// A Go node rewrites the board directly: no script can remove a channel.
+	rewrite := goNodeType{name: "rewrite", run: func(c *graph.Call) error {
+		c.Board.Channels[agent.MainChannel] = nil
+		c.Board.Append(agent.MainChannel, userMessage("summary"))
+		delete(c.Board.Channels, "scratch")
+		return nil
+	}}
+	doc := wideDoc(t, "rewrite", "append")
+	for i := range doc.Nodes {
+		if doc.Nodes[i].ID == "rewrite" {
+			doc.Nodes[i].Type, doc.Nodes[i].Config = "rewrite", nil
+		}
+	}
+	opts := parallelOpts(graph.ParallelOptions{})
+	opts.NodeTypes = []graph.NodeType{rewrite}
+	e := buildWith(t, doc, rt, opts)
 	board := agent.NewBoard()
 	board.Append(agent.MainChannel, userMessage("one"), userMessage("two"))
 	board.Append("scratch", userMessage("tmp"))
@@ -413,8 +434,8 @@ func TestConcurrentExecutes(t *testing.T) {
 
 // A node that starts a wave is told the board's size the engine measured
 // after the last wave (sandbox.Invocation.BoardBytes), so that its runtime
-// need not measure it again; a later node of a sequential wave, whose
-// board an earlier node may have changed, is told nothing, and every
+// need not measure it again; a later node of a sequential wave is told the
+// size the engine counted from the writes of the node before it, and every
 // branch of a parallel wave is told the size of its copy of the board.
 func TestBoardBytesHint(t *testing.T) {
 	t.Parallel()
@@ -425,7 +446,7 @@ func TestBoardBytesHint(t *testing.T) {
 		rt := newFake()
 		for _, id := range []string{"b1", "b2"} {
 			rt.on(id, func(_ context.Context, inv sandbox.Invocation) error {
-				size, err := sandbox.BoardJSONBytes(inv.Board)
+				size, err := sandbox.BoardJSONBytes(&inv.Board)
 				require.NoError(t, err)
 				mu.Lock()
 				got[inv.Node] = seen{inv.BoardBytes, size}
@@ -448,14 +469,10 @@ func TestBoardBytesHint(t *testing.T) {
 		assert.Zero(t, hints["start"], "nothing was measured before the first wave")
 		assert.Positive(t, got["b1"].hint)
 		assert.Equal(t, got["b1"].actual, got["b1"].hint, "parallel %v", parallel)
-		if parallel {
-			assert.Equal(t, got["b2"].actual, got["b2"].hint, "a branch's copy has the pre-fork size")
-		} else {
-			assert.Zero(t, got["b2"].hint, "b1 may have changed the board")
-		}
+		assert.Equal(t, got["b2"].actual, got["b2"].hint, "parallel %v: a branch's copy has the pre-fork size; a sequential node the size after b1", parallel)
 		end := rt.invocations()[len(rt.invocations())-1]
 		require.Equal(t, "end", end.Node)
-		size, err := sandbox.BoardJSONBytes(end.Board)
+		size, err := sandbox.BoardJSONBytes(&end.Board)
 		require.NoError(t, err)
 		assert.Greater(t, end.BoardBytes, got["b1"].hint, "b1 and b2 grew the board")
 		assert.LessOrEqual(t, end.BoardBytes, size)

@@ -25,10 +25,10 @@ func (s *scopedRuntime) BeginRun(_ context.Context, run sandbox.RunInfo) func() 
 	return func() { s.record("end " + run.RunID) }
 }
 
-func (s *scopedRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (s *scopedRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	s.record("invoke " + inv.Node + " " + inv.Run.RunID)
 	if s.fail {
-		return &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: inv.Node, Max: 1e9}
+		return sandbox.Outcome{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: inv.Node, Max: 1e9}
 	}
 	return s.noopRuntime.Invoke(ctx, inv)
 }

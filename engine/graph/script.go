@@ -67,7 +67,7 @@ func (scriptType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if !isAbsent(c.Config) && !strings.HasPrefix(strings.TrimSpace(string(c.Config)), "{") {
 		return nil, fault.New(fault.Validation, "", "config: want an object, got %s", jsonKind(c.Config))
 	}
-	return &scriptHandler{rt: rt, script: script, sizes: sandbox.ReportsExactBoardBytes(rt)}, nil
+	return &scriptHandler{rt: rt, script: script}, nil
 }
 
 // loadScript resolves the source or the module of c.
@@ -136,7 +136,6 @@ type scriptHandler struct {
 	rt     sandbox.Runtime
 	script sandbox.Script
 	limits runtimeLimits
-	sizes  bool // rt reports exact board sizes (sandbox.ExactBoardBytes)
 }
 
 // runtimeLimits tightens a call's limits by a runtime's own (a
@@ -182,9 +181,28 @@ func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
 		return fault.New(fault.Validation, "run script", "node %q: config resolved to %T, want an object", c.Node, v)
 	}
 	c.Limits = h.limits.tighten(h.rt, c.Limits)
-	return h.rt.Invoke(ctx, sandbox.Invocation{
-		Node: c.Node, Type: c.Type, Script: h.script, Config: cfg, Board: c.Board,
-		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes(),
-		StaticConfig: c.ConfigStatic(), BoardBytesAfter: c.boardAfterFor(h.sizes),
-	})
+	return c.invokeScript(ctx, h.rt, h.script, cfg, c.static)
+}
+
+// invokeScript runs script on rt as c's node, with cfg as its config (in
+// the script when static, the same map at every call: the runtime may
+// keep what it made of it), and makes the call's board writes on c.Board.
+// The engine measures the board as it applies them, from the size it
+// knew, so that it need not measure the board after the wave: nothing the
+// runtime reports is taken on trust.
+func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sandbox.Script, cfg map[string]any, static bool) error {
+	inv := sandbox.Invocation{Node: c.Node, Type: c.Type, Script: script, Board: *c.Board, BoardBytes: c.boardBytes,
+		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel}
+	if static {
+		inv.Script.Config = cfg
+	} else {
+		inv.Config = cfg
+	}
+	out, err := rt.Invoke(ctx, inv)
+	size, exact := out.Writes.ApplyMeasured(c.Board, c.boardBytes)
+	c.boardAfter = 0
+	if exact && err == nil {
+		c.boardAfter = size
+	}
+	return err
 }

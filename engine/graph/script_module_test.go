@@ -45,9 +45,9 @@ func TestScriptCodeMustSuitItsRuntime(t *testing.T) {
 }
 
 // A script node's config without ${board} references is handed to the
-// runtime as static, the same map at every step, so that the runtime may
-// keep what it made of it; a config with a reference is resolved at each
-// step and is not.
+// runtime with the script (sandbox.Script.Config), the same map at every
+// step, so that the runtime may keep what it made of it; a config with a
+// reference is resolved at each step and handed with the call.
 func TestScriptConfigStatic(t *testing.T) {
 	t.Parallel()
 	rt := newFake()
@@ -65,12 +65,12 @@ func TestScriptConfigStatic(t *testing.T) {
 	for i, inv := range invs {
 		switch inv.Node {
 		case "a":
-			assert.True(t, inv.StaticConfig, "call %d", i)
-			assert.Equal(t, "bug", inv.Config["label"])
-			assert.Equal(t, reflect.ValueOf(invs[0].Config).UnsafePointer(), reflect.ValueOf(inv.Config).UnsafePointer(),
+			assert.Nil(t, inv.Config, "call %d", i)
+			assert.Equal(t, "bug", inv.Script.Config["label"])
+			assert.Equal(t, reflect.ValueOf(invs[0].Script.Config).UnsafePointer(), reflect.ValueOf(inv.Script.Config).UnsafePointer(),
 				"the same map at every step")
 		case "b":
-			assert.False(t, inv.StaticConfig, "call %d", i)
+			assert.Nil(t, inv.Script.Config, "call %d", i)
 			assert.Equal(t, "resolved", inv.Config["label"])
 		}
 	}

@@ -57,7 +57,7 @@ nodes:
 	assert.Equal(t, graph.ScriptTypeName, inv.Type)
 	assert.Equal(t, sandbox.Script{Name: "inspector", Source: "inspect"}, inv.Script)
 	assert.Equal(t, map[string]any{"who": "ada", "n": 3.0, "keep": "${board.user}", "list": []any{"ada", json.Number("2")}}, inv.Config)
-	assert.Same(t, board, inv.Board)
+	assert.Equal(t, *board, inv.Board, "the board as the node found it")
 	require.NotNil(t, inv.ABI)
 	assert.Contains(t, inv.ABI.Functions(), "emit")
 	assert.Equal(t, sandbox.RunInfo{RunID: "run-1", AgentID: "bot", ContextID: "ctx-1", ParentRunID: "run-0"}, inv.Run)

@@ -113,8 +113,8 @@ func (a *Assembly) call(ctx context.Context, b tool.Batch, abi sandbox.ABI, c me
 		return failed(c, "tool %q: invalid arguments: %v", c.Name, err), nil
 	}
 	board := agent.NewBoard()
-	err = t.rt.Invoke(ctx, sandbox.Invocation{
-		Node: b.Node, Type: NodeType, Script: t.script, Config: args, Board: board, ABI: abi, Limits: limits,
+	out, err := t.rt.Invoke(ctx, sandbox.Invocation{
+		Node: b.Node, Type: NodeType, Script: t.script, Config: args, Board: *board, ABI: abi, Limits: limits,
 		Run: sandbox.RunInfo{RunID: b.Run.ID, AgentID: b.Run.AgentID, ContextID: b.Run.ContextID, ParentRunID: b.Run.ParentRunID},
 	})
 	switch {
@@ -125,6 +125,7 @@ func (a *Assembly) call(ctx context.Context, b tool.Batch, abi sandbox.ABI, c me
 	case err != nil:
 		return failed(c, "tool %q failed: %s", c.Name, describe(err)), nil
 	}
+	out.Writes.Apply(board)
 	content, err := resultText(board.Vars[ResultVar], maxValue, b.Node)
 	if err != nil {
 		return failed(c, "tool %q failed: %s", c.Name, describe(err)), nil

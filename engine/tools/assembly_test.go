@@ -203,9 +203,8 @@ func TestExecuteBatchErrors(t *testing.T) {
 // config and the board var result is its result, whatever the runtime.
 func TestExecuteModuleTool(t *testing.T) {
 	t.Parallel()
-	wasm := &fakeRuntime{name: "wasm", fn: func(_ context.Context, inv sandbox.Invocation) error {
-		inv.Board.Vars["result"] = map[string]any{"sum": inv.Config["a"].(float64) + inv.Config["b"].(float64)}
-		return nil
+	wasm := &fakeRuntime{name: "wasm", fn: func(_ context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+		return sandbox.Outcome{Writes: sandbox.Writes{{Op: sandbox.SetVar, Name: "result", Value: map[string]any{"sum": inv.Config["a"].(float64) + inv.Config["b"].(float64)}}}}, nil
 	}}
 	s := tools.Settings{Limits: tools.LimitSettings{WallTime: "1s"}, Tools: []tools.ToolSettings{{Name: "add", Runtime: "wasm", Module: json.RawMessage(`{"file":"add.wasm"}`),
 		Entry: "add", Parameters: json.RawMessage(`{"type":"object","required":["a","b"]}`)}}}
@@ -240,9 +239,8 @@ func (h *clockHost) Now() time.Time { return h.t }
 // is repaired: the tool message must stay valid.
 func TestExecuteRepairsUTF8(t *testing.T) {
 	t.Parallel()
-	raw := &fakeRuntime{name: "raw", fn: func(_ context.Context, inv sandbox.Invocation) error {
-		inv.Board.Vars["result"] = "ok \xff"
-		return nil
+	raw := &fakeRuntime{name: "raw", fn: func(_ context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+		return sandbox.Outcome{Writes: sandbox.Writes{{Op: sandbox.SetVar, Name: "result", Value: "ok \xff"}}}, nil
 	}}
 	a, err := tools.New(context.Background(), tools.Settings{ScriptRuntimeName: "raw",
 		Tools: []tools.ToolSettings{{Name: "t", Source: jsonString("x")}}}, map[string]sandbox.Runtime{"raw": raw})

@@ -46,8 +46,8 @@ func BenchmarkToolBatch(b *testing.B) {
 			for _, n := range nodes {
 				abi := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: n.id})
 				board := agent.NewBoard()
-				err := rt.Invoke(ctx, sandbox.Invocation{Node: n.id, Type: "script", Script: sandbox.Script{Name: n.id, Source: n.src},
-					Config: n.config, Board: board, ABI: abi, Run: info})
+				err := sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: n.id, Type: "script", Script: sandbox.Script{Name: n.id, Source: n.src},
+					Config: n.config, ABI: abi, Run: info}, board)
 				if err != nil || board.Vars["result"] == nil {
 					b.Fatal(err)
 				}

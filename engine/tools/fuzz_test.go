@@ -44,10 +44,9 @@ func FuzzSchema(f *testing.F) {
 // reach the runtime.
 func FuzzArguments(f *testing.F) {
 	var runs atomic.Int64
-	rt := &countingRuntime{fakeRuntime{name: "fake", fn: func(_ context.Context, inv sandbox.Invocation) error {
+	rt := &countingRuntime{fakeRuntime{name: "fake", fn: func(_ context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 		runs.Add(1)
-		inv.Board.Vars["result"] = inv.Config
-		return nil
+		return sandbox.Outcome{Writes: sandbox.Writes{{Op: sandbox.SetVar, Name: "result", Value: inv.Config}}}, nil
 	}}}
 	a, err := tools.New(context.Background(), tools.Settings{ScriptRuntimeName: "fake", Tools: []tools.ToolSettings{{
 		Name:       "t",
@@ -77,6 +76,6 @@ func FuzzArguments(f *testing.F) {
 // countingRuntime runs its function without keeping the invocations.
 type countingRuntime struct{ fakeRuntime }
 
-func (c *countingRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (c *countingRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	return c.fn(ctx, inv)
 }

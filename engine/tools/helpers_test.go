@@ -63,7 +63,7 @@ func batch(host agent.Host, calls ...message.ToolCall) tool.Batch {
 // function; it stands for any runtime (a wasm runner included).
 type fakeRuntime struct {
 	name string
-	fn   func(ctx context.Context, inv sandbox.Invocation) error
+	fn   func(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error)
 
 	mu   sync.Mutex
 	invs []sandbox.Invocation
@@ -73,7 +73,7 @@ var _ sandbox.Runtime = (*fakeRuntime)(nil)
 
 func (f *fakeRuntime) Name() string { return f.name }
 
-func (f *fakeRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (f *fakeRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	f.mu.Lock()
 	f.invs = append(f.invs, inv)
 	f.mu.Unlock()

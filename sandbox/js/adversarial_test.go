@@ -224,9 +224,8 @@ func TestAdversarialScripts(t *testing.T) {
 				a.check(t, res)
 			}
 			next := agent.NewBoard()
-			require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "next",
-				Script: sandbox.Script{Source: `board.setVar("ok", [].map(x => x).length === 0 && ({}).polluted === undefined)`},
-				Board:  next}), "the next call after %s", a.name)
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", [].map(x => x).length === 0 && ({}).polluted === undefined)`}}, next), "the next call after %s", a.name)
 			assert.Equal(t, true, next.Vars["ok"])
 		})
 	}
@@ -250,8 +249,7 @@ func runAttack(t *testing.T, rt *js.Runtime, a attack) (*attackResult, error) {
 	d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: "attacker", Limits: limits})
 	done := make(chan error, 1)
 	go func() {
-		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "attacker", Script: sandbox.Script{Source: a.src},
-			Board: res.board, ABI: d, Limits: limits, Run: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID}})
+		done <- sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker", Script: sandbox.Script{Source: a.src}, ABI: d, Limits: limits, Run: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID}}, res.board)
 	}()
 	select {
 	case err := <-done:

@@ -30,7 +30,7 @@ func BenchmarkInvokeTrivial(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: agent.Run{ID: "r"}, Node: "n"})
-		if err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board, ABI: d}); err != nil {
+		if err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: script, ABI: d}, board); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -90,7 +90,7 @@ func BenchmarkVsFloor(b *testing.B) {
 	}{
 		{"invoke", func() error {
 			d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: agent.Run{ID: "r"}, Node: "n"})
-			return rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board, ABI: d})
+			return sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: script, ABI: d}, board)
 		}},
 		{"invoke-lazy", func() error {
 			// As the graph engine calls a script node: an ABI whose
@@ -98,7 +98,7 @@ func BenchmarkVsFloor(b *testing.B) {
 			// at the first host call (none here). The engine makes one such
 			// ABI per step, an allocation of its own: here one serves every
 			// call, so that the figure is the runtime's.
-			return rt.Invoke(context.Background(), sandbox.Invocation{Node: "x", Script: setX, Board: board, ABI: lazy})
+			return sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "x", Script: setX, ABI: lazy}, board)
 		}},
 		{"eval", func() error { _, err := rt.Eval(context.Background(), ev); return err }},
 	} {
@@ -162,7 +162,7 @@ func BenchmarkInvokeSourceSize(b *testing.B) {
 			board := agent.NewBoard()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: script, Board: board}); err != nil {
+				if err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: script}, board); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -190,11 +190,14 @@ func BenchmarkInvokeConfig(b *testing.B) {
 			name = "static"
 		}
 		b.Run(name, func(b *testing.B) {
-			inv := sandbox.Invocation{Node: "n", Script: script, Board: board, Config: cfg, StaticConfig: static,
+			inv := sandbox.Invocation{Node: "n", Script: script, Board: *board, Config: cfg,
 				ABI: &lazyABI{names: hostabi.Names()}}
+			if static {
+				inv.Script.Config, inv.Config = cfg, nil
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := rt.Invoke(context.Background(), inv); err != nil {
+				if _, err := rt.Invoke(context.Background(), inv); err != nil {
 					b.Fatal(err)
 				}
 			}

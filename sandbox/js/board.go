@@ -2,14 +2,11 @@ package js
 
 import "github.com/corral-rt/corral/sandbox"
 
-// growBoard checks a board write that would make the board after bytes
-// (what c.meter returned for it) and stops the call with a
-// max_board_bytes LimitError when that is past the limit; the write must
-// not happen then. Otherwise the caller makes the write and the meter
-// keeps the new size.
-func (c *call) growBoard(after int64) {
-	if max := c.limits.MaxBoardBytes; max > 0 && after > max {
+// writeBoard makes a board write of the script through the call's view of
+// the board, and stops the call with a max_board_bytes LimitError, the
+// write not made, when it would make the board larger than the limit.
+func (c *call) writeBoard(w sandbox.Write) {
+	if _, ok := c.board.Write(w, c.limits.MaxBoardBytes); !ok {
 		c.abort(c.limitError(sandbox.LimitBoardBytes))
 	}
-	c.meter.Commit(after)
 }

@@ -61,8 +61,8 @@ func TestBoardBytesCountsTheStartingBoard(t *testing.T) {
 	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: 1 << 20}})
 	b := agent.NewBoard()
 	b.Vars["big"] = string(make([]byte, 900000))
-	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b,
-		Script: sandbox.Script{Source: `board.setVar("more", "x".repeat(200000))`}})
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+		Script: sandbox.Script{Source: `board.setVar("more", "x".repeat(200000))`}}, b)
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)
@@ -79,8 +79,8 @@ func TestBoardBytesHintIsTheStartingCount(t *testing.T) {
 	rt := mustNew(t, js.Options{Limits: sandbox.Limits{MaxBoardBytes: limit}})
 	for _, hint := range []int64{0, limit - 10} {
 		b := agent.NewBoard()
-		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b, BoardBytes: hint,
-			Script: sandbox.Script{Source: `board.setVar("a", "x".repeat(50))`}})
+		err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", BoardBytes: hint,
+			Script: sandbox.Script{Source: `board.setVar("a", "x".repeat(50))`}}, b)
 		if hint == 0 {
 			require.NoError(t, err, "the measured board has room")
 			continue
@@ -103,10 +103,10 @@ func TestBoardOverwritesCannotDriftPastTheLimit(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close() })
 	board := agent.NewBoard()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: `
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
 		const lt = "<".repeat(100000), big = "x".repeat(300000);
 		for (let i = 0; i < 20; i++) { board.setVar("a", lt); board.setVar("a", 0); }
-		for (let i = 0; i < 30; i++) board.setVar("big" + i, big);`}})
+		for (let i = 0; i < 30; i++) board.setVar("big" + i, big);`}}, board)
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitBoardBytes, le.Limit)

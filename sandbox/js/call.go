@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
@@ -60,8 +59,9 @@ type call struct {
 	nodeType string
 	runInfo  sandbox.RunInfo
 	parallel func(nodeID, reason string) bool
-	board    *agent.Board
-	abi      sandbox.ABI // nil in an expression: no host, no clock
+	// board is the invocation's board under the call's writes.
+	board sandbox.BoardView
+	abi   sandbox.ABI // nil in an expression: no host, no clock
 	// prefixLen is how many columns the script wrapper adds to line 1.
 	prefixLen int
 	// ranCode is set once eval or the Function constructor has run code in
@@ -88,10 +88,6 @@ type call struct {
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
 	varKeys    []string               // defineVars' scratch, empty between calls
 	joining    []*goja.Object         // arrays being joined, outermost first
-
-	// meter keeps the board's size as JSON through the call's writes,
-	// from the size the invocation gives or measured at the first write.
-	meter sandbox.BoardMeter
 
 	// mem is the memory guard of the call being watched; only the
 	// runtime's watchdog goroutine touches it.

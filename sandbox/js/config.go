@@ -11,7 +11,7 @@ import (
 const maxStaticConfigs = 64
 
 // staticConfig is what a VM made of a config the caller hands unchanged
-// to every call of a node (sandbox.Invocation.StaticConfig): the deeply
+// to every call of a node (sandbox.Script.Config): the deeply
 // frozen value the script sees as config, and the shared global object
 // that holds it for scripts that need no own one, made for the globals
 // layer of the last such call (a call with another layer, from an ABI with
@@ -28,25 +28,26 @@ type staticConfig struct {
 // to the call's memory budget) and deeply frozen at each call, or, for a
 // static config, at the first call on this VM and kept.
 func (c *call) configValue(inv sandbox.Invocation) (goja.Value, *staticConfig) {
-	if !inv.StaticConfig {
+	if inv.Config != nil {
 		return c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory), nil
 	}
-	key := reflect.ValueOf(inv.Config).Pointer() // the map stays alive in its entry: no other takes its address
+	cfg := inv.Script.Config
+	key := reflect.ValueOf(cfg).Pointer() // the map stays alive in its entry: no other takes its address
 	if sc, ok := c.configs[key]; ok {
 		if sc.size > c.budget() {
 			c.abort(c.limitError(sandbox.LimitMemory))
 		}
 		return sc.value, sc
 	}
-	size, err := sandbox.JSONBytes(inv.Config)
+	size, err := sandbox.JSONBytes(cfg)
 	if err != nil {
 		size = c.budget() + 1 // fromGo below reports what is wrong with it
 	}
-	v := c.fromGoFrozen(inv.Config, c.budget(), sandbox.LimitMemory)
+	v := c.fromGoFrozen(cfg, c.budget(), sandbox.LimitMemory)
 	if c.configs == nil || len(c.configs) >= maxStaticConfigs {
 		c.configs = map[uintptr]*staticConfig{}
 	}
-	sc := &staticConfig{src: inv.Config, value: v, size: size}
+	sc := &staticConfig{src: cfg, value: v, size: size}
 	c.configs[key] = sc
 	return v, sc
 }

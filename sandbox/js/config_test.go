@@ -26,8 +26,11 @@ func TestStaticConfig(t *testing.T) {
 	static := map[string]any{"label": "bug", "limits": map[string]any{"n": 3.0}}
 	invoke := func(src string, cfg map[string]any, isStatic bool) {
 		t.Helper()
-		require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board,
-			Script: sandbox.Script{Source: src}, Config: cfg, StaticConfig: isStatic}))
+		inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Config: cfg}
+		if isStatic {
+			inv.Script.Config, inv.Config = cfg, nil
+		}
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, inv, board))
 	}
 	shared := `board.setVar("shared", config.label + config.limits.n + Object.isFrozen(config.limits))`
 	own := `leaked = config.label; board.setVar("own", leaked + Object.isFrozen(config))`
@@ -60,11 +63,11 @@ func TestStaticConfigBudget(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	big := map[string]any{"text": string(make([]byte, 64<<10))}
-	inv := sandbox.Invocation{Node: "n", Board: agent.NewBoard(), Script: sandbox.Script{Source: `board.setVar("n", config.text.length)`},
-		Config: big, StaticConfig: true}
-	require.NoError(t, rt.Invoke(context.Background(), inv))
+	inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `board.setVar("n", config.text.length)`, Config: big}}
+	_, err = rt.Invoke(context.Background(), inv)
+	require.NoError(t, err)
 	inv.Limits = sandbox.Limits{MemoryBytes: 16 << 10}
-	err = rt.Invoke(context.Background(), inv)
+	_, err = rt.Invoke(context.Background(), inv)
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitMemory, le.Limit)
@@ -82,7 +85,7 @@ func TestScriptsFoundInTheVM(t *testing.T) {
 	board := agent.NewBoard()
 	src := `board.setVar("n", (board.getVar("n") || 0) + 1)`
 	invoke := func(source string) error {
-		return rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: source}})
+		return sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: source}}, board)
 	}
 	require.NoError(t, invoke(src))
 	rt.programs = newProgramCache(4) // forget every compiled program
@@ -96,7 +99,7 @@ func TestScriptsFoundInTheVM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 3 {
-		err := rt.Invoke(ctx, sandbox.Invocation{Node: "bad", Board: board, Script: sandbox.Script{Source: `)(`}})
+		err := sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "bad", Script: sandbox.Script{Source: `)(`}}, board)
 		assert.ErrorIs(t, err, fault.Validation)
 	}
 	require.NoError(t, invoke(src), "the slot was left")
@@ -128,8 +131,8 @@ func TestStaticConfigAcrossABIs(t *testing.T) {
 			abi, want = logABI{}, "function"
 		}
 		board := agent.NewBoard()
-		require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, ABI: abi,
-			Script: sandbox.Script{Source: `board.setVar("r", config.label + "," + typeof host.log)`}, Config: cfg, StaticConfig: true}))
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", ABI: abi,
+			Script: sandbox.Script{Source: `board.setVar("r", config.label + "," + typeof host.log)`, Config: cfg}}, board))
 		assert.Equal(t, "bug,"+want, board.Vars["r"], "call %d", i)
 	}
 	c := rt.realms.get()

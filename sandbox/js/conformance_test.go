@@ -1,12 +1,15 @@
 package js_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,17 +35,22 @@ func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, newRuntime)
 }
 
-// The js runtime declares exact board sizes and reports the board's size
-// after a call, whether or not it was handed the size before: the graph
-// engine then need not measure the board after a script node's wave.
-func TestReportsBoardSize(t *testing.T) {
+// A call returns the writes its script made before it failed, in order,
+// and leaves the board it was handed as it was: the caller decides what
+// to keep.
+func TestOutcomeHoldsWritesBeforeAFailure(t *testing.T) {
 	t.Parallel()
-	env := &sandboxtest.Env{Runtime: newRuntime(t), Programs: sandboxtest.ProgramsFor("js")}
-	require.True(t, sandbox.ReportsExactBoardBytes(env.Runtime))
-	require.False(t, sandbox.ReportsExactBoardBytes(struct{ sandbox.Runtime }{env.Runtime}), "a wrapper does not inherit the declaration")
-	res := env.Invoke(t, sandboxtest.Call{Program: "board_channels"})
-	require.NoError(t, res.Err)
-	want, err := sandbox.BoardJSONBytes(res.Board)
-	require.NoError(t, err)
-	require.Equal(t, want, res.BoardBytesAfter)
+	rt := newRuntime(t)
+	base := agent.NewBoard()
+	base.Vars["keep"] = "me"
+	out, err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: *base,
+		Script: sandbox.Script{Source: `board.setVar("a", 1); board.deleteVar("keep"); board.appendChannel("c", {role: "user", parts: [{type: "text", text: "hi"}]}); throw new Error("boom")`}})
+	require.Error(t, err)
+	require.Len(t, out.Writes, 3)
+	assert.Equal(t, []sandbox.WriteOp{sandbox.SetVar, sandbox.DeleteVar, sandbox.AppendChannel},
+		[]sandbox.WriteOp{out.Writes[0].Op, out.Writes[1].Op, out.Writes[2].Op})
+	assert.Equal(t, map[string]any{"keep": "me"}, base.Vars, "the board handed in is not written")
+	out.Writes.Apply(base)
+	assert.Equal(t, map[string]any{"a": 1.0}, base.Vars)
+	assert.Len(t, base.Channel("c"), 1)
 }

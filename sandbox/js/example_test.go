@@ -18,14 +18,13 @@ func ExampleRuntime_Invoke() {
 	defer rt.Close()
 	board := agent.NewBoard()
 	board.Vars["name"] = "Ada"
-	err = rt.Invoke(context.Background(), sandbox.Invocation{
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{
 		Node:   "greet",
 		Config: map[string]any{"greeting": "Hello"},
-		Board:  board,
 		Script: sandbox.Script{Source: `
 			const name = board.getVar("name");
 			board.setVar("message", config.greeting + ", " + name + "!");`},
-	})
+	}, board)
 	fmt.Println(err, board.Vars["message"])
 	// Output: <nil> Hello, Ada!
 }
@@ -54,11 +53,11 @@ func ExampleRuntime_Invoke_limit() {
 		panic(err)
 	}
 	defer rt.Close()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{
 		Node:   "spin",
 		Script: sandbox.Script{Source: `for (;;) {}`},
 		Limits: sandbox.Limits{WallTime: 50_000_000}, // 50ms
-	})
+	}, nil)
 	fmt.Println(err)
 	// Output: node "spin": wall_time limit of 50ms exceeded
 }

@@ -42,8 +42,7 @@ func TestMemoryFigures(t *testing.T) {
 		for _, budget := range []int64{16 << 20, 64 << 20} {
 			resetPeak()
 			before, _ := rss()
-			err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "attacker", Script: sandbox.Script{Source: a.src},
-				Board: agent.NewBoard(), Limits: sandbox.Limits{WallTime: 30 * time.Second, MemoryBytes: budget}})
+			err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker", Script: sandbox.Script{Source: a.src}, Limits: sandbox.Limits{WallTime: 30 * time.Second, MemoryBytes: budget}}, agent.NewBoard())
 			_, peak := rss()
 			row += fmt.Sprintf(" | +%d MiB", (peak-before)>>20)
 			stopped = fmt.Sprint(err)

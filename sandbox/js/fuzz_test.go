@@ -59,8 +59,7 @@ func FuzzInvokeSource(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		done := make(chan error, 1)
 		go func() {
-			done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "fuzz", Script: sandbox.Script{Source: src},
-				Board: agent.NewBoard(), ABI: fuzzABI()})
+			done <- sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "fuzz", Script: sandbox.Script{Source: src}, ABI: fuzzABI()}, agent.NewBoard())
 		}()
 		checkEnd(t, "invoke", done)
 	})

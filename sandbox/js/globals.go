@@ -143,18 +143,13 @@ func sameSlice(a, b []string) bool {
 //
 // A script that cannot reach its global object (shared) runs with a shared
 // one instead: the layer's, frozen and empty, without a config; with a
-// static config (sandbox.Invocation.StaticConfig), one per config, frozen,
+// static config (sandbox.Script.Config), one per config, frozen,
 // holding only config. Nothing can be left on either, and making none
 // saves an object per call. A static config is made into a script value
 // once per VM.
 func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
-	c.nodeType, c.runInfo, c.parallel, c.board, c.abi = inv.Type, inv.Run, inv.Parallel, inv.Board, inv.ABI
-	if inv.Board != nil { // the caller measured the board (or not: 0)
-		c.meter.Reset(inv.BoardBytes)
-	}
-	if c.board == nil {
-		c.board = agent.NewBoard()
-	}
+	c.nodeType, c.runInfo, c.parallel, c.abi = inv.Type, inv.Run, inv.Parallel, inv.ABI
+	c.board.Reset(inv.Board, inv.BoardBytes)
 	if c.abi == nil {
 		c.abi = noABI{}
 	}
@@ -162,7 +157,7 @@ func (c *call) installGlobals(inv sandbox.Invocation, shared bool) {
 		c.apis = c.newAPIs()
 	}
 	layer := c.globalsLayer(c.abi.Functions())
-	if len(inv.Config) == 0 {
+	if len(inv.CallConfig()) == 0 {
 		if !shared {
 			c.ownGlobal(layer)
 			return
@@ -296,50 +291,39 @@ func (c *call) boardAPI() *goja.Object {
 func (c *call) boardVarMethods() []method {
 	return []method{
 		{"getVar", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
-			v, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
+			v, ok := c.board.Var(c.toStr(fc.Argument(0)).String())
 			if !ok {
 				return goja.Undefined()
 			}
 			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
 		}},
 		{"setVar", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
 			name := c.varName(fc.Argument(0), "setVar")
 			_, v := c.toValue(fc.Argument(1), c.limits.MaxValueBytes, sandbox.LimitValueBytes)
-			c.growBoard(c.meter.SetVar(b, name, v))
-			if b.Vars == nil {
-				b.Vars = map[string]any{}
-			}
-			b.Vars[name] = v
+			c.writeBoard(sandbox.Write{Op: sandbox.SetVar, Name: name, Value: v})
 			return goja.Undefined()
 		}},
 		{"deleteVar", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
 			name := c.varName(fc.Argument(0), "deleteVar")
-			c.meter.Commit(c.meter.DeleteVar(b, name))
-			delete(b.Vars, name)
+			c.writeBoard(sandbox.Write{Op: sandbox.DeleteVar, Name: name})
 			return goja.Undefined()
 		}},
 		{"hasVar", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
-			_, ok := b.Vars[c.toStr(fc.Argument(0)).String()]
+			_, ok := c.board.Var(c.toStr(fc.Argument(0)).String())
 			return c.vm.ToValue(ok)
 		}},
 		{"getVars", func(goja.FunctionCall) goja.Value {
-			return c.fromGo(maps.Clone(c.board.Vars), c.budget(), sandbox.LimitMemory)
+			return c.fromGo(maps.Clone(c.board.Vars()), c.budget(), sandbox.LimitMemory)
 		}},
 		{"resolve", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
-			v, err := sandbox.Resolve(b.Vars, c.toStr(fc.Argument(0)).String())
+			v, err := sandbox.Resolve(c.board.Vars(), c.toStr(fc.Argument(0)).String())
 			if err != nil {
 				c.throw(err)
 			}
 			return c.fromGo(v, c.budget(), sandbox.LimitMemory)
 		}},
 		{"resolveString", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
-			s, err := sandbox.ResolveString(b.Vars, c.toStr(fc.Argument(0)).String())
+			s, err := sandbox.ResolveString(c.board.Vars(), c.toStr(fc.Argument(0)).String())
 			if err != nil {
 				c.throw(err)
 			}
@@ -351,30 +335,22 @@ func (c *call) boardVarMethods() []method {
 func (c *call) boardChannelMethods() []method {
 	return []method{
 		{"channel", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
-			msgs := b.Channel(c.toStr(fc.Argument(0)).String())
+			msgs := c.board.Channel(c.toStr(fc.Argument(0)).String())
 			if msgs == nil {
 				msgs = []message.Message{}
 			}
 			return c.fromGo(msgs, c.budget(), sandbox.LimitMemory)
 		}},
 		{"setChannel", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
 			name := c.channelName(fc.Argument(0), "setChannel")
 			msgs, _ := c.messages(fc.Argument(1), "setChannel", true)
-			c.growBoard(c.meter.SetChannel(b, name, msgs))
-			if b.Channels == nil {
-				b.Channels = map[string][]message.Message{}
-			}
-			b.Channels[name] = msgs
+			c.writeBoard(sandbox.Write{Op: sandbox.SetChannel, Name: name, Messages: msgs})
 			return goja.Undefined()
 		}},
 		{"appendChannel", func(fc goja.FunctionCall) goja.Value {
-			b := c.board
 			name := c.channelName(fc.Argument(0), "appendChannel")
 			if msgs, _ := c.messages(fc.Argument(1), "appendChannel", false); len(msgs) > 0 {
-				c.growBoard(c.meter.AppendChannel(b, name, msgs))
-				b.Append(name, msgs...)
+				c.writeBoard(sandbox.Write{Op: sandbox.AppendChannel, Name: name, Messages: msgs})
 			}
 			return goja.Undefined()
 		}},

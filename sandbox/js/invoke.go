@@ -14,17 +14,17 @@ import (
 // global object of its own; see sandbox.Runtime for the errors. The script
 // is the body of a function run with the globals in scope
 // (docs/sandbox.md).
-func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	op := opName{r, "invoke", inv.Node}
 	if err := ctx.Err(); err != nil {
-		return fault.FromContext(err, op.String())
+		return sandbox.Outcome{}, fault.FromContext(err, op.String())
 	}
 	if inv.Script.Source == "" && len(inv.Script.Module) > 0 {
-		return fault.New(fault.Validation, op.String(), "the js runtime runs JavaScript source, not a WebAssembly module")
+		return sandbox.Outcome{}, fault.New(fault.Validation, op.String(), "the js runtime runs JavaScript source, not a WebAssembly module")
 	}
 	limits, err := r.callLimits(inv.Limits, op, inv.Node)
 	if err != nil {
-		return err
+		return sandbox.Outcome{}, err
 	}
 	name := scriptName(inv)
 	key := cacheKey(keyScript, name, inv.Script.Source)
@@ -32,12 +32,12 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
-		return err
+		return sandbox.Outcome{}, err
 	}
 	defer r.finish(c)
 	c.bindOp(ctx, op, inv.Node, limits)
 	c.prefixLen = len(scriptPrefix)
-	err = c.run(len(inv.Config) > 0, func() {
+	err = c.run(len(inv.CallConfig()) > 0, func() {
 		c.installGlobals(inv, comp.sharedGlobal)
 	}, func() error {
 		f, err := c.scriptFunc(comp)
@@ -47,13 +47,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
 		_, err = f(goja.Undefined())
 		return err
 	})
-	if inv.BoardBytesAfter != nil {
-		*inv.BoardBytesAfter = 0
-		if err == nil {
-			*inv.BoardBytesAfter, _ = c.meter.Exact()
-		}
-	}
-	return err
+	return sandbox.Outcome{Writes: c.board.Writes()}, err
 }
 
 // realmFor takes a slot and a realm for a call of the script of key and

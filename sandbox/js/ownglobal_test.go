@@ -123,7 +123,7 @@ func TestSharedGlobalKeepsNothing(t *testing.T) {
 	board := agent.NewBoard()
 	invoke := func(src string) {
 		t.Helper()
-		require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Board: board}))
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}}, board))
 	}
 	leak := `const key = ["con", "structor"].join("")
 		const make = [][key][key]
@@ -190,7 +190,7 @@ func runWithOwnGlobal(t *testing.T, r *Runtime, comp *compiled) (own []string, r
 	c.prefixLen = len(scriptPrefix)
 	var global, layer *goja.Object
 	_ = c.run(false, func() {
-		c.installGlobals(sandbox.Invocation{Node: "fuzz", Board: agent.NewBoard()}, false)
+		c.installGlobals(sandbox.Invocation{Node: "fuzz", Board: *agent.NewBoard()}, false)
 		global, layer = c.vm.GlobalObject(), c.apis.layer
 	}, func() error {
 		f, err := c.scriptFunc(comp)
@@ -246,7 +246,7 @@ func TestSharedGlobalSameBehaviour(t *testing.T) {
 	} {
 		run := func(source string) (map[string]any, string) {
 			board := agent.NewBoard()
-			err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: board, Script: sandbox.Script{Source: source}})
+			err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: source}}, board)
 			msg := ""
 			if err != nil {
 				msg = err.Error()

@@ -202,7 +202,7 @@ func (c *call) bindOp(parent context.Context, op opName, node string, limits san
 	c.stopped.Store(false)
 	c.mu.Unlock()
 	c.prefixLen = 0
-	c.meter.Reset(0)
+	c.board = sandbox.BoardView{}
 	clear(c.hostErrors)
 	c.joining = c.joining[:0]
 }
@@ -262,7 +262,7 @@ func (r *Runtime) release(c *call) {
 	c.mu.Lock()
 	c.ctx, c.parent = nil, nil
 	c.mu.Unlock()
-	c.board, c.abi, c.parallel, c.nodeType = nil, nil, nil, ""
+	c.board, c.abi, c.parallel, c.nodeType = sandbox.BoardView{}, nil, nil, ""
 	if c.runInfo != (sandbox.RunInfo{}) {
 		c.runInfo = sandbox.RunInfo{}
 	}

@@ -68,15 +68,13 @@ func TestPooledVMIsolation(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	first := agent.NewBoard()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "a", Script: sandbox.Script{Source: pollute},
-		Board: first, ABI: hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(1), Node: "a"}), Run: sandbox.RunInfo{RunID: "r1"},
-		Config: map[string]any{"k": 1.0}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "a", Script: sandbox.Script{Source: pollute}, ABI: hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(1), Node: "a"}), Run: sandbox.RunInfo{RunID: "r1"},
+		Config: map[string]any{"k": 1.0}}, first)
 	require.NoError(t, err)
 	vm := pooled(t, rt)
 	second := agent.NewBoard()
 	second.Vars["own"] = true
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "b", Script: sandbox.Script{Source: inspect},
-		Board: second, ABI: hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(2), Node: "b"}), Run: sandbox.RunInfo{RunID: "r2"}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "b", Script: sandbox.Script{Source: inspect}, ABI: hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(2), Node: "b"}), Run: sandbox.RunInfo{RunID: "r2"}}, second)
 	require.NoError(t, err)
 	assert.Same(t, vm, pooled(t, rt), "the second invocation ran on the same VM")
 	assert.Equal(t, []any{
@@ -108,14 +106,14 @@ func TestPooledVMDroppedAfterCodeOrStop(t *testing.T) {
 			rt, err := New(Options{PoolSize: 1, Limits: sandbox.Limits{WallTime: 50e6}})
 			require.NoError(t, err)
 			defer rt.Close()
-			inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `1`}, Board: agent.NewBoard()}
-			require.NoError(t, rt.Invoke(context.Background(), inv))
+			inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `1`}, Board: *agent.NewBoard()}
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, inv, nil))
 			vm := pooled(t, rt)
 			inv.Script.Source = src
-			_ = rt.Invoke(context.Background(), inv)
+			_ = sandbox.InvokeOn(context.Background(), rt, inv, nil)
 			assert.Zero(t, rt.realms.len(), "the VM went back to the pool")
 			inv.Script.Source = `1`
-			require.NoError(t, rt.Invoke(context.Background(), inv))
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, inv, nil))
 			assert.NotSame(t, vm, pooled(t, rt))
 		})
 	}
@@ -163,8 +161,7 @@ func TestPooledVMReusedScript(t *testing.T) {
 	for i, k := range []string{"first", "second", "third"} {
 		b := agent.NewBoard()
 		b.Vars["own"] = k
-		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src},
-			Board: b, Config: map[string]any{"k": k}})
+		err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Config: map[string]any{"k": k}}, b)
 		require.NoError(t, err)
 		assert.Equal(t, []any{"undefined", k, k, nil, true}, b.Vars["seen"], "run %d", i)
 		if vm == nil {

@@ -47,8 +47,6 @@ type Options struct {
 // (docs/sandbox.md). It implements sandbox.Runtime and io.Closer and is
 // safe for concurrent use.
 type Runtime struct {
-	sandbox.ExactBoardBytes // declared: its scripts write the board only through its BoardMeter
-
 	limits   sandbox.Limits
 	slots    *sandbox.Slots
 	programs *programCache
@@ -144,7 +142,6 @@ func New(o Options) (*Runtime, error) {
 		preparerDone: make(chan struct{}),
 	}
 	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
-	r.ExactBoardBytes = sandbox.DeclareExactBoardBytes(r)
 	go r.prepareSpares()
 	return r, nil
 }

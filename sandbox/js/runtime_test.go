@@ -25,7 +25,7 @@ import (
 func invoke(t *testing.T, rt *js.Runtime, src string) (*agent.Board, error) {
 	t.Helper()
 	b := agent.NewBoard()
-	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Board: b})
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}}, b)
 	return b, err
 }
 
@@ -99,8 +99,8 @@ func TestClose(t *testing.T) {
 	done := make(chan error, 1)
 	running := &signalABI{called: make(chan struct{})}
 	go func() {
-		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: agent.NewBoard(), ABI: running,
-			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}})
+		done <- sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", ABI: running,
+			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}}, agent.NewBoard())
 	}()
 	select {
 	case <-running.called: // the call runs its loop
@@ -130,12 +130,12 @@ func TestPoolLimitsConcurrency(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	busy := make(chan error, 1)
 	go func() {
-		busy <- rt.Invoke(ctx, sandbox.Invocation{Node: "busy", Script: sandbox.Script{Source: `for (;;) {}`}})
+		busy <- sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "busy", Script: sandbox.Script{Source: `for (;;) {}`}}, nil)
 	}()
 	require.Eventually(t, func() bool {
 		wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer wcancel()
-		err := rt.Invoke(wctx, sandbox.Invocation{Node: "waiter", Script: sandbox.Script{Source: `1`}})
+		err := sandbox.InvokeOn(wctx, rt, sandbox.Invocation{Node: "waiter", Script: sandbox.Script{Source: `1`}}, nil)
 		return fault.Is(err, fault.NotAvailable)
 	}, time.Minute, 10*time.Millisecond, "a second call must wait for the only slot")
 	cancel()
@@ -148,18 +148,18 @@ func TestPoolLimitsConcurrency(t *testing.T) {
 func TestLimitsNeverLoosened(t *testing.T) {
 	t.Parallel()
 	rt := mustNew(t, js.Options{Limits: sandbox.Limits{WallTime: 200 * time.Millisecond, StackDepth: 50}})
-	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `for (;;) {}`},
-		Limits: sandbox.Limits{WallTime: time.Hour}})
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `for (;;) {}`},
+		Limits: sandbox.Limits{WallTime: time.Hour}}, nil)
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, sandbox.LimitWallTime, le.Limit)
 	assert.Equal(t, int64(200*time.Millisecond), le.Max, "the runtime's wall time wins")
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `function f() { f() } f()`},
-		Limits: sandbox.Limits{StackDepth: 10000}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `function f() { f() } f()`},
+		Limits: sandbox.Limits{StackDepth: 10000}}, nil)
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, int64(50), le.Max)
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `1`},
-		Limits: sandbox.Limits{MemoryBytes: -1}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `1`},
+		Limits: sandbox.Limits{MemoryBytes: -1}}, nil)
 	sandboxtest.RequireKind(t, err, fault.Validation)
 }
 
@@ -179,7 +179,7 @@ func TestScriptShape(t *testing.T) {
 	assert.Equal(t, map[string]any{"then": 1.0, "async": 2.0}, b.Vars, "promise jobs run before the call returns")
 	_, err = invoke(t, rt, `}); (function() {`)
 	sandboxtest.RequireKind(t, err, fault.Validation)
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Module: []byte{0, 'a', 's', 'm'}}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Module: []byte{0, 'a', 's', 'm'}}}, nil)
 	sandboxtest.RequireKind(t, err, fault.Validation)
 }
 
@@ -191,8 +191,8 @@ func TestHostErrorKeepsItsChain(t *testing.T) {
 	sentinel := fault.New(fault.NotFound, "lookup", "no such thing")
 	abi := &funcABI{call: func(string, json.RawMessage) (json.RawMessage, error) { return nil, sentinel }}
 	b := agent.NewBoard()
-	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", ABI: abi, Board: b,
-		Script: sandbox.Script{Source: `try { host.thing() } catch (e) { board.setVar("seen", [e.code, e.message]) } host.thing()`}})
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", ABI: abi,
+		Script: sandbox.Script{Source: `try { host.thing() } catch (e) { board.setVar("seen", [e.code, e.message]) } host.thing()`}}, b)
 	require.ErrorIs(t, err, sentinel)
 	assert.True(t, errors.Is(err, fault.NotFound))
 	assert.Equal(t, []any{"not_found", "lookup: no such thing"}, b.Vars["seen"])
@@ -221,13 +221,13 @@ func TestConsoleRoutesToLog(t *testing.T) {
 	h := sandboxtest.NewHost(1)
 	run := agent.Run{ID: "r", Capabilities: []string{agent.CapLog}}
 	d := hostabi.NewDispatcher(hostabi.Config{Host: h, Run: run, Node: "n"})
-	err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", ABI: d,
-		Script: sandbox.Script{Source: `console.log("hello", {a: 1}, 2); console.warn("careful")`}})
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", ABI: d,
+		Script: sandbox.Script{Source: `console.log("hello", {a: 1}, 2); console.warn("careful")`}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []sandboxtest.LogLine{{Level: "info", Message: `hello {"a":1} 2`}, {Level: "warn", Message: "careful"}}, h.Logs())
 	refused := hostabi.NewDispatcher(hostabi.Config{Host: h, Run: agent.Run{ID: "r", Capabilities: []string{}}, Node: "n"})
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", ABI: refused,
-		Script: sandbox.Script{Source: `console.log("dropped")`}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", ABI: refused,
+		Script: sandbox.Script{Source: `console.log("dropped")`}}, nil)
 	require.NoError(t, err)
 	assert.Len(t, h.Logs(), 2)
 }
@@ -324,8 +324,8 @@ func TestDynamicCodeCachedApartFromScripts(t *testing.T) {
 			rt := mustNew(t, js.Options{})
 			for _, s := range tc.steps {
 				b := agent.NewBoard()
-				err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n",
-					Script: sandbox.Script{Name: s.name, Source: s.src}, Board: b})
+				err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+					Script: sandbox.Script{Name: s.name, Source: s.src}}, b)
 				require.NoError(t, err, "%s: %s", s.name, s.src)
 				if s.src != fnSrc {
 					assert.Equal(t, 1.0, b.Vars["x"], "%s: %s", s.name, s.src)
@@ -362,7 +362,7 @@ func TestArgumentsInArrowFunctions(t *testing.T) {
 		{`const f = (...args) => args.length; board.setVar("n", f(1, 2, 3, 4, 5))`, 5.0},
 	} {
 		b := agent.NewBoard()
-		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "args", Board: b, Script: sandbox.Script{Source: tc.src}})
+		err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "args", Script: sandbox.Script{Source: tc.src}}, b)
 		if tc.want == nil {
 			require.Error(t, err, tc.src)
 			assert.ErrorIs(t, err, fault.Validation, tc.src)
@@ -398,13 +398,13 @@ func TestCompileErrorWithoutSlot(t *testing.T) {
 	running := &signalABI{called: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "busy", Board: agent.NewBoard(), ABI: running,
-			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}})
+		done <- sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "busy", ABI: running,
+			Script: sandbox.Script{Source: `host.log("info", "running"); for (;;) {}`}}, agent.NewBoard())
 	}()
 	<-running.called
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err = rt.Invoke(ctx, sandbox.Invocation{Node: "bad", Board: agent.NewBoard(), Script: sandbox.Script{Source: `)(`}})
+	err = sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "bad", Script: sandbox.Script{Source: `)(`}}, agent.NewBoard())
 	sandboxtest.RequireKind(t, err, fault.Validation)
 	require.NoError(t, rt.Close())
 	sandboxtest.RequireKind(t, <-done, fault.Aborted)

@@ -62,13 +62,13 @@ func TestBlockingCallFreesSlot(t *testing.T) {
 	first := agent.NewBoard()
 	done := make(chan error, 1)
 	go func() {
-		done <- rt.Invoke(ctx, sandbox.Invocation{Node: "asks", ABI: abi, Board: first,
-			Script: sandbox.Script{Source: `board.setVar("answer", host.askUser({parts: []}).parts[0].text)`}})
+		done <- sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "asks", ABI: abi,
+			Script: sandbox.Script{Source: `board.setVar("answer", host.askUser({parts: []}).parts[0].text)`}}, first)
 	}()
 	<-entered
 	second := agent.NewBoard()
-	require.NoError(t, rt.Invoke(ctx, sandbox.Invocation{Node: "other", Board: second,
-		Script: sandbox.Script{Source: `board.setVar("x", 1)`}}))
+	require.NoError(t, sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "other",
+		Script: sandbox.Script{Source: `board.setVar("x", 1)`}}, second))
 	assert.Equal(t, 1.0, second.Vars["x"])
 	close(answer)
 	require.NoError(t, <-done)
@@ -90,15 +90,14 @@ func TestNestedDelegationDeeperThanPool(t *testing.T) {
 				return json.RawMessage(fmt.Sprintf(`{"depth": %d}`, level)), nil
 			}
 			b := agent.NewBoard()
-			if err := rt.Invoke(ctx, sandbox.Invocation{Node: fmt.Sprintf("level%d", level+1), ABI: abiAt(level + 1),
-				Board: b, Script: script}); err != nil {
+			if err := sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: fmt.Sprintf("level%d", level+1), ABI: abiAt(level + 1), Script: script}, b); err != nil {
 				return nil, err
 			}
 			return json.Marshal(map[string]any{"depth": b.Vars["depth"]})
 		}}
 	}
 	b := agent.NewBoard()
-	require.NoError(t, rt.Invoke(waitCtx(t), sandbox.Invocation{Node: "level1", ABI: abiAt(1), Board: b, Script: script}))
+	require.NoError(t, sandbox.InvokeOn(waitCtx(t), rt, sandbox.Invocation{Node: "level1", ABI: abiAt(1), Script: script}, b))
 	assert.Equal(t, float64(depth), b.Vars["depth"])
 }
 
@@ -117,8 +116,8 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	defer cancelAsk()
 	asked := make(chan error, 1)
 	go func() {
-		asked <- rt.Invoke(askCtx, sandbox.Invocation{Node: "asks", ABI: abi, Board: agent.NewBoard(),
-			Script: sandbox.Script{Source: `host.askUser({parts: []}); board.setVar("after", true)`}})
+		asked <- sandbox.InvokeOn(askCtx, rt, sandbox.Invocation{Node: "asks", ABI: abi,
+			Script: sandbox.Script{Source: `host.askUser({parts: []}); board.setVar("after", true)`}}, agent.NewBoard())
 	}()
 	<-entered
 	// The slot goes to a call that spins until cancelled.
@@ -126,8 +125,8 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	defer cancelSpin()
 	spun := make(chan error, 1)
 	go func() {
-		spun <- rt.Invoke(spinCtx, sandbox.Invocation{Node: "spins", Board: agent.NewBoard(),
-			Script: sandbox.Script{Source: `for (;;) {}`}})
+		spun <- sandbox.InvokeOn(spinCtx, rt, sandbox.Invocation{Node: "spins",
+			Script: sandbox.Script{Source: `for (;;) {}`}}, agent.NewBoard())
 	}()
 	time.Sleep(50 * time.Millisecond) // lets the spinning call take the slot; the outcome is the same either way
 	close(answer)
@@ -139,6 +138,6 @@ func TestStopWhileWaitingForSlot(t *testing.T) {
 	cancelSpin()
 	require.Error(t, <-spun)
 	b := agent.NewBoard()
-	require.NoError(t, rt.Invoke(waitCtx(t), sandbox.Invocation{Node: "next", Board: b,
-		Script: sandbox.Script{Source: `board.setVar("x", 1)`}}))
+	require.NoError(t, sandbox.InvokeOn(waitCtx(t), rt, sandbox.Invocation{Node: "next",
+		Script: sandbox.Script{Source: `board.setVar("x", 1)`}}, b))
 }

@@ -23,8 +23,7 @@ func waitSpare(t *testing.T, rt *Runtime) *call {
 
 func invokeSrc(t *testing.T, rt *Runtime, src string) error {
 	t.Helper()
-	return rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src},
-		Board: agent.NewBoard()})
+	return sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}}, agent.NewBoard())
 }
 
 // A dropped VM is replaced ahead: the next call runs on the spare the
@@ -92,10 +91,10 @@ func TestSymbolRegistryBounded(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close()
 	b := agent.NewBoard()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b, Script: sandbox.Script{Source: `
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
 		board.setVar("same", Symbol.for("a") === Symbol.for("a") && Symbol.for(1) === Symbol.for("1"));
 		board.setVar("key", Symbol.keyFor(Symbol.for("k")));
-		board.setVar("apart", Symbol.for("a") !== Symbol("a"));`}})
+		board.setVar("apart", Symbol.for("a") !== Symbol("a"));`}}, b)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"same": true, "key": "k", "apart": true}, b.Vars)
 	vm := pooled(t, rt)

@@ -46,7 +46,7 @@ func newTreeChecker(t testing.TB) *treeChecker {
 	require.NoError(t, err)
 	c.bind(context.Background(), "tree", "n", rt.Limits())
 	t.Cleanup(c.cancel)
-	c.installGlobals(sandbox.Invocation{Node: "n", Board: agent.NewBoard()}, true)
+	c.installGlobals(sandbox.Invocation{Node: "n", Board: *agent.NewBoard()}, true)
 	v, err := c.vm.RunString(sameValue)
 	require.NoError(t, err)
 	same, ok := goja.AssertFunction(v)

@@ -156,7 +156,7 @@ func setUpCall(t *testing.T, rt *Runtime, shared bool) *call {
 	board := agent.NewBoard()
 	board.Vars["v"] = map[string]any{"list": []any{1.0, "two"}, "at": "2024-01-01T00:00:00Z"}
 	board.Append(agent.MainChannel, message.NewTextMessage(message.RoleUser, "hello"))
-	inv := sandbox.Invocation{Node: "n", Type: "script", Board: board, ABI: walkABI{},
+	inv := sandbox.Invocation{Node: "n", Type: "script", Board: *board, ABI: walkABI{},
 		Config: map[string]any{"nested": map[string]any{"k": []any{true}}},
 		Run:    sandbox.RunInfo{RunID: "r"}, Parallel: func(string, string) bool { return false }}
 	if shared {

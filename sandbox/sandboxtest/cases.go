@@ -71,7 +71,7 @@ func boardCases() []Case {
 		{"board vars", "getVar, setVar, hasVar, deleteVar and getVars read and write the board's vars as JSON values.", boardVars},
 		{"board reads are copies", "A value read from the board is a copy: changing it changes the board only through setVar.", boardCopies},
 		{"board channels", "channel never returns null; setChannel and appendChannel write valid messages; MAIN_CHANNEL is the main channel.", boardChannels},
-		{"board size reported", "A board size a runtime reports after a call (Invocation.BoardBytesAfter) is exactly BoardJSONBytes of the board, whether or not the caller handed it the size (Invocation.BoardBytes); a runtime that declares exact sizes (sandbox.ExactBoardBytes) reports after every call.", boardSizeReported},
+		{"board writes measured", "A call's writes (Outcome.Writes), applied to the board it was handed, count the board's size exactly (Writes.ApplyMeasured equals BoardJSONBytes), whether or not the caller handed it the size (Invocation.BoardBytes); the board handed in is never written.", boardWritesMeasured},
 		{"board invalid messages", "appendChannel and setChannel throw a validation error for an invalid message and write nothing.", boardInvalid},
 		{"board reserved names", "Vars and channels whose names start with __ (but the main channel) are the kernel's: writing them throws a validation error.", boardReserved},
 		{"board resolve", "resolve keeps a lone reference's type and applies defaults; resolveString formats; a missing var without a default throws validation.", boardResolve},

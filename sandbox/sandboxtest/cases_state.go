@@ -82,8 +82,9 @@ func concurrentIsolation(t *testing.T, env *Env) {
 			defer wg.Done()
 			c := Call{Program: "concurrent", Config: map[string]any{"id": fmt.Sprint("run-", i)}}
 			ctx, inv, res := env.invocation(c, script)
-			res.Err = env.Runtime.Invoke(ctx, inv)
-			results[i] = res
+			before := res.Board.Clone()
+			out, err := env.Runtime.Invoke(ctx, inv)
+			results[i] = env.complete(t, before, res, out, err)
 		}()
 	}
 	wg.Wait()

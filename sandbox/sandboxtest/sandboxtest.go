@@ -2,6 +2,7 @@ package sandboxtest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -80,8 +81,8 @@ type Call struct {
 	Limits   sandbox.Limits
 	Ctx      context.Context
 	Parallel func(nodeID, reason string) bool
-	// StaticConfig marks Config as the node's unchanging config
-	// (sandbox.Invocation.StaticConfig).
+	// StaticConfig hands Config with the script, as the node's unchanging
+	// config (sandbox.Script.Config), rather than with the call.
 	StaticConfig bool
 	// BoardBytes is the board's size handed to the runtime
 	// (sandbox.Invocation.BoardBytes); 0 hands none.
@@ -90,14 +91,18 @@ type Call struct {
 
 // Result is what an invocation left behind.
 type Result struct {
-	Err        error
+	Err error
+	// Board is the call's board with the Outcome's writes applied, as the
+	// graph engine applies them.
 	Board      *agent.Board
+	Outcome    sandbox.Outcome
 	Host       agent.Host
 	Journal    *hostabi.Journal
 	Dispatcher *hostabi.Dispatcher
-	// BoardBytesAfter is the board's size the runtime reported
-	// (sandbox.Invocation.BoardBytesAfter); 0 when it reported none.
-	BoardBytesAfter int64
+	// BoardBytes is Board's size as counted while the writes were applied
+	// (Writes.ApplyMeasured, from Call.BoardBytes); 0 when it could not be
+	// counted exactly.
+	BoardBytes int64
 }
 
 // RunID is the run id of every invocation the suite makes.
@@ -109,8 +114,25 @@ func (e *Env) Invoke(t *testing.T, c Call) Result {
 	t.Helper()
 	script := e.Script(t, c.Program)
 	ctx, inv, res := e.invocation(c, script)
-	res.Err = e.Runtime.Invoke(ctx, inv)
-	res.BoardBytesAfter = *inv.BoardBytesAfter
+	before := res.Board.Clone()
+	out, err := e.Runtime.Invoke(ctx, inv)
+	return e.complete(t, before, res, out, err)
+}
+
+// complete checks that the runtime left the board it was handed as it was
+// (its writes come back in the outcome), then applies the writes.
+func (e *Env) complete(t *testing.T, before *agent.Board, res Result, out sandbox.Outcome, err error) Result {
+	if !reflect.DeepEqual(before, res.Board) {
+		t.Errorf("runtime %q wrote the board it was handed: it must return its writes in the outcome", e.Runtime.Name())
+	}
+	res.Err, res.Outcome = err, out
+	start := int64(0)
+	if n, merr := sandbox.BoardJSONBytes(res.Board); merr == nil {
+		start = n
+	}
+	if size, exact := out.Writes.ApplyMeasured(res.Board, start); exact {
+		res.BoardBytes = size
+	}
 	return res
 }
 
@@ -131,10 +153,12 @@ func (e *Env) invocation(c Call, script sandbox.Script) (context.Context, sandbo
 	j := hostabi.NewJournal()
 	d := hostabi.NewDispatcher(hostabi.Config{Host: c.Host, Run: run, Node: c.Node, Limits: c.Limits, Journal: j})
 	inv := sandbox.Invocation{
-		Node: c.Node, Type: "script", Script: script, Config: c.Config, Board: c.Board, ABI: d,
+		Node: c.Node, Type: "script", Script: script, Config: c.Config, Board: *c.Board, ABI: d,
 		Run:    sandbox.RunInfo{RunID: run.ID, TaskID: "task-1", AgentID: run.AgentID, ContextID: run.ContextID},
-		Limits: c.Limits, Parallel: c.Parallel, StaticConfig: c.StaticConfig,
-		BoardBytes: c.BoardBytes, BoardBytesAfter: new(int64),
+		Limits: c.Limits, Parallel: c.Parallel, BoardBytes: c.BoardBytes,
+	}
+	if c.StaticConfig {
+		inv.Script.Config, inv.Config = c.Config, nil
 	}
 	return c.Ctx, inv, Result{Board: c.Board, Host: c.Host, Journal: j, Dispatcher: d}
 }
@@ -157,11 +181,19 @@ func (e *Env) InvokeBounded(t *testing.T, c Call) Result {
 	t.Helper()
 	script := e.Script(t, c.Program)
 	ctx, inv, res := e.invocation(c, script)
-	done := make(chan error, 1)
-	go func() { done <- e.Runtime.Invoke(ctx, inv) }()
+	before := res.Board.Clone()
+	type ended struct {
+		out sandbox.Outcome
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		out, err := e.Runtime.Invoke(ctx, inv)
+		done <- ended{out, err}
+	}()
 	select {
-	case res.Err = <-done:
-		res.BoardBytesAfter = *inv.BoardBytesAfter
+	case end := <-done:
+		res = e.complete(t, before, res, end.out, end.err)
 	case <-time.After(waitTimeout):
 		t.Fatalf("program %q did not stop within %s", c.Program, waitTimeout)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/corral-rt/corral/sandbox/sandboxtest"
@@ -20,35 +20,36 @@ import (
 // flawed wraps the js runtime and breaks one rule on demand.
 type flawed struct {
 	sandbox.Runtime
-	flaw   string
-	mu     sync.Mutex
-	shared *agent.Board
+	flaw string
+	mu   sync.Mutex
+	last sandbox.Writes // the last call's writes
 }
 
-func (f *flawed) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (f *flawed) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	switch f.flaw {
 	case "ignores limits":
 		inv.Limits = sandbox.Limits{}
 	case "no abi":
 		inv.ABI = nil
-	case "shares one board":
+	case "leaks writes between calls":
+		out, err := f.Runtime.Invoke(ctx, inv)
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.shared == nil {
-			f.shared = agent.NewBoard()
-		}
-		for k, v := range inv.Board.Vars {
-			f.shared.Vars[k] = v
-		}
-		err := f.Runtime.Invoke(ctx, inv)
-		*inv.Board = *f.shared.Clone()
-		return err
+		own := out.Writes
+		out.Writes = append(slices.Clip(own), f.last...)
+		f.last = own
+		return out, err
+	case "writes the board it is handed":
+		out, err := f.Runtime.Invoke(ctx, inv)
+		b := inv.Board
+		out.Writes.Apply(&b)
+		return out, err
 	}
-	err := f.Runtime.Invoke(ctx, inv)
+	out, err := f.Runtime.Invoke(ctx, inv)
 	if f.flaw == "swallows errors" {
-		return nil
+		return out, nil
 	}
-	return err
+	return out, err
 }
 
 func (f *flawed) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
@@ -99,11 +100,12 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		t.Skip("starts child processes")
 	}
 	for flaw, failing := range map[string]string{
-		"ignores limits":   "wall_time",
-		"no abi":           "capability_granted",
-		"swallows errors":  "signal_error",
-		"shares one board": "concurrent_isolation",
-		"cannot eval":      "eval_condition",
+		"ignores limits":                "wall_time",
+		"no abi":                        "capability_granted",
+		"swallows errors":               "signal_error",
+		"leaks writes between calls":    "concurrent_isolation",
+		"writes the board it is handed": "board_writes_measured",
+		"cannot eval":                   "eval_condition",
 	} {
 		t.Run(flaw, func(t *testing.T) {
 			t.Parallel()

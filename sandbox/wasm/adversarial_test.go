@@ -96,8 +96,8 @@ func TestAdversarialModules(t *testing.T) {
 	suite := guests.Build(t, suiteGuest)
 	// Compile the Go guest first (minutes under the race detector): the
 	// attacks' bound is for running, not compiling.
-	require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "warm",
-		Script: sandbox.Script{Module: suite, Entry: "noop"}, Board: agent.NewBoard()}))
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "warm",
+		Script: sandbox.Script{Module: suite, Entry: "noop"}}, agent.NewBoard()))
 	ok := watModule(t, "ok")
 	all := attacks()
 	require.GreaterOrEqual(t, len(all), 15)
@@ -129,8 +129,8 @@ func TestAdversarialModules(t *testing.T) {
 				a.check(t, host)
 			}
 			next := agent.NewBoard()
-			require.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "next",
-				Script: sandbox.Script{Module: ok, Entry: "run"}, Board: next}), "the next call after %s", a.name)
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Module: ok, Entry: "run"}}, next), "the next call after %s", a.name)
 			assert.Equal(t, true, next.Vars["ok"])
 		})
 	}
@@ -152,9 +152,9 @@ func runAttack(t *testing.T, rt *wasm.Runtime, a attack, bin []byte) (*sandboxte
 	d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: "attacker", Limits: limits})
 	done := make(chan error, 1)
 	go func() {
-		done <- rt.Invoke(context.Background(), sandbox.Invocation{Node: "attacker",
-			Script: sandbox.Script{Module: bin, Entry: a.entry}, Board: agent.NewBoard(), ABI: d, Limits: limits,
-			Run: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID}})
+		done <- sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+			Script: sandbox.Script{Module: bin, Entry: a.entry}, ABI: d, Limits: limits,
+			Run: sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID}}, agent.NewBoard())
 	}()
 	select {
 	case err := <-done:
@@ -206,8 +206,8 @@ func TestRecursionEndsAtTheEnginesCeiling(t *testing.T) {
 	for _, name := range []string{"recursion", "deep_recursion"} {
 		resetPeak()
 		before, _ := rss()
-		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "deep", Board: agent.NewBoard(),
-			Script: sandbox.Script{Module: watModule(t, name), Entry: "run"}})
+		err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "deep",
+			Script: sandbox.Script{Module: watModule(t, name), Entry: "run"}}, agent.NewBoard())
 		_, peak := rss()
 		t.Logf("%s: peak RSS %d MiB (%d MiB before)", name, peak>>20, before>>20)
 		sandboxtest.RequireLimit(t, err, sandbox.LimitStack, "deep")

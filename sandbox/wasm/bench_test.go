@@ -150,14 +150,14 @@ func BenchmarkInvoke(b *testing.B) {
 					defer rt.BeginRun(context.Background(), info)()
 				}
 				inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Module: g.bin, Entry: g.entry}, Run: info,
-					Board: agent.NewBoard()}
-				if err := rt.Invoke(context.Background(), inv); err != nil {
+					Board: *agent.NewBoard()}
+				if err := sandbox.InvokeOn(context.Background(), rt, inv, nil); err != nil {
 					b.Fatal(err) // compiles the module
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					inv.Board = agent.NewBoard()
-					if err := rt.Invoke(context.Background(), inv); err != nil {
+					inv.Board = *agent.NewBoard()
+					if err := sandbox.InvokeOn(context.Background(), rt, inv, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -181,8 +181,8 @@ func BenchmarkHostCallRoundTrip(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d := hostabi.NewDispatcher(hostabi.Config{Host: host, Run: run, Node: "n"})
-		if err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n",
-			Script: sandbox.Script{Module: bin, Entry: "run"}, ABI: d}); err != nil {
+		if err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+			Script: sandbox.Script{Module: bin, Entry: "run"}, ABI: d}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

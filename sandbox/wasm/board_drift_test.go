@@ -19,8 +19,9 @@ import (
 func TestBoardOverwritesCannotDriftPastTheLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
-	st := &callState{inv: sandbox.Invocation{Node: "n", Board: agent.NewBoard()},
+	st := &callState{inv: sandbox.Invocation{Node: "n", Board: *agent.NewBoard()},
 		limits: sandbox.Limits{MaxBoardBytes: limit, MaxValueBytes: limit}.WithDefaults()}
+	st.board.Reset(st.inv.Board, 0) // as Invoke starts it
 	set := func(name, v string) error {
 		_, err := boardSetVar(context.Background(), st, []byte(`["`+name+`",`+v+`]`))
 		return err
@@ -38,7 +39,7 @@ func TestBoardOverwritesCannotDriftPastTheLimit(t *testing.T) {
 	var le *sandbox.LimitError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, sandbox.LimitBoardBytes, le.Limit)
-	data, jerr := json.Marshal(st.inv.Board.Vars)
+	data, jerr := json.Marshal(st.board.Vars())
 	require.NoError(t, jerr)
 	require.LessOrEqual(t, len(data), limit)
 }
@@ -50,9 +51,9 @@ func TestBoardBytesHintIsTheStartingCount(t *testing.T) {
 	t.Parallel()
 	const limit = 1000
 	for _, hint := range []int64{0, limit - 10} {
-		st := &callState{inv: sandbox.Invocation{Node: "n", Board: agent.NewBoard(), BoardBytes: hint},
+		st := &callState{inv: sandbox.Invocation{Node: "n", Board: *agent.NewBoard(), BoardBytes: hint},
 			limits: sandbox.Limits{MaxBoardBytes: limit, MaxValueBytes: limit}.WithDefaults()}
-		st.meter.Reset(hint) // as Invoke starts it
+		st.board.Reset(st.inv.Board, hint) // as Invoke starts it
 		_, err := boardSetVar(context.Background(), st, []byte(`["a","`+strings.Repeat("x", 50)+`"]`))
 		if hint == 0 {
 			require.NoError(t, err, "the measured board has room")

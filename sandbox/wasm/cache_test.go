@@ -33,8 +33,8 @@ func TestCompiledModulesAreBounded(t *testing.T) {
 	held, err := rt.compile(ctx, "held", variant(bin, "held"))
 	require.NoError(t, err)
 	for i := range 10 {
-		require.NoError(t, rt.Invoke(ctx, sandbox.Invocation{Node: "n", Board: agent.NewBoard(),
-			Script: sandbox.Script{Module: variant(bin, fmt.Sprint("m", i)), Entry: "run"}}))
+		require.NoError(t, sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "n",
+			Script: sandbox.Script{Module: variant(bin, fmt.Sprint("m", i)), Entry: "run"}}, agent.NewBoard()))
 		rt.mu.Lock()
 		assert.LessOrEqual(t, len(rt.modules), 3)
 		assert.Len(t, rt.order, len(rt.modules))
@@ -42,8 +42,8 @@ func TestCompiledModulesAreBounded(t *testing.T) {
 		rt.mu.Unlock()
 	}
 	rt.release(held)
-	require.NoError(t, rt.Invoke(ctx, sandbox.Invocation{Node: "n", Board: agent.NewBoard(),
-		Script: sandbox.Script{Module: variant(bin, "last"), Entry: "run"}}))
+	require.NoError(t, sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "n",
+		Script: sandbox.Script{Module: variant(bin, "last"), Entry: "run"}}, agent.NewBoard()))
 	rt.mu.Lock()
 	assert.NotContains(t, rt.modules, held.key, "released once no longer in use")
 	rt.mu.Unlock()

@@ -38,9 +38,10 @@ type callState struct {
 	mu   sync.Mutex
 	stop error // why the call stopped; a doneSignal for signal.done
 
-	// meter keeps the board's size as JSON through the call's writes,
-	// from the size the invocation gives or measured at the first write.
-	meter sandbox.BoardMeter
+	// board is the invocation's board under the call's writes, which
+	// counts its size from the size the invocation gives (or measured at
+	// the first write).
+	board sandbox.BoardView
 }
 
 type callKey struct{}

@@ -31,18 +31,3 @@ func TestConformance(t *testing.T) {
 	progs := sandboxtest.WasmPrograms(guests.Build(t, suiteGuest))
 	sandboxtest.RunPrograms(t, newRuntime, progs)
 }
-
-// The wasm runtime declares exact board sizes and reports the board's size
-// after a call, whether or not it was handed the size before: the graph
-// engine then need not measure the board after a script node's wave.
-func TestReportsBoardSize(t *testing.T) {
-	t.Parallel()
-	env := &sandboxtest.Env{Runtime: newRuntime(t), Programs: sandboxtest.WasmPrograms(guests.Build(t, suiteGuest))}
-	require.True(t, sandbox.ReportsExactBoardBytes(env.Runtime))
-	require.False(t, sandbox.ReportsExactBoardBytes(struct{ sandbox.Runtime }{env.Runtime}), "a wrapper does not inherit the declaration")
-	res := env.Invoke(t, sandboxtest.Call{Program: "board_channels"})
-	require.NoError(t, res.Err)
-	want, err := sandbox.BoardJSONBytes(res.Board)
-	require.NoError(t, err)
-	require.Equal(t, want, res.BoardBytesAfter)
-}

@@ -18,8 +18,8 @@ func ExampleRuntime_Invoke() {
 		panic(err)
 	}
 	defer rt.Close()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "greet",
-		Script: sandbox.Script{Module: []byte("not wasm"), Entry: "node"}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "greet",
+		Script: sandbox.Script{Module: []byte("not wasm"), Entry: "node"}}, nil)
 	fmt.Println(errors.Is(err, fault.Validation))
 	_, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: "true"})
 	fmt.Println(errors.Is(err, fault.NotAvailable))

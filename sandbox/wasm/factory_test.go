@@ -62,11 +62,11 @@ func TestInterpreterAndClose(t *testing.T) {
 	assert.Equal(t, 3*time.Second, rt.Limits().WallTime)
 	assert.Equal(t, int64(sandbox.DefaultMemoryBytes), rt.Limits().MemoryBytes)
 	b := agent.NewBoard()
-	inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Module: watModule(t, "ok"), Entry: "run"}, Board: b}
-	require.NoError(t, rt.Invoke(context.Background(), inv))
+	inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Module: watModule(t, "ok"), Entry: "run"}}
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, inv, b))
 	assert.Equal(t, true, b.Vars["ok"])
 	require.NoError(t, rt.Close())
-	err = rt.Invoke(context.Background(), inv)
+	_, err = rt.Invoke(context.Background(), inv)
 	assert.True(t, errors.Is(err, fault.NotAvailable), "%v", err)
 }
 
@@ -76,9 +76,9 @@ func TestModuleRefusals(t *testing.T) {
 	rt, err := wasm.New(wasm.Options{MaxModuleBytes: 64})
 	require.NoError(t, err)
 	defer rt.Close()
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "big", Script: sandbox.Script{Module: watModule(t, "ok"), Entry: "run"}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "big", Script: sandbox.Script{Module: watModule(t, "ok"), Entry: "run"}}, nil)
 	assert.True(t, errors.Is(err, fault.Validation), "%v", err)
 	assert.Contains(t, err.Error(), "big")
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "js", Script: sandbox.Script{Source: "1"}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "js", Script: sandbox.Script{Source: "1"}}, nil)
 	assert.True(t, errors.Is(err, fault.Validation), "%v", err)
 }

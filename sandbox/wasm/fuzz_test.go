@@ -56,8 +56,10 @@ func (ft *fuzzTarget) state() *callState {
 	run := agent.Run{ID: "run-1", AgentID: "agent", Capabilities: grants}
 	limits := sandbox.Limits{MaxValueBytes: 4096}.WithDefaults()
 	d := hostabi.NewDispatcher(hostabi.Config{Host: agent.NoopHost{}, Run: run, Node: "fuzz", Limits: limits})
-	return &callState{rt: ft.rt, ctx: context.Background(), op: "fuzz", limits: limits,
-		inv: sandbox.Invocation{Node: "fuzz", Board: b, ABI: d, Parallel: func(string, string) bool { return true }}}
+	st := &callState{rt: ft.rt, ctx: context.Background(), op: "fuzz", limits: limits,
+		inv: sandbox.Invocation{Node: "fuzz", Board: *b, ABI: d, Parallel: func(string, string) bool { return true }}}
+	st.board.Reset(st.inv.Board, 0)
+	return st
 }
 
 // call writes data at off into the guest's memory and calls fn with the

@@ -17,47 +17,41 @@ import (
 // inv.Script.Module, in a fresh instance (or, inside a run begun with
 // BeginRun, the run's instance of a heavy module). See sandbox.Runtime for
 // the errors.
-func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) error {
+func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	op := opFor("invoke", inv.Node)
 	if err := ctx.Err(); err != nil {
-		return fault.FromContext(err, op)
+		return sandbox.Outcome{}, fault.FromContext(err, op)
 	}
 	if r.isClosed() {
-		return fault.New(fault.NotAvailable, op, "runtime closed")
+		return sandbox.Outcome{}, fault.New(fault.NotAvailable, op, "runtime closed")
 	}
 	if len(inv.Script.Module) == 0 {
-		return fault.New(fault.Validation, op, "the wasm runtime runs a WebAssembly module, not JavaScript source")
+		return sandbox.Outcome{}, fault.New(fault.Validation, op, "the wasm runtime runs a WebAssembly module, not JavaScript source")
 	}
 	limits, err := r.callLimits(inv.Limits, op, inv.Node)
 	if err != nil {
-		return err
+		return sandbox.Outcome{}, err
 	}
 	m, err := r.compile(ctx, inv.Node, inv.Script.Module)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return sandbox.Outcome{}, fmt.Errorf("%s: %w", op, err)
 	}
 	defer r.release(m)
 	if err := m.exportsFor(inv.Script.Entry); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return sandbox.Outcome{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := r.acquire(ctx, op); err != nil {
-		return err
+		return sandbox.Outcome{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, limits.WallTime)
 	defer cancel()
 	stopOnClose := context.AfterFunc(r.closeCtx, cancel)
 	defer stopOnClose()
 	st := &callState{rt: r, ctx: callCtx, parent: ctx, inv: inv, op: op, limits: limits, slotHeld: true}
-	st.meter.Reset(inv.BoardBytes)
+	st.board.Reset(inv.Board, inv.BoardBytes)
 	defer func() { r.leave(st.slotHeld) }()
 	err = r.run(callCtx, ctx, m, st)
-	if inv.BoardBytesAfter != nil {
-		*inv.BoardBytesAfter = 0
-		if err == nil {
-			*inv.BoardBytesAfter, _ = st.meter.Exact()
-		}
-	}
-	return err
+	return sandbox.Outcome{Writes: st.board.Writes()}, err
 }
 
 // callLimits is the runtime's limits tightened by a call's own.
@@ -128,7 +122,7 @@ func (st *callState) call(ctx context.Context, inst *instance) error {
 
 // input is the JSON the entry receives (docs/hostabi.md).
 func (st *callState) input() ([]byte, error) {
-	cfg := st.inv.Config
+	cfg := st.inv.CallConfig()
 	if cfg == nil {
 		cfg = map[string]any{}
 	}

@@ -83,19 +83,12 @@ func oneString(fn string, args []byte) (string, error) {
 	return argString(fn, a[0])
 }
 
-func board(st *callState) *agent.Board {
-	if st.inv.Board == nil {
-		st.inv.Board = agent.NewBoard()
-	}
-	return st.inv.Board
-}
-
 func boardGetVar(_ context.Context, st *callState, args []byte) (json.RawMessage, error) {
 	name, err := oneString("board.getVar", args)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := board(st).Vars[name]
+	v, ok := st.board.Var(name)
 	if !ok {
 		return nil, nil
 	}
@@ -124,15 +117,7 @@ func boardSetVar(_ context.Context, st *callState, args []byte) (json.RawMessage
 	if err := json.Unmarshal(a[1], &v); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, fn, "value")
 	}
-	b := board(st)
-	if err := st.growBoard(st.meter.SetVar(b, name, v)); err != nil {
-		return nil, err
-	}
-	if b.Vars == nil {
-		b.Vars = map[string]any{}
-	}
-	b.Vars[name] = v
-	return nil, nil
+	return nil, st.writeBoard(sandbox.Write{Op: sandbox.SetVar, Name: name, Value: v})
 }
 
 func boardDeleteVar(_ context.Context, st *callState, args []byte) (json.RawMessage, error) {
@@ -144,10 +129,7 @@ func boardDeleteVar(_ context.Context, st *callState, args []byte) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	b := board(st)
-	st.meter.Commit(st.meter.DeleteVar(b, name))
-	delete(b.Vars, name)
-	return nil, nil
+	return nil, st.writeBoard(sandbox.Write{Op: sandbox.DeleteVar, Name: name})
 }
 
 func boardHasVar(_ context.Context, st *callState, args []byte) (json.RawMessage, error) {
@@ -155,7 +137,7 @@ func boardHasVar(_ context.Context, st *callState, args []byte) (json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	_, ok := board(st).Vars[name]
+	_, ok := st.board.Var(name)
 	return marshal("board.hasVar", ok)
 }
 
@@ -163,7 +145,7 @@ func boardGetVars(_ context.Context, st *callState, args []byte) (json.RawMessag
 	if _, err := argv("board.getVars", args, 0, 0); err != nil {
 		return nil, err
 	}
-	vars := maps.Clone(board(st).Vars)
+	vars := st.board.Vars()
 	if vars == nil {
 		vars = map[string]any{}
 	}
@@ -175,7 +157,7 @@ func boardResolve(_ context.Context, st *callState, args []byte) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	v, err := sandbox.Resolve(board(st).Vars, s)
+	v, err := sandbox.Resolve(st.board.Vars(), s)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +169,7 @@ func boardResolveString(_ context.Context, st *callState, args []byte) (json.Raw
 	if err != nil {
 		return nil, err
 	}
-	v, err := sandbox.ResolveString(board(st).Vars, s)
+	v, err := sandbox.ResolveString(st.board.Vars(), s)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +181,7 @@ func boardChannel(_ context.Context, st *callState, args []byte) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	msgs := board(st).Channel(name)
+	msgs := st.board.Channel(name)
 	if msgs == nil {
 		msgs = []message.Message{}
 	}
@@ -220,15 +202,7 @@ func boardSetChannel(_ context.Context, st *callState, args []byte) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	b := board(st)
-	if err := st.growBoard(st.meter.SetChannel(b, name, msgs)); err != nil {
-		return nil, err
-	}
-	if b.Channels == nil {
-		b.Channels = map[string][]message.Message{}
-	}
-	b.Channels[name] = msgs
-	return nil, nil
+	return nil, st.writeBoard(sandbox.Write{Op: sandbox.SetChannel, Name: name, Messages: msgs})
 }
 
 func boardAppendChannel(_ context.Context, st *callState, args []byte) (json.RawMessage, error) {
@@ -245,12 +219,7 @@ func boardAppendChannel(_ context.Context, st *callState, args []byte) (json.Raw
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}
-	b := board(st)
-	if err := st.growBoard(st.meter.AppendChannel(b, name, msgs)); err != nil {
-		return nil, err
-	}
-	b.Append(name, msgs...)
-	return nil, nil
+	return nil, st.writeBoard(sandbox.Write{Op: sandbox.AppendChannel, Name: name, Messages: msgs})
 }
 
 func varName(fn string, v json.RawMessage) (string, error) {
@@ -413,14 +382,12 @@ func guestFail(_ context.Context, st *callState, args []byte) (json.RawMessage, 
 	return nil, nil
 }
 
-// growBoard checks a board write that would make the board after bytes
-// (what st.meter returned for it): past max_board_bytes it is a
-// LimitError and the write must not happen; otherwise the caller makes it
-// and the meter keeps the new size.
-func (st *callState) growBoard(after int64) error {
-	if max := st.limits.MaxBoardBytes; max > 0 && after > max {
+// writeBoard makes a board write of the guest through the call's view of
+// the board; one that would make the board larger than max_board_bytes is
+// a LimitError, and is not made.
+func (st *callState) writeBoard(w sandbox.Write) error {
+	if _, ok := st.board.Write(w, st.limits.MaxBoardBytes); !ok {
 		return st.limitError(sandbox.LimitBoardBytes)
 	}
-	st.meter.Commit(after)
 	return nil
 }

@@ -52,8 +52,6 @@ type Options struct {
 // sandbox.Runtime, sandbox.RunScoper and io.Closer and is safe for
 // concurrent use.
 type Runtime struct {
-	sandbox.ExactBoardBytes // declared: its scripts write the board only through its BoardMeter
-
 	limits    sandbox.Limits
 	engine    string
 	maxModule int64
@@ -135,7 +133,6 @@ func New(o Options) (*Runtime, error) {
 		closing:  make(chan struct{}),
 	}
 	r.slots = sandbox.NewSlots(o.PoolSize, r.closing)
-	r.ExactBoardBytes = sandbox.DeclareExactBoardBytes(r)
 	r.closeCtx, r.cancel = context.WithCancel(context.Background())
 	if err := r.instantiateHost(ctx); err != nil {
 		_ = r.wz.Close(ctx)

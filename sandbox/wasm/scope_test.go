@@ -24,8 +24,8 @@ func TestGoGuestInstanceLivesForTheRun(t *testing.T) {
 	bin := guests.Build(t, suiteGuest)
 	invoke := func(run, entry string) (*agent.Board, error) {
 		b := agent.NewBoard()
-		err := rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: b,
-			Script: sandbox.Script{Module: bin, Entry: entry}, Run: sandbox.RunInfo{RunID: run}})
+		err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+			Script: sandbox.Script{Module: bin, Entry: entry}, Run: sandbox.RunInfo{RunID: run}}, b)
 		return b, err
 	}
 	seen := func(run string) any {
@@ -60,9 +60,9 @@ func TestParallelCallsOfARunGetTheirOwnInstance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			assert.NoError(t, rt.Invoke(context.Background(), sandbox.Invocation{Node: "n", Board: boards[i],
+			assert.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
 				Script: sandbox.Script{Module: bin, Entry: "concurrent"}, Run: sandbox.RunInfo{RunID: "r"},
-				Config: map[string]any{"id": string(rune('a' + i))}}))
+				Config: map[string]any{"id": string(rune('a' + i))}}, boards[i]))
 		}()
 	}
 	wg.Wait()
@@ -82,9 +82,9 @@ func TestRunInstanceHeldToTheNextCallsLimit(t *testing.T) {
 	bin := watModule(t, "heavy_grow")
 	defer rt.BeginRun(context.Background(), sandbox.RunInfo{RunID: "r"})()
 	invoke := func(limit int64) error {
-		return rt.Invoke(context.Background(), sandbox.Invocation{Node: "grower", Board: agent.NewBoard(),
+		return sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "grower",
 			Script: sandbox.Script{Module: bin, Entry: "run"}, Run: sandbox.RunInfo{RunID: "r"},
-			Limits: sandbox.Limits{MemoryBytes: limit}})
+			Limits: sandbox.Limits{MemoryBytes: limit}}, agent.NewBoard())
 	}
 	require.NoError(t, invoke(64<<20), "the first call grows to about 60 MiB")
 	require.NoError(t, invoke(64<<20), "the run's next call shares the instance")

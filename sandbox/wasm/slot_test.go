@@ -48,12 +48,12 @@ func TestBlockingCallFreesSlot(t *testing.T) {
 	first := agent.NewBoard()
 	done := make(chan error, 1)
 	go func() {
-		done <- rt.Invoke(ctx, sandbox.Invocation{Node: "asks", ABI: abi, Board: first,
-			Script: sandbox.Script{Module: bin, Entry: "ask_user"}})
+		done <- sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "asks", ABI: abi,
+			Script: sandbox.Script{Module: bin, Entry: "ask_user"}}, first)
 	}()
 	<-abi.entered
-	require.NoError(t, rt.Invoke(ctx, sandbox.Invocation{Node: "other", Board: agent.NewBoard(),
-		Script: sandbox.Script{Module: bin, Entry: "noop"}}))
+	require.NoError(t, sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "other",
+		Script: sandbox.Script{Module: bin, Entry: "noop"}}, agent.NewBoard()))
 	close(abi.answer)
 	require.NoError(t, <-done)
 	assert.Equal(t, 1.0, first.Vars["answer"])

@@ -59,8 +59,8 @@ func TestWASIClockLoopJournalsOneReading(t *testing.T) {
 	j := hostabi.NewJournal()
 	run := agent.Run{ID: sandboxtest.RunID, AgentID: "agent", Capabilities: []string{agent.CapClock}}
 	d := hostabi.NewDispatcher(hostabi.Config{Host: sandboxtest.NewHost(1), Run: run, Node: "clock", Journal: j})
-	err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "clock", Board: agent.NewBoard(), ABI: d,
-		Script: sandbox.Script{Module: watModule(t, "clock_loop"), Entry: "run"}})
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "clock", ABI: d,
+		Script: sandbox.Script{Module: watModule(t, "clock_loop"), Entry: "run"}}, agent.NewBoard())
 	sandboxtest.RequireLimit(t, err, sandbox.LimitWallTime, "clock")
 	require.Equal(t, 1, j.Len(), "journal entries")
 	assert.Equal(t, hostabi.FuncNow, j.Entries()[0].Func)
