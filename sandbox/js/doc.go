@@ -4,8 +4,9 @@
 //
 //	rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 2 * time.Second}})
 //	defer rt.Close()
-//	err = rt.Invoke(ctx, sandbox.Invocation{Node: "greet", Script: sandbox.Script{Source: src},
-//		Board: board, ABI: dispatcher})
+//	out, err := rt.Invoke(ctx, sandbox.Invocation{Node: "greet", Script: sandbox.Script{Source: src},
+//		Board: *board, ABI: dispatcher})
+//	out.Writes.Apply(board) // the script's writes
 //
 // In a deployment document the runtime is a resource of kind
 // sandbox.Runtime, impl js (Factory); docs/sandbox.md describes the

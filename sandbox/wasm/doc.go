@@ -4,8 +4,9 @@
 //
 //	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: 2 * time.Second}})
 //	defer rt.Close()
-//	err = rt.Invoke(ctx, sandbox.Invocation{Node: "greet",
-//		Script: sandbox.Script{Module: bin, Entry: "node"}, Board: board, ABI: dispatcher})
+//	out, err := rt.Invoke(ctx, sandbox.Invocation{Node: "greet",
+//		Script: sandbox.Script{Module: bin, Entry: "node"}, Board: *board, ABI: dispatcher})
+//	out.Writes.Apply(board) // the script's writes
 //
 // In a deployment document the runtime is a resource of kind
 // sandbox.Runtime, impl wasm (Factory); a script node names it and gives
