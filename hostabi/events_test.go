@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// REF 5.4, REF 9.5: host.publish is confined to the run's own
+// REF 5.4, REF 9.M5: host.publish is confined to the run's own
 // agent.run.<run>.custom.> namespace; a script cannot forge another run's
 // events, runtime events or prompt events, and the suffix must be a valid
 // subject tail.

@@ -24,7 +24,7 @@ func newRuntime(t *testing.T) sandbox.Runtime {
 // REF 5.4
 // REF 9.3
 // REF 9.4
-// REF 9.5 (host.publish confined to the run's own namespace)
+// REF 9.M5 (host.publish confined to the run's own namespace)
 // REF 9.8
 // REF 9.9
 func TestConformance(t *testing.T) {
