@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 )
 
 // record is one delegation the service remembers: for Get, and for the
@@ -20,12 +21,12 @@ type record struct {
 	done chan struct{}
 
 	mu    sync.Mutex
-	resp  Response
+	resp  delegation.Response
 	ended time.Time // zero while running
 }
 
 // response returns a copy of the record's latest response.
-func (r *record) response() Response {
+func (r *record) response() delegation.Response {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.resp.Clone()
@@ -36,7 +37,7 @@ func (r *record) setRunning(runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.resp.Status.Terminal() {
-		r.resp.Status, r.resp.RunID = StatusRunning, runID
+		r.resp.Status, r.resp.RunID = delegation.StatusRunning, runID
 	}
 }
 
@@ -47,10 +48,10 @@ func (r *record) finished() bool {
 }
 
 // fingerprint identifies what a request asks, without its idempotency key.
-func fingerprint(req Request) [32]byte {
+func fingerprint(req delegation.Request) [32]byte {
 	req.IdempotencyKey = ""
 	if req.Mode == "" {
-		req.Mode = ModeSync
+		req.Mode = delegation.ModeSync
 	}
 	b, err := json.Marshal(req)
 	if err != nil { // inputs that do not encode never match another request
@@ -60,7 +61,7 @@ func fingerprint(req Request) [32]byte {
 }
 
 // scopedKey is an idempotency key in the namespace of the agent that
-// delegates (WithCaller); "" when there is no key.
+// delegates (delegation.WithCaller); "" when there is no key.
 func scopedKey(caller, key string) string {
 	if key == "" {
 		return ""
@@ -71,7 +72,7 @@ func scopedKey(caller, key string) string {
 // admit registers req as a new delegation, or returns the record of the
 // same idempotency key of the same caller (replay true). It takes a concurrency slot for a
 // new delegation, and counts a new async one in s.async (REF 6.2.7).
-func (s *LocalService) admit(caller string, req Request) (rec *record, replay bool, err error) {
+func (s *Service) admit(caller string, req delegation.Request) (rec *record, replay bool, err error) {
 	fp := fingerprint(req)
 	key := scopedKey(caller, req.IdempotencyKey)
 	s.mu.Lock()
@@ -93,7 +94,7 @@ func (s *LocalService) admit(caller string, req Request) (rec *record, replay bo
 		return nil, false, err
 	}
 	rec = &record{id: newID(), key: key, fp: fp, done: make(chan struct{}),
-		resp: Response{Status: StatusAccepted, Target: req.Target}}
+		resp: delegation.Response{Status: delegation.StatusAccepted, Target: req.Target}}
 	rec.resp.ID = rec.id
 	s.records[rec.id] = rec
 	if rec.key != "" {
@@ -101,7 +102,7 @@ func (s *LocalService) admit(caller string, req Request) (rec *record, replay bo
 	}
 	s.order = append(s.order, rec)
 	s.pruneLocked(time.Now())
-	if req.Mode == ModeAsync {
+	if req.Mode == delegation.ModeAsync {
 		s.async.Add(1) // under s.mu while not shut, so Close's Wait sees it
 	}
 	return rec, false, nil
@@ -109,14 +110,14 @@ func (s *LocalService) admit(caller string, req Request) (rec *record, replay bo
 
 // takeSlotsLocked takes a max_concurrency slot, and a defer_workers slot
 // for an async request, without waiting: a full service is RateLimit.
-func (s *LocalService) takeSlotsLocked(req Request) error {
+func (s *Service) takeSlotsLocked(req delegation.Request) error {
 	select {
 	case s.slots <- struct{}{}:
 	default:
 		return fault.New(fault.RateLimit, "delegate",
 			"target %q: %d delegations are already running (max_concurrency)", req.Target, s.cfg.MaxConcurrency)
 	}
-	if req.Mode != ModeAsync {
+	if req.Mode != delegation.ModeAsync {
 		return nil
 	}
 	select {
@@ -131,7 +132,7 @@ func (s *LocalService) takeSlotsLocked(req Request) error {
 
 // pruneLocked forgets finished records past the retention window, then
 // the oldest finished ones beyond MaxRecords.
-func (s *LocalService) pruneLocked(now time.Time) {
+func (s *Service) pruneLocked(now time.Time) {
 	retention := time.Duration(s.cfg.IdempotencyRetention)
 	s.order = slices.DeleteFunc(s.order, func(r *record) bool {
 		r.mu.Lock()
@@ -152,7 +153,7 @@ func (s *LocalService) pruneLocked(now time.Time) {
 	}
 }
 
-func (s *LocalService) forgetLocked(r *record) {
+func (s *Service) forgetLocked(r *record) {
 	delete(s.records, r.id)
 	if r.key != "" && s.keys[r.key] == r {
 		delete(s.keys, r.key)
@@ -160,10 +161,10 @@ func (s *LocalService) forgetLocked(r *record) {
 }
 
 // settle turns the run's outcome into the record's terminal response.
-func (s *LocalService) settle(rec *record, res *agent.Result, err error) {
+func (s *Service) settle(rec *record, res *agent.Result, err error) {
 	resp := outcome(rec.response(), res, err)
 	if verr := resp.Validate(); verr != nil {
-		resp.Status, resp.Output, resp.Error = StatusFailed, nil, ErrorInfoOf(verr)
+		resp.Status, resp.Output, resp.Error = delegation.StatusFailed, nil, delegation.ErrorInfoOf(verr)
 	}
 	rec.mu.Lock()
 	rec.resp, rec.ended = resp, time.Now()
@@ -174,33 +175,33 @@ func (s *LocalService) settle(rec *record, res *agent.Result, err error) {
 // outcome maps a run's result onto resp (REF 6.2.1): completed is
 // succeeded with the output; interrupted and canceled are canceled;
 // failed, aborted and an infrastructure error are failed.
-func outcome(resp Response, res *agent.Result, err error) Response {
+func outcome(resp delegation.Response, res *agent.Result, err error) delegation.Response {
 	resp.Output, resp.Error = nil, nil
 	if res == nil {
 		if err == nil {
 			err = fault.New(fault.Internal, "delegate", "the run returned no result")
 		}
-		resp.Status = StatusFailed
+		resp.Status = delegation.StatusFailed
 		if k := fault.KindOf(fault.FromContext(err, "delegate")); k == fault.Aborted || k == fault.Timeout {
-			resp.Status = StatusCanceled
+			resp.Status = delegation.StatusCanceled
 		}
-		resp.Error = ErrorInfoOf(fault.FromContext(err, "delegate"))
+		resp.Error = delegation.ErrorInfoOf(fault.FromContext(err, "delegate"))
 		return resp
 	}
 	resp.RunID = res.RunID
 	switch res.Status {
 	case agent.StatusCompleted:
-		resp.Status, resp.Output = StatusSucceeded, res.Output
+		resp.Status, resp.Output = delegation.StatusSucceeded, res.Output
 		return resp
 	case agent.StatusInterrupted, agent.StatusCanceled:
-		resp.Status = StatusCanceled
+		resp.Status = delegation.StatusCanceled
 	default:
-		resp.Status = StatusFailed
+		resp.Status = delegation.StatusFailed
 	}
 	cause := res.Err
 	if cause == nil {
 		cause = fault.New(fault.Internal, "delegate", "run %s ended %s", res.RunID, res.Status)
 	}
-	resp.Error = ErrorInfoOf(cause)
+	resp.Error = delegation.ErrorInfoOf(cause)
 	return resp
 }

@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"context"
@@ -11,18 +11,19 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/session"
 )
 
-// LocalService is the delegation.Service/local resource: it runs the
+// Service is the delegation.Service/local resource: it runs the
 // agents of its directory in this process. Bound to a session manager
 // (session.ManagerBinder, which the runtime does at build), every
 // delegated run is a real session turn; unbound, it runs the target with
 // agent.Execute (legacy mode). It is safe for concurrent use; Close stops
 // the async runs and waits for them.
-type LocalService struct {
-	dir      Directory
-	provider SessionProvider
+type Service struct {
+	dir      delegation.Directory
+	provider delegation.SessionProvider
 	cfg      ServiceSettings
 	logger   *slog.Logger
 	slots    chan struct{} // one per running delegation
@@ -42,22 +43,22 @@ type LocalService struct {
 }
 
 var (
-	_ Service               = (*LocalService)(nil)
-	_ session.ManagerBinder = (*LocalService)(nil)
-	_ io.Closer             = (*LocalService)(nil)
+	_ delegation.Service    = (*Service)(nil)
+	_ session.ManagerBinder = (*Service)(nil)
+	_ io.Closer             = (*Service)(nil)
 )
 
-// ServiceConfig is what NewLocalService needs.
+// ServiceConfig is what NewService needs.
 type ServiceConfig struct {
-	Directory Directory       // required
-	Provider  SessionProvider // nil: a fresh context per delegation (RandomProvider)
+	Directory delegation.Directory       // required
+	Provider  delegation.SessionProvider // nil: a fresh context per delegation (RandomProvider)
 	Settings  ServiceSettings
 	Logger    *slog.Logger // nil: slog.Default()
 }
 
-// NewLocalService returns a service over cfg. The settings are validated
+// NewService returns a service over cfg. The settings are validated
 // and completed with their defaults.
-func NewLocalService(cfg ServiceConfig) (*LocalService, error) {
+func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Directory == nil || agent.IsNil(cfg.Directory) {
 		return nil, fault.New(fault.Validation, "new delegation service", "directory is required")
 	}
@@ -72,7 +73,7 @@ func NewLocalService(cfg ServiceConfig) (*LocalService, error) {
 		cfg.Logger = slog.Default()
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &LocalService{
+	return &Service{
 		dir: cfg.Directory, provider: cfg.Provider, cfg: settings, logger: cfg.Logger,
 		slots: make(chan struct{}, settings.MaxConcurrency), workers: make(chan struct{}, settings.DeferWorkers),
 		bg: bg, stop: stop,
@@ -81,10 +82,10 @@ func NewLocalService(cfg ServiceConfig) (*LocalService, error) {
 }
 
 // Settings returns the service's settings with their defaults.
-func (s *LocalService) Settings() ServiceSettings { return s.cfg }
+func (s *Service) Settings() ServiceSettings { return s.cfg }
 
 // BindSessionManager makes every later delegation a session turn of m.
-func (s *LocalService) BindSessionManager(m *session.Manager) error {
+func (s *Service) BindSessionManager(m *session.Manager) error {
 	if m == nil {
 		return fault.New(fault.Validation, "bind session manager", "manager must not be nil")
 	}
@@ -94,7 +95,7 @@ func (s *LocalService) BindSessionManager(m *session.Manager) error {
 	return nil
 }
 
-func (s *LocalService) sessions() *session.Manager {
+func (s *Service) sessions() *session.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.manager
@@ -102,7 +103,7 @@ func (s *LocalService) sessions() *session.Manager {
 
 // Close cancels the async delegations still running and waits for them.
 // It is idempotent.
-func (s *LocalService) Close() error {
+func (s *Service) Close() error {
 	s.closed.Do(func() {
 		s.mu.Lock()
 		s.shut = true
@@ -113,37 +114,37 @@ func (s *LocalService) Close() error {
 	return nil
 }
 
-// Delegate runs req (see Service). Refusals, in order: a nil ctx or an
+// Delegate runs req (see delegation.Service). Refusals, in order: a nil ctx or an
 // invalid request (Validation); a depth of 0 or less (Validation) or past
 // max_depth (PolicyDenied); an unknown target (NotFound); an idempotency
 // key reused with another request (Conflict); a closed service
 // (NotAvailable); max_concurrency delegations already running
 // (RateLimit).
-func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, error) {
+func (s *Service) Delegate(ctx context.Context, req delegation.Request) (delegation.Response, error) {
 	if ctx == nil {
-		return Response{}, fault.New(fault.Validation, "delegate", "ctx must not be nil")
+		return delegation.Response{}, fault.New(fault.Validation, "delegate", "ctx must not be nil")
 	}
 	if err := req.Validate(); err != nil {
-		return Response{}, err
+		return delegation.Response{}, err
 	}
 	depth, err := s.checkDepth(ctx, req.Target)
 	if err != nil {
-		return Response{}, err
+		return delegation.Response{}, err
 	}
 	if err := s.checkTarget(ctx, req.Target); err != nil {
-		return Response{}, err
+		return delegation.Response{}, err
 	}
 	req = req.Clone()
-	rec, replay, err := s.admit(CallerFromContext(ctx), req)
+	rec, replay, err := s.admit(delegation.CallerFromContext(ctx), req)
 	if err != nil || replay {
 		return s.replay(ctx, rec, req.Mode, err)
 	}
-	if req.Mode == ModeAsync { // admit counted it in s.async
+	if req.Mode == delegation.ModeAsync { // admit counted it in s.async
 		accepted := rec.response()
 		go func() {
 			defer s.async.Done()
 			defer func() { <-s.workers }()
-			s.execute(ContextWithDepth(s.bg, depth), depth, rec, req, nil)
+			s.execute(delegation.ContextWithDepth(s.bg, depth), depth, rec, req, nil)
 		}()
 		return accepted, nil
 	}
@@ -153,8 +154,8 @@ func (s *LocalService) Delegate(ctx context.Context, req Request) (Response, err
 }
 
 // checkDepth returns the depth the target runs at (REF 6.2.3).
-func (s *LocalService) checkDepth(ctx context.Context, target string) (int, error) {
-	depth := DepthFromContext(ctx) + 1
+func (s *Service) checkDepth(ctx context.Context, target string) (int, error) {
+	depth := delegation.DepthFromContext(ctx) + 1
 	switch {
 	case depth <= 0:
 		return 0, fault.New(fault.Validation, "delegate", "target %q: depth %d is not positive", target, depth)
@@ -167,7 +168,7 @@ func (s *LocalService) checkDepth(ctx context.Context, target string) (int, erro
 // checkTarget finds the target in the directory or, when a session
 // manager is bound, among the agents the manager resolves (agents
 // registered while the runtime runs are there).
-func (s *LocalService) checkTarget(ctx context.Context, target string) error {
+func (s *Service) checkTarget(ctx context.Context, target string) error {
 	_, err := s.dir.Get(ctx, target)
 	if err == nil || !fault.Is(err, fault.NotFound) {
 		return err
@@ -184,37 +185,37 @@ func (s *LocalService) checkTarget(ctx context.Context, target string) error {
 
 // replay answers a request that admit did not start: an error, or the
 // record of the same idempotency key (waited for when req is sync).
-func (s *LocalService) replay(ctx context.Context, rec *record, mode Mode, err error) (Response, error) {
+func (s *Service) replay(ctx context.Context, rec *record, mode delegation.Mode, err error) (delegation.Response, error) {
 	if err != nil {
-		return Response{}, err
+		return delegation.Response{}, err
 	}
-	if mode == ModeAsync {
+	if mode == delegation.ModeAsync {
 		return rec.response(), nil
 	}
 	select {
 	case <-rec.done:
 		return rec.response(), nil
 	case <-ctx.Done():
-		return Response{}, fault.FromContext(ctx.Err(), "delegate")
+		return delegation.Response{}, fault.FromContext(ctx.Err(), "delegate")
 	}
 }
 
 // Get returns the latest response of delegation id.
-func (s *LocalService) Get(ctx context.Context, id string) (Response, error) {
+func (s *Service) Get(ctx context.Context, id string) (delegation.Response, error) {
 	if err := ctxErr(ctx, "get delegation"); err != nil {
-		return Response{}, err
+		return delegation.Response{}, err
 	}
 	s.mu.Lock()
 	rec, ok := s.records[id]
 	s.mu.Unlock()
 	if !ok {
-		return Response{}, fault.New(fault.NotFound, "get delegation", "no delegation %q (unknown or forgotten)", id)
+		return delegation.Response{}, fault.New(fault.NotFound, "get delegation", "no delegation %q (unknown or forgotten)", id)
 	}
 	return rec.response(), nil
 }
 
 // execute runs one admitted delegation and settles its record.
-func (s *LocalService) execute(ctx context.Context, depth int, rec *record, req Request, caller agent.Host) {
+func (s *Service) execute(ctx context.Context, depth int, rec *record, req delegation.Request, caller agent.Host) {
 	defer func() { <-s.slots }()
 	if s.cfg.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/session"
 )
 
@@ -20,7 +21,7 @@ const cancelWait = 10 * time.Second
 // ctx-<hex>}; the turn refuses AskUser, is ephemeral unless the provider
 // is persistent, streams to the caller's sinks downgraded to observers,
 // and is cancelled and waited for when ctx ends.
-func (s *LocalService) runTurn(ctx context.Context, m *session.Manager, depth int, rec *record, req Request) (*agent.Result, error) {
+func (s *Service) runTurn(ctx context.Context, m *session.Manager, depth int, rec *record, req delegation.Request) (*agent.Result, error) {
 	cid, err := s.provider.ContextID(ctx, req)
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (s *LocalService) runTurn(ctx context.Context, m *session.Manager, depth in
 	}
 	defer s.release(ctx, m, lease, key, persistent)
 	areq := agent.Request{Message: req.Input, Inputs: req.Inputs, Metadata: req.Metadata}
-	turn, err := s.startTurn(ContextWithDepth(ctx, depth), lease.Session(), areq, turnOptions(ctx, persistent), persistent)
+	turn, err := s.startTurn(delegation.ContextWithDepth(ctx, depth), lease.Session(), areq, turnOptions(ctx, persistent), persistent)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func refuseAskUser(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 // persistent and the parked request asks the same (role, text and inputs);
 // otherwise, or when the resume fails, it starts a fresh turn (REF
 // 6.2.5).
-func (s *LocalService) startTurn(ctx context.Context, sess *session.Session, req agent.Request, opts []session.StartOption, persistent bool) (*session.Turn, error) {
+func (s *Service) startTurn(ctx context.Context, sess *session.Session, req agent.Request, opts []session.StartOption, persistent bool) (*session.Turn, error) {
 	if persistent {
 		parked, ok, err := sess.ParkedRequest(ctx)
 		switch {
@@ -130,7 +131,7 @@ func waitAtMost(turn *session.Turn, d time.Duration) (*agent.Result, error) {
 
 // release closes the lease and, for a session nobody will use again,
 // deletes it so that it does not count against max_sessions.
-func (s *LocalService) release(ctx context.Context, m *session.Manager, lease *session.Lease, key session.Key, persistent bool) {
+func (s *Service) release(ctx context.Context, m *session.Manager, lease *session.Lease, key session.Key, persistent bool) {
 	lease.Close()
 	if persistent {
 		return
@@ -145,11 +146,11 @@ func (s *LocalService) release(ctx context.Context, m *session.Manager, lease *s
 // runLegacy runs req with agent.Execute (REF 6.2.6): a sync call
 // with a caller host inherits that host with its steer source withheld,
 // and its interrupt channel too when the caller watches its interrupts
-// (WithInterruptsWatched: an interrupt of the caller then reaches the run
-// as the cause of its ended ctx); otherwise the run gets the worker host
-// (agent.NoopHost). Either way the host offers this service at the run's
-// depth.
-func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, req Request, caller agent.Host) (*agent.Result, error) {
+// (delegation.WithInterruptsWatched: an interrupt of the caller then
+// reaches the run as the cause of its ended ctx); otherwise the run gets
+// the worker host (agent.NoopHost). Either way the host offers this
+// service at the run's depth.
+func (s *Service) runLegacy(ctx context.Context, depth int, rec *record, req delegation.Request, caller agent.Host) (*agent.Result, error) {
 	src, ok := s.dir.(AgentSource)
 	if !ok {
 		return nil, fault.New(fault.NotAvailable, "delegate",
@@ -164,11 +165,11 @@ func (s *LocalService) runLegacy(ctx context.Context, depth int, rec *record, re
 		// When the caller watches its interrupts, they stay the caller's:
 		// the sub-run learns of one through ctx, ended with the interrupt
 		// as its cause.
-		host = &noSteerHost{inner: caller, noInterrupts: interruptsWatched(ctx)}
+		host = &noSteerHost{inner: caller, noInterrupts: delegation.InterruptsWatched(ctx)}
 	}
-	host = WithService(host, AtDepth(s, depth))
+	host = delegation.WithService(host, delegation.AtDepth(s, depth))
 	runID := agent.NewRunID()
 	rec.setRunning(runID)
 	areq := agent.Request{RunID: runID, Message: req.Input, Inputs: req.Inputs, Metadata: req.Metadata}
-	return agent.Execute(ContextWithDepth(ctx, depth), ag, host, areq)
+	return agent.Execute(delegation.ContextWithDepth(ctx, depth), ag, host, areq)
 }

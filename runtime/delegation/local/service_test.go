@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -113,7 +114,7 @@ func TestIdempotencyWhileRunning(t *testing.T) {
 // key runs again, and Get forgets the delegation.
 func TestIdempotencyWindow(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envConfig{legacy: true, settings: delegation.ServiceSettings{IdempotencyRetention: delegation.Duration(time.Nanosecond)}})
+	e := newEnv(t, envConfig{legacy: true, settings: local.ServiceSettings{IdempotencyRetention: local.Duration(time.Nanosecond)}})
 	eng := agenttest.New(agenttest.Say("run"))
 	e.agents.put("helper", eng)
 	ctx := timeout(t)
@@ -132,7 +133,7 @@ func TestIdempotencyWindow(t *testing.T) {
 	bounded := newEnv(t, envConfig{legacy: true})
 	bounded.agents.put("helper", eng)
 	oldest := bounded.delegate(t, ctx, "helper", "first")
-	for range delegation.MaxRecords {
+	for range local.MaxRecords {
 		bounded.delegate(t, ctx, "helper", "more")
 	}
 	_, err = bounded.svc.Get(ctx, oldest.ID)
@@ -182,7 +183,7 @@ func TestAsync(t *testing.T) {
 // each delegated run.
 func TestConcurrencyAndTimeout(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envConfig{settings: delegation.ServiceSettings{MaxConcurrency: 2}})
+	e := newEnv(t, envConfig{settings: local.ServiceSettings{MaxConcurrency: 2}})
 	g := agenttest.NewGate()
 	var running atomic.Int32
 	e.agents.put("slow", agenttest.New(agenttest.Func(func(context.Context, *agenttest.Env) error {
@@ -201,7 +202,7 @@ func TestConcurrencyAndTimeout(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, delegation.StatusSucceeded, e.delegate(t, ctx, "slow", "after").Status, "slots are released")
 
-	limited := newEnv(t, envConfig{settings: delegation.ServiceSettings{Timeout: delegation.Duration(50 * time.Millisecond)}})
+	limited := newEnv(t, envConfig{settings: local.ServiceSettings{Timeout: local.Duration(50 * time.Millisecond)}})
 	limited.agents.put("stuck", agenttest.New(agenttest.Hang()))
 	resp := limited.delegate(t, ctx, "stuck", "go")
 	assert.Equal(t, delegation.StatusCanceled, resp.Status)
@@ -213,7 +214,7 @@ func TestConcurrencyAndTimeout(t *testing.T) {
 // once; sync delegations are not counted against it.
 func TestDeferWorkers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envConfig{settings: delegation.ServiceSettings{MaxConcurrency: 4, DeferWorkers: 1}})
+	e := newEnv(t, envConfig{settings: local.ServiceSettings{MaxConcurrency: 4, DeferWorkers: 1}})
 	g := agenttest.NewGate()
 	e.agents.put("slow", agenttest.New(agenttest.WaitGate(g), agenttest.Say("ok")))
 	e.agents.put("quick", agenttest.New(agenttest.Say("ok")))

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
-	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
@@ -26,11 +26,11 @@ import (
 // service put on every turn host.
 func buildApp(t testing.TB) *runtime.Runtime {
 	t.Helper()
-	doc, err := deploy.ParseFile(filepath.Join("..", "..", "testdata", "delegation", "deploy.yaml"))
+	doc, err := deploy.ParseFile(filepath.Join("..", "..", "..", "testdata", "delegation", "deploy.yaml"))
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory())
-	reg.MustRegister(delegation.Factories()...)
+	reg.MustRegister(local.Factories()...)
 	b := runtime.NewBuilder(reg)
 	require.NoError(t, b.WithResultHostFactory(hostwrap.Decorate))
 	app, err := b.Build(context.Background(), doc)

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
@@ -46,7 +47,7 @@ func TestDepth(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(map[bool]string{false: "session", true: "legacy"}[legacy], func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, envConfig{legacy: legacy, settings: delegation.ServiceSettings{MaxDepth: 3}})
+			e := newEnv(t, envConfig{legacy: legacy, settings: local.ServiceSettings{MaxDepth: 3}})
 			var mu sync.Mutex
 			var refusals []error
 			runs := 0
@@ -135,7 +136,7 @@ func TestSessionTurnCtxExpiry(t *testing.T) {
 // may be called from several runs at once.
 func TestInheritedSinks(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envConfig{settings: delegation.ServiceSettings{MaxConcurrency: 8}})
+	e := newEnv(t, envConfig{settings: local.ServiceSettings{MaxConcurrency: 8}})
 	e.agents.put("helper", agenttest.New(agenttest.Emit("from "), agenttest.Emit("the "), agenttest.Say("helper")))
 	sink := &textSink{}
 	spec := session.SinkSpec{ID: "console", Sink: sink, Visibility: session.VisibilityConfirmed,

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/tool"
 )
@@ -25,9 +26,9 @@ func FuzzToolArgs(f *testing.F) {
 	f.Add("delegation_targets", ``)
 	f.Add("delegation_targets", `{"x":1}`)
 	f.Add("delegate", `[1,2]`)
-	e := newEnv(f, envConfig{legacy: true, settings: delegation.ServiceSettings{MaxConcurrency: 64}})
+	e := newEnv(f, envConfig{legacy: true, settings: local.ServiceSettings{MaxConcurrency: 64}})
 	e.agents.put("writer", agenttest.New(agenttest.Say("ok")))
-	tools := delegation.NewTools(e.dir, nil)
+	tools := local.NewTools(e.dir, nil)
 	host := delegation.WithService(agent.NoopHost{}, e.svc)
 	run := agent.Run{ID: "run-1", AgentID: "lead", Capabilities: []string{"delegate:writer"}}
 	f.Fuzz(func(t *testing.T, name, args string) {
@@ -39,7 +40,7 @@ func FuzzToolArgs(f *testing.F) {
 		if len(res) != 1 || res[0].ToolCallID != "c1" {
 			t.Fatalf("%s(%q): results %+v", name, args, res)
 		}
-		if res[0].IsError || name != delegation.ToolDelegate {
+		if res[0].IsError || name != local.ToolDelegate {
 			return
 		}
 		var resp delegation.Response

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"

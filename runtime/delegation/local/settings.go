@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"bytes"

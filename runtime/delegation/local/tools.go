@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/tool"
@@ -23,39 +24,41 @@ const (
 
 // Tools is the tool.Assembly/delegation resource: the tools delegate,
 // delegation_status and delegation_targets, so that a model can delegate.
-// It uses the delegation service of the run's host (ServiceFromHost), or
+// It uses the delegation service of the run's host (delegation.ServiceFromHost), or
 // the service it was built with when the host offers none. Delegation is
 // granted as for scripts: the agent's capabilities must list "delegate" or
 // "delegate:<target>"; a refused call is an error result.
 type Tools struct {
-	dir Directory
-	svc Service // may be nil
+	dir delegation.Directory
+	svc delegation.Service // may be nil
 }
 
 var _ tool.Assembly = (*Tools)(nil)
 
 // NewTools returns the assembly over dir and, as a fallback, svc (may be
 // nil).
-func NewTools(dir Directory, svc Service) *Tools { return &Tools{dir: dir, svc: svc} }
+func NewTools(dir delegation.Directory, svc delegation.Service) *Tools {
+	return &Tools{dir: dir, svc: svc}
+}
 
 // ToolsFactory returns the factory of tool.Assembly/delegation: deps
 // "directory" (required) and "service" (optional), no settings.
 func ToolsFactory() resource.Factory {
 	spec := resource.Spec{Kind: tool.Kind, Impl: "delegation", Deps: []resource.DepSpec{
-		{Name: DepDirectory, Type: DirectoryKind, Required: true},
-		{Name: DepService, Type: ServiceKind},
+		{Name: DepDirectory, Type: delegation.DirectoryKind, Required: true},
+		{Name: DepService, Type: delegation.ServiceKind},
 	}}
 	return resource.FactoryFunc(spec, func(_ context.Context, in resource.Input) (any, error) {
 		if err := resource.DecodeSettings(in.Settings, &struct{}{}); err != nil {
 			return nil, err
 		}
-		dir, err := resource.As[Directory](DepDirectory, in.Deps[DepDirectory])
+		dir, err := resource.As[delegation.Directory](DepDirectory, in.Deps[DepDirectory])
 		if err != nil {
 			return nil, err
 		}
-		var svc Service
+		var svc delegation.Service
 		if v, ok := in.Deps[DepService]; ok {
-			if svc, err = resource.As[Service](DepService, v); err != nil {
+			if svc, err = resource.As[delegation.Service](DepService, v); err != nil {
 				return nil, err
 			}
 		}
@@ -86,7 +89,7 @@ func (t *Tools) Execute(ctx context.Context, b tool.Batch) ([]message.ToolResult
 		content, err := t.call(ctx, b, c)
 		r := message.ToolResult{ToolCallID: c.ID, Content: content}
 		if err != nil {
-			info := ErrorInfoOf(err)
+			info := delegation.ErrorInfoOf(err)
 			enc, _ := json.Marshal(info)
 			r.Content, r.IsError = string(enc), true
 		}
@@ -99,15 +102,15 @@ func (t *Tools) call(ctx context.Context, b tool.Batch, c message.ToolCall) (str
 	switch c.Name {
 	case ToolDelegate:
 		var args struct {
-			Agent          string `json:"agent"`
-			Message        string `json:"message"`
-			Mode           Mode   `json:"mode,omitempty"`
-			IdempotencyKey string `json:"idempotency_key,omitempty"`
+			Agent          string          `json:"agent"`
+			Message        string          `json:"message"`
+			Mode           delegation.Mode `json:"mode,omitempty"`
+			IdempotencyKey string          `json:"idempotency_key,omitempty"`
 		}
 		if err := decodeArgs(c, &args); err != nil {
 			return "", err
 		}
-		req := Request{Mode: args.Mode, Target: args.Agent, Input: message.NewTextMessage(message.RoleUser, args.Message),
+		req := delegation.Request{Mode: args.Mode, Target: args.Agent, Input: message.NewTextMessage(message.RoleUser, args.Message),
 			IdempotencyKey: args.IdempotencyKey}
 		return t.delegate(ctx, b, req)
 	case ToolStatus:
@@ -127,7 +130,7 @@ func (t *Tools) call(ctx context.Context, b tool.Batch, c message.ToolCall) (str
 	return "", fault.New(fault.NotFound, "delegation tools", "no tool %q", c.Name)
 }
 
-func (t *Tools) delegate(ctx context.Context, b tool.Batch, req Request) (string, error) {
+func (t *Tools) delegate(ctx context.Context, b tool.Batch, req delegation.Request) (string, error) {
 	if !grantsTarget(b.Run, req.Target) {
 		return "", fault.New(fault.PolicyDenied, "delegation tools",
 			"capability %q is not granted to agent %q", "delegate:"+req.Target, b.Run.AgentID)
@@ -139,7 +142,7 @@ func (t *Tools) delegate(ctx context.Context, b tool.Batch, req Request) (string
 	if b.Host != nil && !agent.IsNil(b.Host) {
 		ctx = agent.ContextWithHost(ctx, b.Host)
 	}
-	resp, err := svc.Delegate(WithCaller(ctx, b.Run.AgentID), req)
+	resp, err := svc.Delegate(delegation.WithCaller(ctx, b.Run.AgentID), req)
 	if err != nil {
 		return "", err
 	}
@@ -163,13 +166,13 @@ func (t *Tools) targets(ctx context.Context, run agent.Run) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	granted := slices.DeleteFunc(all, func(tg Target) bool { return !grantsTarget(run, tg.ID) })
+	granted := slices.DeleteFunc(all, func(tg delegation.Target) bool { return !grantsTarget(run, tg.ID) })
 	return encode(granted)
 }
 
 // service is the host's service, else the one the assembly was built with.
-func (t *Tools) service(h agent.Host) (Service, error) {
-	if svc, ok := ServiceFromHost(h); ok {
+func (t *Tools) service(h agent.Host) (delegation.Service, error) {
+	if svc, ok := delegation.ServiceFromHost(h); ok {
 		return svc, nil
 	}
 	if t.svc != nil && !agent.IsNil(t.svc) {

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
@@ -68,8 +69,8 @@ func (r resumable) CanResume(agent.Checkpoint) error { return r.refuse }
 // manager.
 type env struct {
 	agents *agents
-	dir    *delegation.LocalDirectory
-	svc    *delegation.LocalService
+	dir    *local.Directory
+	svc    *local.Service
 	bus    *event.MemoryBus
 	store  *checkpoint.Memory
 	m      *session.Manager // nil in legacy mode
@@ -77,7 +78,7 @@ type env struct {
 
 // envConfig configures newEnv.
 type envConfig struct {
-	settings delegation.ServiceSettings
+	settings local.ServiceSettings
 	provider delegation.SessionProvider
 	legacy   bool // no session manager
 	resume   bool // the manager resumes parked runs from the store
@@ -87,8 +88,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
 	e := &env{agents: newAgents(), bus: event.NewMemoryBus(), store: checkpoint.NewMemory()}
 	t.Cleanup(func() { _ = e.bus.Close() })
-	e.dir = delegation.NewLocalDirectory(e.agents)
-	svc, err := delegation.NewLocalService(delegation.ServiceConfig{Directory: e.dir, Provider: cfg.provider, Settings: cfg.settings,
+	e.dir = local.NewDirectory(e.agents)
+	svc, err := local.NewService(local.ServiceConfig{Directory: e.dir, Provider: cfg.provider, Settings: cfg.settings,
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = svc.Close() })

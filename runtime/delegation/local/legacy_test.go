@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/stretchr/testify/assert"
@@ -49,13 +50,13 @@ func TestWithoutSteer(t *testing.T) {
 	inner := &busHost{HostFuncs: &agent.HostFuncs{Inner: agenttest.NewHost()}, bus: bus}
 	_, ok := agent.SteerFromHost(inner)
 	require.True(t, ok, "the inner host has a steer source")
-	h := delegation.WithoutSteer(inner)
+	h := local.WithoutSteer(inner)
 	_, ok = agent.SteerFromHost(h)
 	assert.False(t, ok)
 	got, ok := agent.EventBusFromHost(h)
 	assert.True(t, ok)
 	assert.Same(t, bus, got)
-	_, ok = agent.EventBusFromHost(delegation.WithoutSteer(agent.NoopHost{}))
+	_, ok = agent.EventBusFromHost(local.WithoutSteer(agent.NoopHost{}))
 	assert.False(t, ok, "no bus beneath, no bus")
 	clock, ok := agent.CapabilityFromHost[agent.Clock](h)
 	require.True(t, ok)

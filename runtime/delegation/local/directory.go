@@ -1,4 +1,4 @@
-package delegation
+package local
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/resource"
 )
 
@@ -26,30 +27,30 @@ type AgentsBinder interface {
 	BindAgents(src AgentSource) error
 }
 
-// LocalDirectory is the delegation.Directory/local resource: the agents of
+// Directory is the delegation.Directory/local resource: the agents of
 // the deployment it belongs to. It is bound at wire time and answers
 // NotAvailable before. It is safe for concurrent use.
-type LocalDirectory struct {
+type Directory struct {
 	mu  sync.RWMutex
 	src AgentSource
 }
 
 var (
-	_ Directory                 = (*LocalDirectory)(nil)
-	_ AgentSource               = (*LocalDirectory)(nil)
-	_ AgentsBinder              = (*LocalDirectory)(nil)
-	_ resource.DeploymentBinder = (*LocalDirectory)(nil)
+	_ delegation.Directory      = (*Directory)(nil)
+	_ AgentSource               = (*Directory)(nil)
+	_ AgentsBinder              = (*Directory)(nil)
+	_ resource.DeploymentBinder = (*Directory)(nil)
 )
 
-// NewLocalDirectory returns a directory over src; a nil src leaves it
+// NewDirectory returns a directory over src; a nil src leaves it
 // unbound until BindAgents or BindDeployment.
-func NewLocalDirectory(src AgentSource) *LocalDirectory {
-	return &LocalDirectory{src: src}
+func NewDirectory(src AgentSource) *Directory {
+	return &Directory{src: src}
 }
 
 // BindDeployment binds the directory to the deployment's agents: result
 // must be an AgentSource (a *deploy.Result is one).
-func (d *LocalDirectory) BindDeployment(result any) error {
+func (d *Directory) BindDeployment(result any) error {
 	src, ok := result.(AgentSource)
 	if !ok || agent.IsNil(result) {
 		return fault.New(fault.Validation, "bind directory", "%T does not list agents", result)
@@ -58,7 +59,7 @@ func (d *LocalDirectory) BindDeployment(result any) error {
 }
 
 // BindAgents replaces the directory's source.
-func (d *LocalDirectory) BindAgents(src AgentSource) error {
+func (d *Directory) BindAgents(src AgentSource) error {
 	if src == nil || agent.IsNil(src) {
 		return fault.New(fault.Validation, "bind directory", "agent source must not be nil")
 	}
@@ -68,7 +69,7 @@ func (d *LocalDirectory) BindAgents(src AgentSource) error {
 	return nil
 }
 
-func (d *LocalDirectory) source() (AgentSource, error) {
+func (d *Directory) source() (AgentSource, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.src == nil {
@@ -78,7 +79,7 @@ func (d *LocalDirectory) source() (AgentSource, error) {
 }
 
 // List returns every agent of the source, sorted by id.
-func (d *LocalDirectory) List(ctx context.Context) ([]Target, error) {
+func (d *Directory) List(ctx context.Context) ([]delegation.Target, error) {
 	if err := ctxErr(ctx, "list targets"); err != nil {
 		return nil, err
 	}
@@ -87,29 +88,29 @@ func (d *LocalDirectory) List(ctx context.Context) ([]Target, error) {
 		return nil, err
 	}
 	names := slices.Sorted(slices.Values(src.AgentNames()))
-	out := make([]Target, 0, len(names))
+	out := make([]delegation.Target, 0, len(names))
 	for _, id := range names {
 		if a, ok := src.Agent(id); ok {
-			out = append(out, Target{ID: id, Card: a.Definition.Card})
+			out = append(out, delegation.Target{ID: id, Card: a.Definition.Card})
 		}
 	}
 	return out, nil
 }
 
 // Get returns the agent id; an unknown id is NotFound.
-func (d *LocalDirectory) Get(ctx context.Context, id string) (Target, error) {
+func (d *Directory) Get(ctx context.Context, id string) (delegation.Target, error) {
 	if err := ctxErr(ctx, "get target"); err != nil {
-		return Target{}, err
+		return delegation.Target{}, err
 	}
 	a, ok := d.Agent(id)
 	if !ok {
-		return Target{}, fault.New(fault.NotFound, "get target", "agent %q is not a delegation target", id)
+		return delegation.Target{}, fault.New(fault.NotFound, "get target", "agent %q is not a delegation target", id)
 	}
-	return Target{ID: id, Card: a.Definition.Card}, nil
+	return delegation.Target{ID: id, Card: a.Definition.Card}, nil
 }
 
 // Agent returns the bound agent id; false when unknown or unbound.
-func (d *LocalDirectory) Agent(id string) (*agent.Agent, bool) {
+func (d *Directory) Agent(id string) (*agent.Agent, bool) {
 	src, err := d.source()
 	if err != nil {
 		return nil, false
@@ -118,7 +119,7 @@ func (d *LocalDirectory) Agent(id string) (*agent.Agent, bool) {
 }
 
 // AgentNames lists the source's agent ids; nil when unbound.
-func (d *LocalDirectory) AgentNames() []string {
+func (d *Directory) AgentNames() []string {
 	src, err := d.source()
 	if err != nil {
 		return nil

@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/tool"
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,7 @@ func TestTools(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	e.agents.put("writer", agenttest.New(agenttest.Say("drafted")))
 	e.agents.put("critic", agenttest.New(agenttest.Say("meh")))
-	tools := delegation.NewTools(e.dir, nil)
+	tools := local.NewTools(e.dir, nil)
 	var names []string
 	for _, d := range tools.Definitions() {
 		names = append(names, d.Name)
@@ -61,11 +62,11 @@ func TestTools(t *testing.T) {
 	assert.Equal(t, resp.ID, got.ID)
 	assert.Equal(t, delegation.StatusSucceeded, got.Status)
 
-	none, err := delegation.NewTools(e.dir, nil).Execute(context.Background(), tool.Batch{Host: agent.NoopHost{}, Run: run,
+	none, err := local.NewTools(e.dir, nil).Execute(context.Background(), tool.Batch{Host: agent.NoopHost{}, Run: run,
 		Calls: []message.ToolCall{{ID: "x", Name: "delegate", Arguments: `{"agent":"writer","message":"m"}`}}})
 	require.NoError(t, err)
 	assert.True(t, none[0].IsError, "a host without a service and no fallback")
-	fallback, err := delegation.NewTools(e.dir, e.svc).Execute(context.Background(), tool.Batch{Host: agent.NoopHost{}, Run: run,
+	fallback, err := local.NewTools(e.dir, e.svc).Execute(context.Background(), tool.Batch{Host: agent.NoopHost{}, Run: run,
 		Calls: []message.ToolCall{{ID: "x", Name: "delegate", Arguments: `{"agent":"writer","message":"m"}`}}})
 	require.NoError(t, err)
 	assert.False(t, fallback[0].IsError, fallback[0].Content)

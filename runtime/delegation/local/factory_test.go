@@ -1,4 +1,4 @@
-package delegation_test
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -21,7 +22,7 @@ func deployDoc(t *testing.T, eng *agenttest.Engine, resources string) (*deploy.R
 	t.Helper()
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), agenttest.Factory("scripted", eng))
-	reg.MustRegister(delegation.Factories()...)
+	reg.MustRegister(local.Factories()...)
 	doc, err := deploy.Parse([]byte(`version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
@@ -39,11 +40,11 @@ agents:
 	return r, err
 }
 
-func serviceOf(t *testing.T, r *deploy.Result, name string) *delegation.LocalService {
+func serviceOf(t *testing.T, r *deploy.Result, name string) *local.Service {
 	t.Helper()
 	v, ok := r.Value(name)
 	require.True(t, ok)
-	svc, ok := v.(*delegation.LocalService)
+	svc, ok := v.(*local.Service)
 	require.True(t, ok, "%T", v)
 	return svc
 }
@@ -56,7 +57,7 @@ func serviceOf(t *testing.T, r *deploy.Result, name string) *delegation.LocalSer
 func TestResources(t *testing.T) {
 	t.Parallel()
 	specs := map[string]resource.Spec{}
-	for _, f := range delegation.Factories() {
+	for _, f := range local.Factories() {
 		specs[f.Spec().Key()] = f.Spec()
 	}
 	require.Contains(t, specs, "delegation.Directory/local")
@@ -84,10 +85,10 @@ func TestResources(t *testing.T) {
     settings: {max_concurrency: 2, max_depth: 5, timeout: 30s, idempotency_retention: 1m, defer_workers: 1}
 `)
 	require.NoError(t, err)
-	assert.Equal(t, delegation.ServiceSettings{MaxConcurrency: 4, MaxDepth: 8,
-		IdempotencyRetention: delegation.Duration(10 * time.Minute), DeferWorkers: 4}, serviceOf(t, r, "defaults").Settings())
-	assert.Equal(t, delegation.ServiceSettings{MaxConcurrency: 2, MaxDepth: 5, Timeout: delegation.Duration(30 * time.Second),
-		IdempotencyRetention: delegation.Duration(time.Minute), DeferWorkers: 1}, serviceOf(t, r, "tuned").Settings())
+	assert.Equal(t, local.ServiceSettings{MaxConcurrency: 4, MaxDepth: 8,
+		IdempotencyRetention: local.Duration(10 * time.Minute), DeferWorkers: 4}, serviceOf(t, r, "defaults").Settings())
+	assert.Equal(t, local.ServiceSettings{MaxConcurrency: 2, MaxDepth: 5, Timeout: local.Duration(30 * time.Second),
+		IdempotencyRetention: local.Duration(time.Minute), DeferWorkers: 1}, serviceOf(t, r, "tuned").Settings())
 
 	v, _ := r.Value("directory")
 	list, err := v.(delegation.Directory).List(context.Background())
@@ -157,7 +158,7 @@ func TestGenerations(t *testing.T) {
 	g.Open()
 	assert.Equal(t, "old", agenttest.ReplyText((<-done).Output), "the in-flight delegation finished on its generation")
 	oldDir, _ := old.Value("directory")
-	oldAgent, ok := oldDir.(delegation.AgentSource).Agent("writer")
+	oldAgent, ok := oldDir.(local.AgentSource).Agent("writer")
 	require.True(t, ok)
 	newAgent, _ := next.Agent("writer")
 	assert.NotSame(t, newAgent, oldAgent)
