@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/corral-rt/corral/examples/demo"
+	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -26,5 +26,5 @@ func TestStampWasmIsCurrent(t *testing.T) {
 	require.NoError(t, err)
 	got, err := os.ReadFile(filepath.Join("wasm", "stamp.wasm"))
 	require.NoError(t, err)
-	require.True(t, bytes.Equal(want, got), "wasm/stamp.wasm is stale: run go generate ./examples/demo")
+	require.True(t, bytes.Equal(want, got), "wasm/stamp.wasm is stale: run go generate ./cmd/corral/internal/demo")
 }

@@ -1,7 +1,7 @@
 ;; The demo's WebAssembly node, written by hand in the text format: it
 ;; streams one line through host.emit and sets the board var
 ;; wasm_checked_in. stamp.wasm is its compiled form; rebuild it with
-;; `go generate ./examples/demo` (wat2wasm, Debian package wabt).
+;; `go generate ./cmd/corral/internal/demo` (wat2wasm, Debian package wabt).
 (module
   (import "host" "emit" (func $emit (param i32 i32) (result i64)))
   (import "corral" "board.setVar" (func $set (param i32 i32) (result i64)))

@@ -6,7 +6,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/corral-rt/corral/examples/demo"
+	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/corral-rt/corral/runtime/deploy"
 )
 
