@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/corral-rt/corral/examples/demo"
+	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
 )
@@ -28,7 +28,7 @@ const usage = `usage:
              Ctrl-C interrupts the turn, a second Ctrl-C cancels it
   validate   build the deployment DOC, print what it holds, close it
 
-Without DOC both use the embedded demo deployment (examples/demo).
+Without DOC both use the embedded demo deployment (cmd/corral/internal/demo).
 Exit codes: 0 done (for run: the turn completed), 1 not done, 2 bad input.
 `
 

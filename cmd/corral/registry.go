@@ -9,8 +9,8 @@ import (
 	"github.com/corral-rt/corral/engine/tools"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/checkpoint"
-	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -32,7 +32,7 @@ func registry() *resource.Registry {
 	reg.MustRegister(openai.Factory())
 	reg.MustRegister(scripted.Factory())
 	reg.MustRegister(tools.Factory())
-	reg.MustRegister(delegation.Factories()...)
+	reg.MustRegister(local.Factories()...)
 	return reg
 }
 

@@ -4,43 +4,34 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
-	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
-	"github.com/corral-rt/corral/runtime/message"
 )
 
-// A service over a directory of agents runs one of them and reports the
-// outcome as a Response.
-func Example() {
-	agents := newAgents()
-	agents.put("writer", agenttest.New(agenttest.Say("a short poem")))
-	svc, err := delegation.NewLocalService(delegation.ServiceConfig{Directory: delegation.NewLocalDirectory(agents)})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer svc.Close()
+// done is a Service that finishes every delegation at once, with no
+// output.
+type done struct{}
 
-	resp, err := svc.Delegate(context.Background(), delegation.Request{
-		Target: "writer", Input: message.NewTextMessage(message.RoleUser, "write a poem")})
-	fmt.Println(resp.Status, err)
-	fmt.Println(agenttest.ReplyText(resp.Output))
-	// Output:
-	// succeeded <nil>
-	// a short poem
+func (done) Delegate(_ context.Context, req delegation.Request) (delegation.Response, error) {
+	return delegation.Response{ID: "dlg-1", Target: req.Target, Status: delegation.StatusSucceeded}, nil
+}
+
+func (done) Get(_ context.Context, id string) (delegation.Response, error) {
+	return delegation.Response{}, fault.New(fault.NotFound, "get delegation", "no delegation %q", id)
 }
 
 // A host offers a service with WithService; a run finds it with
 // ServiceFromHost.
 func ExampleServiceFromHost() {
-	svc, _ := delegation.NewLocalService(delegation.ServiceConfig{Directory: delegation.NewLocalDirectory(newAgents())})
-	defer svc.Close()
 	_, ok := delegation.ServiceFromHost(agent.NoopHost{})
 	fmt.Println(ok)
-	_, ok = delegation.ServiceFromHost(delegation.WithService(agent.NoopHost{}, svc))
+	svc, ok := delegation.ServiceFromHost(delegation.WithService(agent.NoopHost{}, done{}))
 	fmt.Println(ok)
+	resp, _ := svc.Delegate(context.Background(), delegation.Request{Target: "writer"})
+	fmt.Println(resp.Status)
 	// Output:
 	// false
 	// true
+	// succeeded
 }

@@ -92,9 +92,9 @@ func WithInterruptsWatched(ctx context.Context) context.Context {
 	return context.WithValue(ctx, watchedKey{}, true)
 }
 
-// interruptsWatched reports whether ctx says its caller's interrupts are
+// InterruptsWatched reports whether ctx says its caller's interrupts are
 // watched (WithInterruptsWatched).
-func interruptsWatched(ctx context.Context) bool {
+func InterruptsWatched(ctx context.Context) bool {
 	ok, _ := ctx.Value(watchedKey{}).(bool)
 	return ok
 }

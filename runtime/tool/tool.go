@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/limit"
 	"github.com/corral-rt/corral/runtime/message"
-	"github.com/corral-rt/corral/sandbox"
 )
 
 // Kind is the resource kind of tool assemblies.
@@ -37,10 +37,22 @@ type Batch struct {
 	// non-deterministic calls and shares its interrupt latch). Nil: an
 	// assembly that runs sandboxed code makes a dispatcher of its own from
 	// Host, Run and Limits.
-	ABI sandbox.ABI
+	ABI ABI
 	// Limits are the caller's limits for each call; an assembly may only
 	// tighten them. Zero fields: the assembly's own.
-	Limits sandbox.Limits
+	Limits limit.Limits
+}
+
+// ABI is the host ABI as a batch's sandboxed calls reach it: the names of
+// the host functions to bind, and a call that checks capabilities and
+// limits. It has the methods of sandbox.ABI, so that a value of either
+// type is one of the other; package hostabi implements both.
+type ABI interface {
+	// Functions lists the catalog's function names, sorted.
+	Functions() []string
+	// Call runs the host function name with JSON arguments (an array, or
+	// empty for none). Errors carry a fault kind.
+	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
 // Assembly is a set of tools an agent may call. It is safe for concurrent

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
@@ -19,7 +20,7 @@ import (
 func ExampleWrap() {
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), agenttest.Factory("scripted", agenttest.New(agenttest.Say("hello"))))
-	reg.MustRegister(delegation.Factories()...)
+	reg.MustRegister(local.Factories()...)
 	doc, err := deploy.Parse([]byte(`version: v1
 resources:
   directory: {kind: delegation.Directory, impl: local}

@@ -9,6 +9,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/delegation"
 	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
+	"github.com/corral-rt/corral/runtime/delegation/local"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
@@ -22,7 +23,7 @@ func result(t *testing.T, resources string) *deploy.Result {
 	t.Helper()
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), agenttest.Factory("scripted", agenttest.New(agenttest.Say("hi"))))
-	reg.MustRegister(delegation.Factories()...)
+	reg.MustRegister(local.Factories()...)
 	doc, err := deploy.Parse([]byte(`version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
