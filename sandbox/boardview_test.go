@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -271,3 +272,35 @@ func (w writer) Invoke(_ context.Context, inv sandbox.Invocation) (sandbox.Outco
 }
 
 func (w writer) Eval(context.Context, sandbox.Evaluation) (any, error) { return nil, nil }
+
+// Nothing in an Invocation or an Outcome points into the caller's state:
+// no field, at any depth of the structs they hold, is a pointer, an
+// unsafe pointer or a channel, but for the messages, which are data that
+// encode as JSON (their optional parts are pointers); what the runner
+// calls back is a function or an interface (the host ABI), which a process
+// boundary carries as a round trip.
+func TestContractCarriesPlainValues(t *testing.T) {
+	t.Parallel()
+	var walk func(path string, typ reflect.Type)
+	walk = func(path string, typ reflect.Type) {
+		if typ == reflect.TypeFor[message.Message]() {
+			return
+		}
+		switch typ.Kind() {
+		case reflect.Pointer, reflect.UnsafePointer, reflect.Chan, reflect.Uintptr:
+			t.Errorf("%s is a %s", path, typ.Kind())
+		case reflect.Struct:
+			for i := range typ.NumField() {
+				f := typ.Field(i)
+				walk(path+"."+f.Name, f.Type)
+			}
+		case reflect.Slice, reflect.Array:
+			walk(path+"[]", typ.Elem())
+		case reflect.Map:
+			walk(path+"[key]", typ.Key())
+			walk(path+"[]", typ.Elem())
+		}
+	}
+	walk("Invocation", reflect.TypeFor[sandbox.Invocation]())
+	walk("Outcome", reflect.TypeFor[sandbox.Outcome]())
+}

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -28,7 +29,8 @@ type JournalProvider interface {
 	Journal() *hostabi.Journal
 }
 
-// runState is one Execute.
+// runState is one Execute: the run's state (its caches apart, in
+// runCaches).
 type runState struct {
 	e          *Engine
 	run        agent.Run
@@ -45,10 +47,6 @@ type runState struct {
 	waveLen int
 	retries atomic.Int64
 	running runningNodes
-	// runPart is the run id as it stands in a subject.
-	runPart string
-	// maxBoard is the run's max_board_bytes (maxBoardBytes).
-	maxBoard int64
 	// save is the context of the run's checkpoint saves and its run-end
 	// publish, made at the first: without the run's cancellation (the
 	// checkpoints of a run being cancelled are still saved, its run end
@@ -57,22 +55,18 @@ type runState struct {
 	// runCtx is the run's context and hostCtx the same carrying the host
 	// (agent.ContextWithHost), made once for the nodes that run in it.
 	runCtx, hostCtx context.Context
-	headers         headerCache
 	// span is the trace span of the run's ctx, stamped on its step events.
 	span event.Span
-	// seq is the stepCall of the steps of sequential waves, reused.
-	seq *stepCall
 	// boardBytes is the board's size when the engine knows it, else 0:
-	// measured after the last wave (checkBoard), or reported by the last
-	// node of a sequential wave that ran (a script node, Call.boardAfter)
-	// or was skipped.
+	// measured after the last wave (checkBoard), or counted by the last
+	// node of a sequential wave that ran (a script node's writes,
+	// Call.boardAfter) or was skipped (stepEnd).
 	boardBytes int64
 	// waveEnd is when the last node of a sequential wave completed (the
 	// time of its step complete event), the time of the wave's
 	// checkpoint; zero when unknown (a parallel wave, a skipped node).
 	waveEnd time.Time
-	// ids makes the ids of the run's step events, several per allocation.
-	ids event.IDBlock
+	cache   runCaches
 	// own holds what a run needs one of, allocated with the runState
 	// rather than each on its own: the latch, the journal when the host
 	// hands none, the save context (save) and the sequential waves'
@@ -84,6 +78,21 @@ type runState struct {
 		seq     stepCall
 		running [1]string // runningNodes' first
 	}
+}
+
+// runCaches is what a run makes once and reuses rather than makes again:
+// none of it is the run's state, and each is made at its first use.
+type runCaches struct {
+	// runPart is the run id as it stands in a subject.
+	runPart string
+	// maxBoard is the run's max_board_bytes (maxBoardBytes).
+	maxBoard int64
+	// headers are what the run's envelopes share (stepevents.go).
+	headers headerCache
+	// ids makes the ids of the run's step events, several per allocation.
+	ids event.IDBlock
+	// seq is the stepCall of the steps of sequential waves, reused.
+	seq *stepCall
 }
 
 // Execute runs the graph on board (REF 5.2) and returns the final
@@ -130,8 +139,8 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 		board.Channels = map[string][]message.Message{}
 	}
 	r := &runState{e: e, run: run, host: host, board: board, logger: e.opts.Logger,
-		info:    sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
-		runPart: event.SanitiseID(run.ID)}
+		info:  sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
+		cache: runCaches{runPart: event.SanitiseID(run.ID)}}
 	r.latch = &r.own.latch
 	r.running.ids = r.own.running[:0]
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
@@ -267,36 +276,6 @@ func (r *runState) contextError(ctx context.Context) error {
 	return fault.Wrap(fault.Aborted, cause, opExecute, "graph %q", r.e.doc.Name)
 }
 
-// checkpoint writes the wave-boundary checkpoint through the host; a
-// failure is only logged. steps is the wave's own slice, which nothing
-// changes afterwards: the checkpoint holds it as it is.
-func (r *runState) checkpoint(ctx context.Context, steps []string) {
-	if r.save == nil {
-		r.save = r.saveContext(ctx)
-	}
-	// The board goes as it is: a Checkpointer copies what it keeps
-	// (agent.Checkpointer), and nothing changes the board during the save.
-	// A sequential wave ended when its last node completed.
-	now := r.waveEnd
-	if now.IsZero() {
-		now = time.Now()
-	}
-	r.waveEnd = time.Time{}
-	cp := agent.Checkpoint{
-		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
-		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
-		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
-	}
-	// A wave that completed is worth saving even when the run is being
-	// cancelled: the save gets a ctx of its own.
-	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
-	r.save.disarm()
-	if err != nil {
-		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
-			"iteration", r.iterations, "error", err)
-	}
-}
-
 // successors returns the deduplicated targets of the edges out of steps
 // whose condition is empty or true, in step order and then document
 // order. Conditions see the board vars plus __iterations. A single
@@ -357,180 +336,142 @@ func dedupCopy(ids []string) []string {
 	return out
 }
 
-// publishRunStart publishes run start; a failure is only logged
-// (REF 5.7.1).
-func (r *runState) publishRunStart(ctx context.Context) {
-	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload, ""); err != nil {
-		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
-	}
+// runTimeError is the error of a run that ran past its run_time: it wraps
+// the *sandbox.LimitError (kind Timeout) whose Node is the node that was
+// running, or the graph when the time ran out between waves.
+type runTimeError struct {
+	Graph   string
+	Between bool // no node was running
+	Err     *sandbox.LimitError
 }
 
-// end publishes run end with a ctx of its own, detached from the run's
-// cancellation and bounded by run_end_publish_timeout (REF 5.7.2);
-// a failure is joined into the run's error (REF 5.7.4).
-func (r *runState) end(parent context.Context, runErr error) error {
-	if r.save == nil {
-		r.save = r.saveContext(parent)
+func (e *runTimeError) Error() string {
+	if e.Between {
+		return fmt.Sprintf("%s: graph %q: between waves: %v", opExecute, e.Graph, e.Err)
 	}
-	defer r.save.stop()
-	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
-	var p any = r.e.runPayload
-	if runErr != nil {
-		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error()}
-	}
-	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
-		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})
-	}
-	return runErr
+	return fmt.Sprintf("%s: graph %q: %v", opExecute, e.Graph, e.Err)
 }
 
-// publish publishes payload on subject with the run_id, agent_id and
-// graph_id headers, and node_id when node is set.
-func (r *runState) publish(ctx context.Context, subject string, payload any, node string) error {
-	env, err := event.NewEnvelope(ctx, subject, payload)
-	if err != nil {
-		return err
-	}
-	env.Headers = r.headers.get(r, node)
-	return r.host.Publish(ctx, env)
+// Unwrap exposes the LimitError and its kind.
+func (e *runTimeError) Unwrap() error { return e.Err }
+
+// isRunTime reports whether err is a run's run_time error.
+func isRunTime(err error) bool {
+	var rte *runTimeError
+	return errors.As(err, &rte)
 }
 
-// headerCache keeps what a run's envelopes share, made at the first
-// event that needs it: the run's headers, which its run and step events
-// carry, and per node the subjects of its step start and step complete
-// and the headers of the events that add node_id (a branch's stream
-// deltas). Envelopes are read-only once published (event.Envelope), so
-// events share headers maps.
-type headerCache struct {
-	mu     sync.Mutex
-	run    map[string]string
-	byNode []nodeEvents // by node index
-	// made is set, holding byNode, once the step events of every node
-	// are made (a small graph, at its first step event): from then on
-	// node reads byNode without the lock.
-	made atomic.Pointer[[]nodeEvents]
-}
-
-// nodeEvents is what the events of one node of a run share; the errors
-// are set when a subject is not valid (longer than event.MaxSubjectLen).
-type nodeEvents struct {
-	// run is the run's headers (headerCache.run), which step events
-	// carry: the node is in their subject and payload.
-	run map[string]string
-	// withNode is the run's headers and node_id, made at the node's first
-	// event that carries them.
-	withNode              map[string]string
-	start, complete       string
-	startErr, completeErr error
-}
-
-func (h *headerCache) get(r *runState, node string) map[string]string {
-	if node == "" {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.runHeaders(r)
-	}
-	n, ok := r.e.nodes[node]
-	if !ok {
-		return newHeaders(r, node)
-	}
-	ev := h.node(r, n)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ev.withNode == nil {
-		ev.withNode = newHeaders(r, node)
-	}
-	return ev.withNode
-}
-
-// runHeaders returns the run's headers without a node; h.mu is held.
-func (h *headerCache) runHeaders(r *runState) map[string]string {
-	if h.run == nil {
-		h.run = newHeaders(r, "")
-	}
-	return h.run
-}
-
-// node returns what n's step events share, made at its first; its run
-// headers and subjects are read-only once made.
-func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
-	if made := h.made.Load(); made != nil {
-		return &(*made)[n.index]
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.byNode == nil {
-		h.byNode = make([]nodeEvents, len(r.e.doc.Nodes))
-	}
-	ev := &h.byNode[n.index]
-	if ev.run == nil {
-		ev.run = h.runHeaders(r)
-		if ev.start == "" {
-			h.subjects(r, n.index)
+// runTime is the run's run_time: the smallest RunTime of the engine's
+// limits and of every bound runtime that tells its limits; 0 means none.
+func (r *runState) runTime() time.Duration {
+	d := r.e.opts.Limits.RunTime
+	for _, rt := range r.e.opts.Runtimes {
+		lr, ok := rt.(LimitedRuntime)
+		if !ok {
+			continue
 		}
-		if len(h.byNode) <= smallGraph { // subjects made every node's
-			for i := range h.byNode {
-				h.byNode[i].run = ev.run
-			}
-			h.made.Store(&h.byNode)
+		if lt := lr.Limits().RunTime; lt > 0 && (d == 0 || lt < d) {
+			d = lt
 		}
 	}
-	return ev
+	return d
 }
 
-// smallGraph is the most nodes a graph may have for the step subjects of
-// all its nodes to be made at once, in one string, at a run's first step
-// event: it saves an allocation per node, and a larger graph whose run
-// steps through a few of its nodes does not pay for the others.
-const smallGraph = 32
-
-// subjects makes the step start and complete subjects of node i, or of
-// every node of a small graph, as slices of one string; h.mu is held.
-func (h *headerCache) subjects(r *runState, i int) {
-	actors := r.e.actors.get(r.e, r.run.AgentID)
-	from, to := i, i+1
-	if len(actors) <= smallGraph {
-		from, to = 0, len(actors)
+// maxBoardBytes is the run's max_board_bytes: the smallest of the
+// engine's limits and the bound runtimes', else the default. It is
+// computed at the run's first wave.
+func (r *runState) maxBoardBytes() int64 {
+	if r.cache.maxBoard > 0 {
+		return r.cache.maxBoard
 	}
-	prefix := event.SubjectPrefixRun + r.runPart + ".step."
-	size := 0
-	for _, a := range actors[from:to] {
-		size += 2*(len(prefix)+len(a)) + len(".start.complete")
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, a := range actors[from:to] {
-		b.WriteString(prefix)
-		b.WriteString(a)
-		b.WriteString(".start")
-		b.WriteString(prefix)
-		b.WriteString(a)
-		b.WriteString(".complete")
-	}
-	all, at := b.String(), 0
-	for j, a := range actors[from:to] {
-		ev := &h.byNode[from+j]
-		start, complete := len(prefix)+len(a)+len(".start"), len(prefix)+len(a)+len(".complete")
-		ev.start, ev.complete = all[at:at+start], all[at+start:at+start+complete]
-		at += start + complete
-		// Their segments are sanitised ids (event.SanitiseID: never empty,
-		// no '.', '*' or '>'), so only their length can make them invalid.
-		if len(ev.start) > event.MaxSubjectLen {
-			ev.startErr = event.ValidateSubject(ev.start)
-		}
-		if len(ev.complete) > event.MaxSubjectLen {
-			ev.completeErr = event.ValidateSubject(ev.complete)
+	l := sandbox.Limits{MaxBoardBytes: r.e.opts.Limits.MaxBoardBytes}
+	for _, rt := range r.e.opts.Runtimes {
+		if lr, ok := rt.(LimitedRuntime); ok {
+			l = l.Tighten(sandbox.Limits{MaxBoardBytes: lr.Limits().MaxBoardBytes})
 		}
 	}
+	r.cache.maxBoard = l.MaxBoardBytes
+	if r.cache.maxBoard == 0 {
+		r.cache.maxBoard = sandbox.DefaultMaxBoardBytes
+	}
+	return r.cache.maxBoard
 }
 
-func newHeaders(r *runState, node string) map[string]string {
-	m := make(map[string]string, 4)
-	m[event.HeaderRunID] = r.run.ID
-	m[event.HeaderAgentID] = r.run.AgentID
-	m[event.HeaderGraphID] = r.e.doc.Name
-	if node != "" {
-		m[event.HeaderNodeID] = node
+// checkBoard refuses a board past max_board_bytes at a wave boundary,
+// before the checkpoint: the LimitError names the wave's node, or the
+// graph for a wave of several. The board is measured unless the wave's
+// last node reported its size (a script node: the runner counted every
+// write, sandbox.Invocation.BoardBytesAfter).
+func (r *runState) checkBoard(wave []string) error {
+	max := r.maxBoardBytes()
+	size := r.boardBytes
+	r.boardBytes = 0
+	if size <= 0 {
+		var err error
+		if size, err = sandbox.BoardJSONBytes(r.board); err != nil {
+			return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
+		}
 	}
-	return m
+	if size <= max {
+		r.boardBytes = size
+		return nil
+	}
+	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}
+	if len(wave) == 1 {
+		le.Node = wave[0]
+	}
+	return fault.Wrap(fault.BudgetExceeded, le, opExecute, "graph %q: board of %d bytes after the wave of %s",
+		r.e.doc.Name, size, strings.Join(wave, ", "))
 }
+
+// runTimeContext ends the run after d with a *runTimeError naming what was
+// running then.
+func (r *runState) runTimeContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() {
+		node, ok := r.running.first()
+		e := &runTimeError{Graph: r.e.doc.Name, Between: !ok,
+			Err: &sandbox.LimitError{Limit: sandbox.LimitRunTime, Node: node, Max: int64(d)}}
+		if !ok {
+			e.Err.Node = r.e.doc.Name
+		}
+		cancel(e)
+	})
+	return rctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// runningNodes is the set of nodes running now; a parallel wave runs
+// several.
+type runningNodes struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *runningNodes) enter(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = append(s.ids, id)
+}
+
+func (s *runningNodes) leave(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.ids, id); i >= 0 {
+		s.ids = slices.Delete(s.ids, i, i+1)
+	}
+}
+
+// first returns the node that started running first, if any.
+func (s *runningNodes) first() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ids) == 0 {
+		return "", false
+	}
+	return s.ids[0], true
+}
+
+var _ error = (*runTimeError)(nil)

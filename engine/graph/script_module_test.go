@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/corral-rt/corral/runtime/agent"
 	"log/slog"
 	"reflect"
 	"testing"
+
+	"github.com/corral-rt/corral/runtime/agent"
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"

@@ -45,55 +45,57 @@ type stepInput struct {
 
 // runWave runs the nodes of a wave and returns the ones that route on:
 // every node, except the branches of a parallel wave that were cancelled.
+// After a sequential wave the run knows when its last node completed and,
+// from what each node reported, the board's size (stepEnd).
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
-		routes, err := r.runParallel(ctx, wave)
-		r.boardBytes = 0 // the merged board is measured after the wave
+		routes, err := r.runParallel(ctx, wave) // each branch starts from r.boardBytes
+		r.waveEnd, r.boardBytes = time.Time{}, 0 // the merged board is measured after the wave
 		return routes, err
 	}
-	// The board's size is known until a node that does not report it
-	// runs (stepInput.boardBytes).
 	for _, id := range wave {
-		size := r.boardBytes
-		if err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board, boardBytes: size}); err != nil {
+		end, err := r.step(ctx, stepInput{node: r.e.nodes[id], board: r.board, boardBytes: r.boardBytes})
+		r.waveEnd, r.boardBytes = end.at, end.boardBytes
+		if err != nil {
 			return nil, err
 		}
 	}
 	return wave, nil
 }
 
+// stepEnd is what a step tells the wave: when it completed (the time of
+// its step complete event; zero when unknown, as for a skipped node) and
+// the board's size after it when the engine knows it (else 0).
+type stepEnd struct {
+	at         time.Time
+	boardBytes int64
+}
+
 // step runs one node (REF 5.2.3): the skip condition, the ${board}
 // resolution of its config, the read roles, step start, the handler with
 // its retries, the write roles, and step complete or step error.
-func (r *runState) step(ctx context.Context, in stepInput) error {
+func (r *runState) step(ctx context.Context, in stepInput) (stepEnd, error) {
 	n := in.node
-	if in.fork == nil {
-		r.waveEnd = time.Time{} // until this node completes
-		r.boardBytes = 0        // until it reports the board's size
-	}
 	r.running.enter(n.id)
 	defer r.running.leave(n.id)
 	if n.skip != nil {
 		skip, err := n.skip.eval(ctx, conditionVars(in.board.Vars, r.iterations), r.e.opts.Limits)
 		if err != nil {
-			return r.stepFailed(ctx, n, err)
+			return stepEnd{}, r.stepFailed(ctx, n, err)
 		}
 		if skip {
 			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
-			if in.fork == nil {
-				r.boardBytes = in.boardBytes // unchanged
-			}
-			return nil
+			return stepEnd{boardBytes: in.boardBytes}, nil // the board is as it was
 		}
 	}
 	cfg, err := resolveConfig(n, in.board.Vars)
 	if err != nil {
-		return r.stepFailed(ctx, n, err)
+		return stepEnd{}, r.stepFailed(ctx, n, err)
 	}
 	var before *agent.Board
 	if n.roles != nil {
 		if err := checkReads(n.id, *n.roles, in.board); err != nil {
-			return r.stepFailed(ctx, n, err)
+			return stepEnd{}, r.stepFailed(ctx, n, err)
 		}
 		before = in.board.Clone()
 	}
@@ -102,19 +104,16 @@ func (r *runState) step(ctx context.Context, in stepInput) error {
 	if err != nil {
 		if in.fork != nil && in.fork.isCancelled(n.id) {
 			r.publishStep(ctx, stepComplete, n, event.StepPayload{Skipped: true})
-			return nil
+			return stepEnd{}, nil
 		}
-		return r.stepFailed(ctx, n, err)
+		return stepEnd{}, r.stepFailed(ctx, n, err)
 	}
 	if n.roles != nil {
 		if err := checkWrites(n.id, *n.roles, before, in.board); err != nil {
-			return r.stepFailed(ctx, n, err)
+			return stepEnd{}, r.stepFailed(ctx, n, err)
 		}
 	}
-	if done := r.publishStep(ctx, stepComplete, n, event.StepPayload{}); in.fork == nil {
-		r.waveEnd, r.boardBytes = done, size
-	}
-	return nil
+	return stepEnd{at: r.publishStep(ctx, stepComplete, n, event.StepPayload{}), boardBytes: size}, nil
 }
 
 // stepFailed publishes step error and returns the node's error.
@@ -238,12 +237,12 @@ func (r *runState) stepCall(in stepInput) *stepCall {
 	if in.fork != nil {
 		return &stepCall{}
 	}
-	if r.seq == nil {
-		r.seq = &r.own.seq
+	if r.cache.seq == nil {
+		r.cache.seq = &r.own.seq
 	} else {
-		r.seq.reset()
+		r.cache.seq.reset()
 	}
-	return r.seq
+	return r.cache.seq
 }
 
 // reset readies a used stepCall for the next step without clearing all of

@@ -3,9 +3,13 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
 )
 
@@ -45,12 +49,12 @@ func (a *actorCache) get(e *Engine, agentID string) []string {
 func (r *runState) stepSubject(kind stepKind, n *builtNode) string {
 	switch kind {
 	case stepStart:
-		return r.headers.node(r, n).start
+		return r.cache.headers.node(r, n).start
 	case stepComplete:
-		return r.headers.node(r, n).complete
+		return r.cache.headers.node(r, n).complete
 	}
 	actor := r.e.actors.get(r.e, r.run.AgentID)[n.index]
-	return event.SubjectPrefixRun + r.runPart + ".step." + actor + ".error"
+	return event.SubjectPrefixRun + r.cache.runPart + ".step." + actor + ".error"
 }
 
 // publishStep publishes a step event; a failure is only logged. A payload
@@ -94,7 +98,7 @@ func (n *builtNode) stepPayload(p event.StepPayload) (json.RawMessage, bool) {
 // its payload encoded at build: one clock reading for the id and the time,
 // the headers and subject made once per node and run.
 func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNode, raw json.RawMessage, now time.Time) error {
-	ev := r.headers.node(r, n)
+	ev := r.cache.headers.node(r, n)
 	subject, err := ev.start, ev.startErr
 	if kind == stepComplete {
 		subject, err = ev.complete, ev.completeErr
@@ -102,6 +106,184 @@ func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNo
 	if err != nil {
 		return err
 	}
-	return r.host.Publish(ctx, event.Envelope{ID: r.ids.NewAt(now), Subject: subject, Time: now, Payload: raw,
+	return r.host.Publish(ctx, event.Envelope{ID: r.cache.ids.NewAt(now), Subject: subject, Time: now, Payload: raw,
 		Headers: ev.run, TraceID: r.span.TraceID, SpanID: r.span.SpanID})
+}
+
+// publishRunStart publishes run start; a failure is only logged
+// (REF 5.7.1).
+func (r *runState) publishRunStart(ctx context.Context) {
+	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload, ""); err != nil {
+		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
+	}
+}
+
+// end publishes run end with a ctx of its own, detached from the run's
+// cancellation and bounded by run_end_publish_timeout (REF 5.7.2);
+// a failure is joined into the run's error (REF 5.7.4).
+func (r *runState) end(parent context.Context, runErr error) error {
+	if r.save == nil {
+		r.save = r.saveContext(parent)
+	}
+	defer r.save.stop()
+	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
+	var p any = r.e.runPayload
+	if runErr != nil {
+		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error()}
+	}
+	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
+		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})
+	}
+	return runErr
+}
+
+// publish publishes payload on subject with the run_id, agent_id and
+// graph_id headers, and node_id when node is set.
+func (r *runState) publish(ctx context.Context, subject string, payload any, node string) error {
+	env, err := event.NewEnvelope(ctx, subject, payload)
+	if err != nil {
+		return err
+	}
+	env.Headers = r.cache.headers.get(r, node)
+	return r.host.Publish(ctx, env)
+}
+
+// headerCache keeps what a run's envelopes share, made at the first
+// event that needs it: the run's headers, which its run and step events
+// carry, and per node the subjects of its step start and step complete
+// and the headers of the events that add node_id (a branch's stream
+// deltas). Envelopes are read-only once published (event.Envelope), so
+// events share headers maps.
+type headerCache struct {
+	mu     sync.Mutex
+	run    map[string]string
+	byNode []nodeEvents // by node index
+	// made is set, holding byNode, once the step events of every node
+	// are made (a small graph, at its first step event): from then on
+	// node reads byNode without the lock.
+	made atomic.Pointer[[]nodeEvents]
+}
+
+// nodeEvents is what the events of one node of a run share; the errors
+// are set when a subject is not valid (longer than event.MaxSubjectLen).
+type nodeEvents struct {
+	// run is the run's headers (headerCache.run), which step events
+	// carry: the node is in their subject and payload.
+	run map[string]string
+	// withNode is the run's headers and node_id, made at the node's first
+	// event that carries them.
+	withNode              map[string]string
+	start, complete       string
+	startErr, completeErr error
+}
+
+func (h *headerCache) get(r *runState, node string) map[string]string {
+	if node == "" {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.runHeaders(r)
+	}
+	n, ok := r.e.nodes[node]
+	if !ok {
+		return newHeaders(r, node)
+	}
+	ev := h.node(r, n)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ev.withNode == nil {
+		ev.withNode = newHeaders(r, node)
+	}
+	return ev.withNode
+}
+
+// runHeaders returns the run's headers without a node; h.mu is held.
+func (h *headerCache) runHeaders(r *runState) map[string]string {
+	if h.run == nil {
+		h.run = newHeaders(r, "")
+	}
+	return h.run
+}
+
+// node returns what n's step events share, made at its first; its run
+// headers and subjects are read-only once made.
+func (h *headerCache) node(r *runState, n *builtNode) *nodeEvents {
+	if made := h.made.Load(); made != nil {
+		return &(*made)[n.index]
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byNode == nil {
+		h.byNode = make([]nodeEvents, len(r.e.doc.Nodes))
+	}
+	ev := &h.byNode[n.index]
+	if ev.run == nil {
+		ev.run = h.runHeaders(r)
+		if ev.start == "" {
+			h.subjects(r, n.index)
+		}
+		if len(h.byNode) <= smallGraph { // subjects made every node's
+			for i := range h.byNode {
+				h.byNode[i].run = ev.run
+			}
+			h.made.Store(&h.byNode)
+		}
+	}
+	return ev
+}
+
+// smallGraph is the most nodes a graph may have for the step subjects of
+// all its nodes to be made at once, in one string, at a run's first step
+// event: it saves an allocation per node, and a larger graph whose run
+// steps through a few of its nodes does not pay for the others.
+const smallGraph = 32
+
+// subjects makes the step start and complete subjects of node i, or of
+// every node of a small graph, as slices of one string; h.mu is held.
+func (h *headerCache) subjects(r *runState, i int) {
+	actors := r.e.actors.get(r.e, r.run.AgentID)
+	from, to := i, i+1
+	if len(actors) <= smallGraph {
+		from, to = 0, len(actors)
+	}
+	prefix := event.SubjectPrefixRun + r.cache.runPart + ".step."
+	size := 0
+	for _, a := range actors[from:to] {
+		size += 2*(len(prefix)+len(a)) + len(".start.complete")
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, a := range actors[from:to] {
+		b.WriteString(prefix)
+		b.WriteString(a)
+		b.WriteString(".start")
+		b.WriteString(prefix)
+		b.WriteString(a)
+		b.WriteString(".complete")
+	}
+	all, at := b.String(), 0
+	for j, a := range actors[from:to] {
+		ev := &h.byNode[from+j]
+		start, complete := len(prefix)+len(a)+len(".start"), len(prefix)+len(a)+len(".complete")
+		ev.start, ev.complete = all[at:at+start], all[at+start:at+start+complete]
+		at += start + complete
+		// Their segments are sanitised ids (event.SanitiseID: never empty,
+		// no '.', '*' or '>'), so only their length can make them invalid.
+		if len(ev.start) > event.MaxSubjectLen {
+			ev.startErr = event.ValidateSubject(ev.start)
+		}
+		if len(ev.complete) > event.MaxSubjectLen {
+			ev.completeErr = event.ValidateSubject(ev.complete)
+		}
+	}
+}
+
+func newHeaders(r *runState, node string) map[string]string {
+	m := make(map[string]string, 4)
+	m[event.HeaderRunID] = r.run.ID
+	m[event.HeaderAgentID] = r.run.AgentID
+	m[event.HeaderGraphID] = r.e.doc.Name
+	if node != "" {
+		m[event.HeaderNodeID] = node
+	}
+	return m
 }

@@ -18,7 +18,7 @@ func TestStepSubjectsMatchEventPackage(t *testing.T) {
 		doc := &Document{Name: "g", Entry: ids[2], Nodes: []Node{{ID: ids[2], Type: "noop"}}}
 		e := &Engine{doc: doc}
 		n := &builtNode{index: 0, id: ids[2]}
-		r := &runState{e: e, run: agent.Run{ID: ids[0], AgentID: ids[1]}, runPart: event.SanitiseID(ids[0])}
+		r := &runState{e: e, run: agent.Run{ID: ids[0], AgentID: ids[1]}, cache: runCaches{runPart: event.SanitiseID(ids[0])}}
 		actor := event.Actor(ids[1], ids[2])
 		assert.Equal(t, event.SubjectStepStart(ids[0], actor), r.stepSubject(stepStart, n))
 		assert.Equal(t, event.SubjectStepComplete(ids[0], actor), r.stepSubject(stepComplete, n))
@@ -44,8 +44,8 @@ func TestStepSubjectsTooLong(t *testing.T) {
 		{event.MaxSubjectLen, false, false},
 	} {
 		id := strings.Repeat("r", tc.runLen)
-		r := &runState{e: e, run: agent.Run{ID: id, AgentID: "a"}, runPart: event.SanitiseID(id)}
-		ev := r.headers.node(r, &builtNode{index: 0, id: "n"})
+		r := &runState{e: e, run: agent.Run{ID: id, AgentID: "a"}, cache: runCaches{runPart: event.SanitiseID(id)}}
+		ev := r.cache.headers.node(r, &builtNode{index: 0, id: "n"})
 		assert.Equal(t, tc.startOK, event.ValidateSubject(ev.start) == nil, "run id of %d bytes", tc.runLen)
 		assert.Equal(t, tc.completeOK, event.ValidateSubject(ev.complete) == nil, "run id of %d bytes", tc.runLen)
 		if tc.startOK {
@@ -72,7 +72,7 @@ func TestStepSubjectsOfManyNodes(t *testing.T) {
 			doc.Nodes = append(doc.Nodes, Node{ID: fmt.Sprintf("n.%d", i), Type: "noop"})
 		}
 		e := &Engine{doc: doc}
-		r := &runState{e: e, run: agent.Run{ID: "run.1", AgentID: "a*b"}, runPart: event.SanitiseID("run.1")}
+		r := &runState{e: e, run: agent.Run{ID: "run.1", AgentID: "a*b"}, cache: runCaches{runPart: event.SanitiseID("run.1")}}
 		for _, i := range []int{size - 1, 0, size / 2, 1} {
 			n := &builtNode{index: i, id: doc.Nodes[i].ID}
 			actor := event.Actor("a*b", n.id)

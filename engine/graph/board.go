@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,7 +11,177 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
 )
+
+// The syntax probe wraps a condition in an arrow function that is never
+// called, so that Build can have the runtime compile it without running
+// it: the probe evaluates to the string "function".
+const (
+	probePrefix = "typeof (() => (\n"
+	probeSuffix = "\n))"
+)
+
+// condition is a compiled edge condition or skip condition.
+type condition struct {
+	expr  string
+	path  string // "edges[3].condition" or "nodes[1].skip_condition"
+	where string // "edge a -> b" or "node \"x\"", for messages
+	owner string // "a -> b" or "x": Evaluation.Node
+	rt    sandbox.Runtime
+}
+
+// newCondition checks expr's syntax through rt (REF 5.1.5): the
+// runtime compiles the probe, which runs none of expr. A nil rt is a build
+// error naming the place.
+func newCondition(ctx context.Context, expr, path, where, owner string, rt sandbox.Runtime, rtName string, limits sandbox.Limits) (*condition, error) {
+	if rt == nil {
+		return nil, &DocumentError{Op: opBuild, Path: path,
+			Msg: fmt.Sprintf("%s: a condition needs script runtime %q, and none is bound", where, rtName)}
+	}
+	c := &condition{expr: expr, path: path, where: where, owner: owner, rt: rt}
+	v, err := rt.Eval(ctx, sandbox.Evaluation{Node: owner, Expr: probePrefix + expr + probeSuffix, Limits: limits})
+	if err != nil {
+		return nil, &DocumentError{Op: opBuild, Path: path, Msg: where + ": does not compile", Kind: fault.KindOr(err, fault.Validation), Err: err}
+	}
+	if v != "function" {
+		return nil, &DocumentError{Op: opBuild, Path: path, Msg: fmt.Sprintf("%s: is not a single expression", where)}
+	}
+	return c, nil
+}
+
+// eval evaluates the condition over vars; a result that is not a boolean
+// is a Validation error naming the place.
+func (c *condition) eval(ctx context.Context, vars map[string]any, limits sandbox.Limits) (bool, error) {
+	v, err := c.rt.Eval(ctx, sandbox.Evaluation{Node: c.owner, Expr: c.expr, Vars: vars, Limits: limits})
+	if err != nil {
+		return false, fault.Wrap(fault.KindOr(err, fault.Validation), err, "evaluate condition", "%s: %s", c.path, c.where)
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fault.New(fault.Validation, "evaluate condition", "%s: %s: %q gave %s, want a boolean",
+			c.path, c.where, abbreviate(c.expr), describe(v))
+	}
+	return b, nil
+}
+
+// conditionVars returns what conditions see: the board vars plus
+// __iterations, the engine's value winning.
+func conditionVars(vars map[string]any, iterations int) map[string]any {
+	out := make(map[string]any, len(vars)+1)
+	maps.Copy(out, vars)
+	out[VarIterations] = iterations
+	return out
+}
+
+func describe(v any) string {
+	if v == nil {
+		return "null"
+	}
+	s := fmt.Sprintf("%v", v)
+	return fmt.Sprintf("%T %s", v, abbreviate(s))
+}
+
+// refPrefix starts a board reference.
+const refPrefix = "${board."
+
+// ResolveString resolves the ${board.path} references in s against vars
+// (REF 5.2.6) with sandbox.Resolve, the resolver scripts reach as
+// board.resolve, so a node's config and its script agree:
+//
+//   - the path is dotted; an exact var named "a.b" takes priority over the
+//     var "a" walked to its field "b"; the walk goes through maps, arrays
+//     (by index) and the JSON fields of Go values;
+//   - ${board.x:default} gives default when x is not set; a default that is
+//     a JSON literal (3, true, "s", {"a":1}) keeps its type, any other text
+//     is a string;
+//   - a string that is exactly one reference gives the value with its type;
+//     a reference inside other text is replaced by the value, strings as
+//     they are and other values as JSON;
+//   - \${...} is the literal text ${...}; any other ${...} is left as it is.
+//
+// A missing var without a default, an empty path or an unclosed "${" is a
+// Validation error.
+func ResolveString(s string, vars map[string]any) (any, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	if !strings.HasPrefix(s, refPrefix) {
+		// Only a string that starts with a reference can be one typed
+		// reference; anything else resolves to text.
+		return sandbox.ResolveString(vars, s)
+	}
+	return sandbox.Resolve(vars, s)
+}
+
+// ResolveRefs returns a copy of v with every string in it (map values and
+// slice elements, at any depth; not map keys) resolved by ResolveString.
+// v is not changed.
+func ResolveRefs(v any, vars map[string]any) (any, error) {
+	switch t := v.(type) {
+	case string:
+		return ResolveString(t, vars)
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			r, err := ResolveRefs(e, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			r, err := ResolveRefs(e, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// hasRefs reports whether a string in config, outside its literal keys,
+// holds a reference ("${").
+func hasRefs(config map[string]any, literal map[string]bool) bool {
+	for k, v := range config {
+		if !literal[k] && valueHasRefs(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func valueHasRefs(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, "${")
+	case map[string]any:
+		for _, e := range t {
+			if valueHasRefs(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if valueHasRefs(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func abbreviate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
 
 // RoleKind is what a read or write role names on the board.
 type RoleKind string

@@ -1,0 +1,243 @@
+package graph
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+)
+
+type startNodeKey struct{}
+
+// WithStartNode returns ctx telling Execute to start at node id instead of
+// the document's entry (a resume checkpoint still wins). An id that is not
+// a node fails Execute with Validation.
+func WithStartNode(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, startNodeKey{}, id)
+}
+
+// StartNodeFromContext returns the start node WithStartNode put on ctx.
+func StartNodeFromContext(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(startNodeKey{}).(string)
+	return id, ok
+}
+
+// frontier returns the first frontier of a run (REF 5.2.1): the
+// successors of the resume checkpoint's steps, then a WithStartNode
+// override, then the entry.
+func (r *runState) frontier(ctx context.Context) ([]string, error) {
+	if cp := r.run.ResumeFrom; cp != nil {
+		return r.resume(ctx, cp)
+	}
+	if id, ok := StartNodeFromContext(ctx); ok {
+		if _, known := r.e.nodes[id]; !known {
+			return nil, fault.New(fault.Validation, opExecute, "graph %q: start node %q is not a node", r.e.doc.Name, id)
+		}
+		return []string{id}, nil
+	}
+	return r.e.entryWave, nil
+}
+
+// resume restores the checkpoint's board and iterations and returns the
+// successors of its steps, with the conditions evaluated now (REF
+// 5.5.3). __interrupted_node of the interrupted attempt is removed.
+func (r *runState) resume(ctx context.Context, cp *agent.Checkpoint) ([]string, error) {
+	if err := cp.Validate(); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, opExecute, "graph %q: resume", r.e.doc.Name)
+	}
+	if cp.ExecID != r.run.ID {
+		return nil, fault.New(fault.Validation, opExecute,
+			"graph %q: checkpoint %q does not belong to run %q (forking needs a fresh run)", r.e.doc.Name, cp.ExecID, r.run.ID)
+	}
+	if err := r.e.CanResume(*cp); err != nil {
+		return nil, err
+	}
+	restored := cp.Board.Clone()
+	r.board.Vars, r.board.Channels = restored.Vars, restored.Channels
+	delete(r.board.Vars, VarInterruptedNode)
+	r.iterations = cp.Iteration
+	return r.successors(ctx, cp.Steps)
+}
+
+// CanResume reports whether cp can resume on this graph (REF
+// 5.5.3): a spec version, when set, must be the graph's (NotAvailable
+// otherwise); the steps must be non-empty (Validation) and name nodes of
+// the graph (NotAvailable: the graph changed); the board must be present
+// (Validation); and the iteration must not exceed max_iterations
+// (BudgetExceeded).
+func (e *Engine) CanResume(cp agent.Checkpoint) error {
+	const op = "resume graph"
+	if cp.SpecVersion != "" && cp.SpecVersion != e.doc.SpecVersion() {
+		return fault.New(fault.NotAvailable, op, "graph %q: checkpoint %q is of spec version %q, the graph is %q",
+			e.doc.Name, cp.ExecID, cp.SpecVersion, e.doc.SpecVersion())
+	}
+	if len(cp.Steps) == 0 {
+		return fault.New(fault.Validation, op, "graph %q: checkpoint %q has no steps", e.doc.Name, cp.ExecID)
+	}
+	for _, s := range cp.Steps {
+		if _, ok := e.nodes[s]; !ok {
+			return fault.New(fault.NotAvailable, op, "graph %q: checkpoint %q: step %q is not a node of the graph", e.doc.Name, cp.ExecID, s)
+		}
+	}
+	if cp.Board == nil {
+		return fault.New(fault.Validation, op, "graph %q: checkpoint %q has no board", e.doc.Name, cp.ExecID)
+	}
+	if cp.Iteration > e.opts.MaxIterations {
+		return fault.New(fault.BudgetExceeded, op, "graph %q: checkpoint %q is at iteration %d, past max_iterations %d",
+			e.doc.Name, cp.ExecID, cp.Iteration, e.opts.MaxIterations)
+	}
+	return nil
+}
+
+// SuggestCheckpoint does nothing: a checkpoint is already written at every
+// wave boundary (REF 5.5.4).
+func (e *Engine) SuggestCheckpoint() {}
+
+// saveCtx is the context of a run's checkpoint saves: the run's values
+// without its cancellation, each save bounded by the checkpoint timeout.
+// One saveCtx serves every wave of a run, re-armed per save, rather than a
+// timer-backed context per wave; its timer starts only when a save asks
+// for Done, so a save that only checks Err (an in-memory store) costs no
+// timer at all. Its error, once a save ran out of time, is
+// context.DeadlineExceeded.
+type saveCtx struct {
+	values context.Context // the run's ctx without its cancellation
+
+	mu       sync.Mutex
+	armed    bool // a save is running
+	deadline time.Time
+	done     chan struct{} // made by Done; closed when the armed save runs out of time
+	err      error
+	timer    *time.Timer // started by Done
+	ticking  bool        // the timer runs for the armed save
+}
+
+var _ context.Context = (*saveCtx)(nil)
+
+// saveContext returns the run's saveCtx, with the values of ctx.
+func (r *runState) saveContext(ctx context.Context) *saveCtx {
+	r.own.save.values = context.WithoutCancel(ctx)
+	return &r.own.save
+}
+
+// arm readies the context for one save of at most d. A context that ran
+// out of time in an earlier save is made live again.
+func (s *saveCtx) arm(d time.Duration) context.Context { return s.armAt(time.Now(), d) }
+
+// armAt is arm for a save that starts at now.
+func (s *saveCtx) armAt(now time.Time, d time.Duration) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		s.done, s.err = nil, nil
+	}
+	s.armed, s.deadline = true, now.Add(d)
+	return s
+}
+
+// disarm ends a save: its time no longer runs.
+func (s *saveCtx) disarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed = false
+	if s.ticking {
+		s.timer.Stop()
+		s.ticking = false
+	}
+}
+
+// stop releases the timer; the run is over.
+func (s *saveCtx) stop() { s.disarm() }
+
+// expire ends the armed save when its deadline has passed; a firing of a
+// timer armed for an earlier save, late, finds a later deadline (or no
+// save) and does nothing.
+func (s *saveCtx) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+}
+
+// expireLocked sets the error and closes done when the armed save's
+// deadline has passed; s.mu is held. The deadline carries the monotonic
+// reading of the save's start, so only the monotonic clock is read.
+func (s *saveCtx) expireLocked() {
+	if !s.armed || s.err != nil || time.Until(s.deadline) > 0 {
+		return
+	}
+	s.err = context.DeadlineExceeded
+	if s.done != nil {
+		close(s.done)
+	}
+}
+
+func (s *saveCtx) Deadline() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deadline, true
+}
+
+// Done returns the channel that closes when the armed save runs out of
+// time, starting the timer that closes it.
+func (s *saveCtx) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.err != nil {
+			close(s.done)
+			return s.done
+		}
+	}
+	if s.armed && s.err == nil && !s.ticking {
+		d := time.Until(s.deadline)
+		if s.timer == nil {
+			s.timer = time.AfterFunc(d, s.expire)
+		} else {
+			s.timer.Reset(d)
+		}
+		s.ticking = true
+	}
+	return s.done
+}
+
+func (s *saveCtx) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	return s.err
+}
+
+func (s *saveCtx) Value(key any) any { return s.values.Value(key) }
+
+// checkpoint writes the wave-boundary checkpoint through the host; a
+// failure is only logged. steps is the wave's own slice, which nothing
+// changes afterwards: the checkpoint holds it as it is.
+func (r *runState) checkpoint(ctx context.Context, steps []string) {
+	if r.save == nil {
+		r.save = r.saveContext(ctx)
+	}
+	// The board goes as it is: a Checkpointer copies what it keeps
+	// (agent.Checkpointer), and nothing changes the board during the save.
+	// A sequential wave ended when its last node completed.
+	now := r.waveEnd
+	if now.IsZero() {
+		now = time.Now()
+	}
+	r.waveEnd = time.Time{}
+	cp := agent.Checkpoint{
+		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
+		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
+		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
+	}
+	// A wave that completed is worth saving even when the run is being
+	// cancelled: the save gets a ctx of its own.
+	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
+	r.save.disarm()
+	if err != nil {
+		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
+			"iteration", r.iterations, "error", err)
+	}
+}
