@@ -384,3 +384,50 @@ func valueKind(v any) string {
 	}
 	return jsonKind(raw)
 }
+
+// maxBoardBytes is the run's max_board_bytes: the smallest of the
+// engine's limits and the bound runtimes', else the default. It is
+// computed at the run's first wave.
+func (r *runState) maxBoardBytes() int64 {
+	if r.cache.maxBoard > 0 {
+		return r.cache.maxBoard
+	}
+	l := sandbox.Limits{MaxBoardBytes: r.e.opts.Limits.MaxBoardBytes}
+	for _, rt := range r.e.opts.Runtimes {
+		if lr, ok := rt.(LimitedRuntime); ok {
+			l = l.Tighten(sandbox.Limits{MaxBoardBytes: lr.Limits().MaxBoardBytes})
+		}
+	}
+	r.cache.maxBoard = l.MaxBoardBytes
+	if r.cache.maxBoard == 0 {
+		r.cache.maxBoard = sandbox.DefaultMaxBoardBytes
+	}
+	return r.cache.maxBoard
+}
+
+// checkBoard refuses a board past max_board_bytes at a wave boundary,
+// before the checkpoint: the LimitError names the wave's node, or the
+// graph for a wave of several. The board is measured unless the wave's
+// last node reported its size (a script node: the runner counted every
+// write, sandbox.Invocation.BoardBytesAfter).
+func (r *runState) checkBoard(wave []string) error {
+	max := r.maxBoardBytes()
+	size := r.boardBytes
+	r.boardBytes = 0
+	if size <= 0 {
+		var err error
+		if size, err = sandbox.BoardJSONBytes(r.board); err != nil {
+			return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
+		}
+	}
+	if size <= max {
+		r.boardBytes = size
+		return nil
+	}
+	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}
+	if len(wave) == 1 {
+		le.Node = wave[0]
+	}
+	return fault.Wrap(fault.BudgetExceeded, le, opExecute, "graph %q: board of %d bytes after the wave of %s",
+		r.e.doc.Name, size, strings.Join(wave, ", "))
+}

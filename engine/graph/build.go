@@ -27,7 +27,11 @@ const (
 	DefaultMaxIterations        = 100
 	DefaultRunEndPublishTimeout = 5 * time.Second
 	DefaultRetryBackoff         = 500 * time.Millisecond
-	DefaultMaxBranches          = 16
+	// DefaultInterruptGrace is how long a node that is running when its
+	// turn is interrupted may go on (to see host.checkInterrupt() and end
+	// by itself) before the engine stops it.
+	DefaultInterruptGrace = 100 * time.Millisecond
+	DefaultMaxBranches    = 16
 	// MaxNodeRetriesCap is the most max_node_retries may be.
 	MaxNodeRetriesCap = 10
 )
@@ -77,6 +81,11 @@ type Options struct {
 	// RetryBackoff is the base of the linear backoff: retry n waits n times
 	// it; 0 means DefaultRetryBackoff.
 	RetryBackoff time.Duration
+	// InterruptGrace is how long the nodes running when the run is
+	// interrupted may go on before they are stopped: their writes are then
+	// dropped, and the run ends Interrupted at its last checkpoint, so
+	// that a resume runs them again. 0 means DefaultInterruptGrace.
+	InterruptGrace time.Duration
 	// Parallel configures parallel waves.
 	Parallel ParallelOptions
 	// Limits tighten the limits of every script call and condition;
@@ -110,6 +119,8 @@ func (o Options) withDefaults() (Options, error) {
 		return bad("max_node_retries must be between 0 and %d, got %d", MaxNodeRetriesCap, o.MaxNodeRetries)
 	case o.RetryBackoff < 0:
 		return bad("retry backoff must be >= 0, got %s", o.RetryBackoff)
+	case o.InterruptGrace < 0:
+		return bad("interrupt_grace must be > 0, got %s", o.InterruptGrace)
 	case o.Parallel.BranchTimeout < 0 || o.Parallel.MaxConcurrency < 0 || o.Parallel.MaxBranches < 0:
 		return bad("parallel: branch_timeout, max_concurrency and max_branches must be >= 0")
 	}
@@ -132,6 +143,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.MaxIterations = orDefault(o.MaxIterations, DefaultMaxIterations)
 	o.RunEndPublishTimeout = orDefault(o.RunEndPublishTimeout, DefaultRunEndPublishTimeout)
 	o.RetryBackoff = orDefault(o.RetryBackoff, DefaultRetryBackoff)
+	o.InterruptGrace = orDefault(o.InterruptGrace, DefaultInterruptGrace)
 	o.Parallel.MaxBranches = orDefault(o.Parallel.MaxBranches, DefaultMaxBranches)
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +122,8 @@ func (e *Engine) Execute(ctx context.Context, run agent.Run, host agent.Host, bo
 	r.publishRunStart(ctx)
 	runCtx, cancel := r.context(ctx)
 	defer cancel()
+	runCtx, stopWatching := r.watchInterrupts(runCtx)
+	defer stopWatching()
 	r.runCtx, r.hostCtx = runCtx, agent.ContextWithHost(runCtx, host)
 	err = r.loop(runCtx)
 	return r.board, err
@@ -248,15 +249,55 @@ func (r *runState) afterWave(ctx context.Context, wave, routes []string) ([]stri
 // run's ctx ended, else the node's. A node that stopped at an interrupt is
 // recorded in __interrupted_node.
 func (r *runState) failed(ctx context.Context, err error) error {
-	if ctx.Err() != nil && !errors.Is(err, fault.Interrupted) {
-		return r.contextError(ctx)
-	}
 	var ne *NodeError
+	if ctx.Err() != nil && !errors.Is(err, fault.Interrupted) {
+		cerr := r.contextError(ctx)
+		if errors.Is(cerr, fault.Interrupted) && errors.As(err, &ne) { // stopped after interrupt_grace
+			r.board.Vars[VarInterruptedNode] = ne.Node
+		}
+		return cerr
+	}
 	if errors.Is(err, fault.Interrupted) && errors.As(err, &ne) {
 		r.board.Vars[VarInterruptedNode] = ne.Node
 	}
 	return err
 }
+
+// watchInterrupts returns ctx made to end, with the interrupt as its
+// cause, interrupt_grace after the run's host interrupts it, so that a
+// node that runs on (a loop that never calls host.checkInterrupt) is
+// stopped rather than left to its wall time; the run then ends
+// Interrupted at its last checkpoint. stop ends the watch and waits for
+// its goroutine. A host without interrupts is not watched.
+func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop func()) {
+	ch := r.host.Interrupts()
+	if ch == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		intr, ok := r.latch.Wait(wctx, ch)
+		if !ok {
+			return
+		}
+		t := time.NewTimer(r.e.opts.InterruptGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(agent.Interrupted(intr))
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() {
+		cancel(errRunEnded)
+		<-done
+	}
+}
+
+// errRunEnded is the cause of a run's watch context once the run ended.
+var errRunEnded = errors.New("the run ended")
 
 // contextError classifies the end of ctx by its cause: an interrupt stays
 // Interrupted, a deadline is Timeout, a cancel is Aborted (keeping
@@ -375,53 +416,6 @@ func (r *runState) runTime() time.Duration {
 		}
 	}
 	return d
-}
-
-// maxBoardBytes is the run's max_board_bytes: the smallest of the
-// engine's limits and the bound runtimes', else the default. It is
-// computed at the run's first wave.
-func (r *runState) maxBoardBytes() int64 {
-	if r.cache.maxBoard > 0 {
-		return r.cache.maxBoard
-	}
-	l := sandbox.Limits{MaxBoardBytes: r.e.opts.Limits.MaxBoardBytes}
-	for _, rt := range r.e.opts.Runtimes {
-		if lr, ok := rt.(LimitedRuntime); ok {
-			l = l.Tighten(sandbox.Limits{MaxBoardBytes: lr.Limits().MaxBoardBytes})
-		}
-	}
-	r.cache.maxBoard = l.MaxBoardBytes
-	if r.cache.maxBoard == 0 {
-		r.cache.maxBoard = sandbox.DefaultMaxBoardBytes
-	}
-	return r.cache.maxBoard
-}
-
-// checkBoard refuses a board past max_board_bytes at a wave boundary,
-// before the checkpoint: the LimitError names the wave's node, or the
-// graph for a wave of several. The board is measured unless the wave's
-// last node reported its size (a script node: the runner counted every
-// write, sandbox.Invocation.BoardBytesAfter).
-func (r *runState) checkBoard(wave []string) error {
-	max := r.maxBoardBytes()
-	size := r.boardBytes
-	r.boardBytes = 0
-	if size <= 0 {
-		var err error
-		if size, err = sandbox.BoardJSONBytes(r.board); err != nil {
-			return fault.Wrap(fault.Internal, err, opExecute, "graph %q: measure the board", r.e.doc.Name)
-		}
-	}
-	if size <= max {
-		r.boardBytes = size
-		return nil
-	}
-	le := &sandbox.LimitError{Limit: sandbox.LimitBoardBytes, Node: r.e.doc.Name, Max: max}
-	if len(wave) == 1 {
-		le.Node = wave[0]
-	}
-	return fault.Wrap(fault.BudgetExceeded, le, opExecute, "graph %q: board of %d bytes after the wave of %s",
-		r.e.doc.Name, size, strings.Join(wave, ", "))
 }
 
 // runTimeContext ends the run after d with a *runTimeError naming what was

@@ -45,6 +45,7 @@ type BuildSettings struct {
 	Timeout              Duration         `json:"timeout,omitempty"`                 // 0 = none
 	RunEndPublishTimeout *Duration        `json:"run_end_publish_timeout,omitempty"` // default 5s; > 0
 	MaxNodeRetries       int              `json:"max_node_retries,omitempty"`        // >= 0
+	InterruptGrace       *Duration        `json:"interrupt_grace,omitempty"`         // default 100ms; > 0
 	Parallel             ParallelSettings `json:"parallel,omitzero"`
 }
 
@@ -194,6 +195,13 @@ func (s Settings) options() (Options, error) {
 				time.Duration(*b.RunEndPublishTimeout))
 		}
 		o.RunEndPublishTimeout = time.Duration(*b.RunEndPublishTimeout)
+	}
+	if b.InterruptGrace != nil {
+		if *b.InterruptGrace <= 0 {
+			return o, fault.New(fault.Validation, "", "settings.build.interrupt_grace must be > 0, got %s",
+				time.Duration(*b.InterruptGrace))
+		}
+		o.InterruptGrace = time.Duration(*b.InterruptGrace)
 	}
 	if _, err := o.withDefaults(); err != nil {
 		return o, err

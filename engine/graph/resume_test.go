@@ -2,11 +2,15 @@ package graph_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,4 +182,88 @@ func TestSuggestCheckpoint(t *testing.T) {
 	host, _, err := execute(t, e, nil)
 	require.NoError(t, err)
 	assert.Len(t, host.Checkpoints(), 3, "one per wave, no more")
+}
+
+// A node that runs on after its turn is interrupted (a loop that never
+// calls host.checkInterrupt) is stopped once interrupt_grace has passed:
+// its writes are dropped, the run ends Interrupted naming it, and no
+// checkpoint is written for its wave, so the run parks at its last
+// checkpoint and a resume runs the node again, to the end.
+func TestInterruptStopsARunningNode(t *testing.T) {
+	t.Parallel()
+	// REF 5.5.1 (a node still running interrupt_grace after the interrupt is stopped)
+	host := newHost()
+	var calls atomic.Int32
+	var cause error
+	rt := newFake().on("spin", func(ctx context.Context, inv sandbox.Invocation) error {
+		inv.Board.Vars["half_done"] = true
+		if calls.Add(1) == 1 {
+			host.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "stop"})
+			select { // spins until stopped
+			case <-ctx.Done():
+			case <-time.After(time.Minute):
+			}
+			cause = context.Cause(ctx)
+			return fault.FromContext(ctx.Err(), "spin")
+		}
+		inv.Board.Vars["done"] = true
+		return nil
+	})
+	doc := parseDoc(t, `
+name: g
+entry: a
+nodes:
+  - {id: a, type: script, config: {source: set a 1}}
+  - {id: spin, type: script, config: {source: spin}}
+  - {id: c, type: script, config: {source: set c 1}}
+edges: [{from: a, to: spin}, {from: spin, to: c}]
+`)
+	e := buildWith(t, doc, rt, graph.Options{InterruptGrace: 20 * time.Millisecond})
+	run := testRun()
+	board, err := e.Execute(context.Background(), run, host, nil)
+	var ie *agent.InterruptedError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "stop", ie.Interrupt.Detail)
+	assert.ErrorIs(t, cause, fault.Interrupted, "the node was stopped by the interrupt")
+	assert.Equal(t, "spin", board.Vars[graph.VarInterruptedNode])
+	assert.NotContains(t, board.Vars, "half_done", "the stopped node's writes are dropped")
+	assert.NotContains(t, board.Vars, "c")
+	cps := host.Checkpoints()
+	require.Len(t, cps, 1, "only a's wave was checkpointed")
+	assert.Equal(t, []string{"a"}, cps[0].Steps)
+
+	run.ResumeFrom = &cps[0]
+	board, err = e.Execute(context.Background(), run, newHost(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, true, board.Vars["done"], "the resume ran the stopped node again")
+	assert.Equal(t, 1.0, board.Vars["c"])
+}
+
+// A JavaScript node in an endless loop is stopped the same way, and the
+// next call on the runtime runs.
+func TestInterruptStopsASpinningScript(t *testing.T) {
+	t.Parallel()
+	rt := newJS(t)
+	host := newHost()
+	host.SetPublishError(func(_ context.Context, env event.Envelope) error {
+		if strings.HasSuffix(env.Subject, ".custom.spinning") {
+			host.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}) // the node is running
+		}
+		return nil
+	})
+	doc := parseDoc(t, `
+name: g
+entry: spin
+nodes:
+  - {id: spin, type: script, config: {source: 'board.setVar("before", 1); host.publish("spinning", {}); for (;;) {}'}}
+`)
+	e := buildWith(t, doc, rt, graph.Options{InterruptGrace: 10 * time.Millisecond})
+	run := testRun()
+	run.Capabilities = []string{agent.CapPublish}
+	board, err := e.Execute(context.Background(), run, host, nil)
+	require.ErrorIs(t, err, fault.Interrupted)
+	assert.NotErrorIs(t, err, fault.Timeout, "stopped by the interrupt, not the wall time")
+	assert.Equal(t, "spin", board.Vars[graph.VarInterruptedNode])
+	assert.NotContains(t, board.Vars, "before")
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next", Script: sandbox.Script{Source: `1`}}, nil))
 }

@@ -202,6 +202,9 @@ func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sand
 		inv.Config = cfg
 	}
 	out, err := rt.Invoke(ctx, inv)
+	if err != nil && ctx.Err() != nil {
+		return err // stopped by the run's end (an interrupt past its grace, a cancel, a deadline): its writes are dropped
+	}
 	size, exact := out.Writes.ApplyMeasured(c.Board, c.boardBytes)
 	c.boardAfter = 0
 	if exact && err == nil {

@@ -49,7 +49,7 @@ type stepInput struct {
 // from what each node reported, the board's size (stepEnd).
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
-		routes, err := r.runParallel(ctx, wave) // each branch starts from r.boardBytes
+		routes, err := r.runParallel(ctx, wave)  // each branch starts from r.boardBytes
 		r.waveEnd, r.boardBytes = time.Time{}, 0 // the merged board is measured after the wave
 		return routes, err
 	}
