@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -176,4 +177,65 @@ func TestSessionInterruptAndResume(t *testing.T) {
 	_, ok, err = lease.Session().Resumable(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing is parked once the resumed run committed")
+}
+
+// A turn interrupted while a JavaScript node spins ends interrupted, at
+// once rather than at the node's wall time, and is resumable.
+func TestSessionInterruptStopsASpinningNode(t *testing.T) {
+	t.Parallel()
+	// REF 5.5.1 (a node still running interrupt_grace after the interrupt is stopped)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "graph.yaml"), []byte(`
+name: spinner
+entry: greet
+nodes:
+  - {id: greet, type: script, config: {source: 'board.setVar("greeted", true)'}}
+  - {id: spin, type: script, config: {source: 'host.emit("part", {type: "text", text: "spinning"}); for (;;) {}'}}
+edges: [{from: greet, to: spin}]
+`), 0o600))
+	src := `version: v1
+resources:
+  events: {kind: event.Bus, impl: memory}
+  js: {kind: sandbox.Runtime, impl: js, settings: {limits: {wall_time: 10m}}}
+  files: {kind: workspace.Workspace, impl: local, settings: {root: ` + strconv.Quote(t.TempDir()) + `}}
+  checkpoints: {kind: checkpoint.Store, impl: workspace, deps: {workspace: files}}
+agents:
+  spinner:
+    card: {name: Spinner}
+    capabilities: [emit, interrupt]
+    engine:
+      kind: agent.Engine
+      impl: graph
+      deps: {script_runtime: js}
+      settings: {graph: {file: graph.yaml}, build: {interrupt_grace: 20ms}}
+runtime:
+  event_bus: events
+  checkpoint_store: checkpoints
+  sessions: {resume: true}
+`
+	doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+	require.NoError(t, err)
+	reg := resource.NewRegistry()
+	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory(), workspace.Factory(), checkpoint.Factory())
+	app, err := runtime.NewBuilder(reg).Build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "spinner", ContextID: "c"})
+	require.NoError(t, err)
+	defer lease.Close()
+	sink := &textSink{}
+	turn, err := lease.Session().Start(context.Background(), agent.Request{Message: message.NewTextMessage(message.RoleUser, "go")},
+		session.SinkSpec{ID: "s", Sink: sink})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return sink.String() == "spinning" }, wait, time.Millisecond, "the spin node runs")
+	require.NoError(t, turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "enough"}))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := turn.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.StatusInterrupted, res.Status, "%v", res.Err)
+	assert.Equal(t, "spin", res.LastBoard.Vars[graph.VarInterruptedNode])
+	_, ok, err := lease.Session().Resumable(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "the run is parked at greet's checkpoint")
 }
