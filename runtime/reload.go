@@ -13,18 +13,13 @@ import (
 	"github.com/corral-rt/corral/runtime/session"
 )
 
-// ReloadOption configures Reload.
-type ReloadOption func(*reloadConfig) error
-
-type reloadConfig struct{ force bool }
-
-// WithForce rebuilds even when the document is unchanged, for example to
-// pick up a changed file that the document references with {file}.
-func WithForce() ReloadOption {
-	return func(c *reloadConfig) error {
-		c.force = true
-		return nil
-	}
+// ReloadConfig configures ReloadWithConfig. The zero value is what Reload
+// uses.
+type ReloadConfig struct {
+	// Force rebuilds even when the document is unchanged, for example to
+	// pick up a changed file that the document references with {file}.
+	// false: an unchanged document is reported, not rebuilt.
+	Force bool
 }
 
 // ReloadResult reports a Reload. ReboundAgents are the registered agents
@@ -52,25 +47,21 @@ type ReloadResult struct {
 // announced with runtime.rebuild.started, then ends in exactly one of
 // runtime.rebuild.completed or runtime.rebuild.failed. A document whose
 // content (doc.Hash) and base directory equal the serving one's is not
-// rebuilt unless WithForce is given: the result says Unchanged and no event
-// is published. After Close, or once Drain was called, Reload returns
-// NotAvailable.
-func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document, opts ...ReloadOption) (*ReloadResult, error) {
+// rebuilt unless ReloadConfig.Force is set: the result says Unchanged and
+// no event is published. After Close, or once Drain was called, Reload
+// returns NotAvailable.
+func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document) (*ReloadResult, error) {
+	return rt.ReloadWithConfig(ctx, doc, ReloadConfig{})
+}
+
+// ReloadWithConfig is Reload configured by cfg.
+func (rt *Runtime) ReloadWithConfig(ctx context.Context, doc *deploy.Document, cfg ReloadConfig) (*ReloadResult, error) {
 	const op = "reload"
-	var cfg reloadConfig
 	switch {
 	case ctx == nil:
 		return nil, fault.New(fault.Validation, op, "ctx must not be nil")
 	case doc == nil:
 		return nil, fault.New(fault.Validation, op, "document must not be nil")
-	}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fault.New(fault.Validation, op, "option must not be nil")
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
 	}
 	rt.lifecycle.Lock()
 	defer rt.lifecycle.Unlock()
@@ -78,7 +69,7 @@ func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document, opts ...Rel
 		return nil, err
 	}
 	cur := rt.current()
-	if !cfg.force && cur.hash == doc.Hash() && cur.doc.BaseDir() == doc.BaseDir() {
+	if !cfg.Force && cur.hash == doc.Hash() && cur.doc.BaseDir() == doc.BaseDir() {
 		return &ReloadResult{GenerationID: cur.id, PreviousID: cur.id, Unchanged: true}, nil
 	}
 	id := rt.allocateGeneration()
