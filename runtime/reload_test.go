@@ -167,7 +167,7 @@ func TestReloadUnchanged(t *testing.T) {
 	reg.MustRegister(labFactory(l, nil))
 	dir := t.TempDir()
 	parseIn := func(src string) *deploy.Document {
-		doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+		doc, err := deploy.ParseWithConfig([]byte(src), deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 		require.NoError(t, err)
 		return doc
 	}

@@ -36,7 +36,7 @@ func exampleRegistry() *resource.Registry {
 }
 
 func Example() {
-	doc, err := deploy.Parse([]byte(`
+	doc, err := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   store:
@@ -47,7 +47,7 @@ resources:
   events:
     kind: example.Bus
     impl: memory
-`), deploy.WithFilename("example.yaml"))
+`), deploy.ParseConfig{Filename: "example.yaml"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -69,13 +69,13 @@ resources:
 }
 
 func ExampleParse_error() {
-	_, err := deploy.Parse([]byte(`
+	_, err := deploy.ParseWithConfig([]byte(`
 version: v1
 agents:
   qa:
     card: {name: QA}
     deps: {bus: events}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	fmt.Println(fault.KindOf(err))
 	fmt.Println(err)
 	var de *deploy.Error
@@ -89,12 +89,12 @@ agents:
 }
 
 func ExampleDeploy_cycle() {
-	doc, _ := deploy.Parse([]byte(`
+	doc, _ := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   a: {kind: example.Store, impl: memory, deps: {bus: b}}
   b: {kind: example.Store, impl: memory, deps: {bus: a}}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	_, err := deploy.Deploy(context.Background(), doc, deploy.Options{Registry: exampleRegistry()})
 	fmt.Println(err)
 	// Output:
@@ -137,7 +137,7 @@ resources:
 	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
 		{Name: "base", Priority: 0, Data: base, File: "base.yaml"},
 		{Name: "prod", Priority: 10, Data: prod, File: "prod.yaml"},
-	})
+	}, deploy.ParseConfig{})
 	if err != nil {
 		fmt.Println(err)
 		return
