@@ -211,16 +211,12 @@ func (t *Turn) Ack(sinkID string, cursor uint64) error { return t.stream.ack(sin
 
 // run executes the agent and settles the turn.
 func (t *Turn) run(ag *agent.Agent, history *agent.Board, rs *resumeState, durable bool) {
-	opts := []agent.ExecuteOption{agent.WithReferee(t), agent.WithCommitView(t)}
-	if history != nil {
-		opts = append(opts, agent.WithHistory(history))
-	}
+	cfg := agent.ExecuteConfig{Referees: []agent.Referee{t}, CommitView: t, History: history}
 	if rs != nil {
-		opts = append(opts, agent.WithResumeFrom(rs.cp), agent.WithResumeContext(agent.ResumeContext{
-			Attempt: 2, Signal: "resume", StartedAt: rs.cp.OriginalStartedAt,
-		}))
+		cfg.ResumeFrom = rs.cp
+		cfg.ResumeContext = &agent.ResumeContext{Attempt: 2, Signal: "resume", StartedAt: rs.cp.OriginalStartedAt}
 	}
-	res, err := agent.Execute(t.ctx, ag, t.host, t.req, opts...)
+	res, err := agent.ExecuteWithConfig(t.ctx, ag, t.host, t.req, cfg)
 	attempts, status, runErr := 0, agent.StatusFailed, err
 	if res != nil {
 		attempts, status, runErr = res.Attempts, res.Status, errors.Join(res.Err, err)
