@@ -255,7 +255,7 @@ func TestBaseHost(t *testing.T) {
 	v, _ := rt.Resource("events")
 	assert.Same(t, v, bus)
 
-	sub, err := bus.Subscribe(context.Background(), "agent.run.>")
+	sub, err := bus.Subscribe(context.Background(), "agent.run.>", event.SubConfig{})
 	require.NoError(t, err)
 	defer sub.Close()
 	require.NoError(t, h.Publish(context.Background(), event.Envelope{Subject: "agent.run.r1.start"}))

@@ -188,7 +188,7 @@ func TestHammer(t *testing.T) { // not parallel: counts goroutines
 	h := &hammer{t: t, m: m, eng: eng, byRun: map[string]*session.Turn{}, accepted: map[string]bool{}}
 
 	subCtx, stopSub := context.WithCancel(context.Background())
-	sub, err := bus.Subscribe(subCtx, session.PatternPromptRequested(), event.WithBufferSize(1024), event.WithBackpressure(event.Block))
+	sub, err := bus.Subscribe(subCtx, session.PatternPromptRequested(), event.SubConfig{BufferSize: 1024, Backpressure: event.Block})
 	require.NoError(t, err)
 	answered := make(chan struct{})
 	go h.answer(sub, answered)

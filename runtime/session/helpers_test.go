@@ -299,7 +299,7 @@ type busLog struct {
 func recordBus(t testing.TB, bus event.Bus, pattern string) *busLog {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub, err := bus.Subscribe(ctx, pattern, event.WithBufferSize(4096), event.WithBackpressure(event.Block))
+	sub, err := bus.Subscribe(ctx, pattern, event.SubConfig{BufferSize: 4096, Backpressure: event.Block})
 	require.NoError(t, err)
 	l := &busLog{}
 	done := make(chan struct{})

@@ -109,7 +109,7 @@ func startStream(ctx context.Context, bus event.Bus, cfg streamConfig, specs []S
 		return s, nil
 	}
 	subCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sub, err := bus.Subscribe(subCtx, event.PatternRun(cfg.runID), event.WithBackpressure(event.Block))
+	sub, err := bus.Subscribe(subCtx, event.PatternRun(cfg.runID), event.SubConfig{Backpressure: event.Block})
 	if err != nil {
 		cancel()
 		return nil, fault.Wrap(fault.KindOf(err), err, "start stream", "subscribe to run %s", cfg.runID)
