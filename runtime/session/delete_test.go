@@ -70,7 +70,7 @@ func TestDeleteSessionChecks(t *testing.T) {
 // REF 2.7.2
 func TestDeleteSessionRefusesOpens(t *testing.T) {
 	t.Parallel()
-	e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
+	e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 	l, err := e.m.Open(context.Background(), key("c"))
 	require.NoError(t, err)
 	tr, err := l.Session().Start(context.Background(), ask("hi"))
@@ -126,7 +126,7 @@ func TestDeleteSessionRollback(t *testing.T) {
 		return []agenttest.Step{agenttest.WaitGate(g), agenttest.Reply("two")}
 	})
 	var obs observerLog
-	e := newDurableEnv(t, resumable{Engine: eng}, session.WithSessionObserver(obs.observer("")))
+	e := newDurableEnvConfig(t, resumable{Engine: eng}, session.Config{Observers: []session.SessionObserver{obs.observer("")}})
 	t.Cleanup(g.Open)
 	parked := parkRun(t, e, "c")
 	stored := e.storeIDs()
@@ -169,7 +169,7 @@ func TestDeleteSessionRollback(t *testing.T) {
 func TestDeleteSessionClosesLiveSession(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
-	e := newEnv(t, agenttest.New(), session.WithSessionObserver(obs.observer("")))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Observers: []session.SessionObserver{obs.observer("")}})
 	l := e.open(key("c"))
 	settle(t, e.start("c", "hi"))
 	require.NoError(t, e.m.DeleteSession(context.Background(), key("c")))

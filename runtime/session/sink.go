@@ -60,16 +60,6 @@ const (
 	AckExplicit AckMode = "explicit"
 )
 
-// Defaults of the delivery settings.
-const (
-	defaultDeliveryTimeout     = 30 * time.Second
-	defaultSinkBuffer          = 256
-	defaultDeliveryConcurrency = 8
-	defaultSpeculativeEvents   = 1024
-	defaultSpeculativeBytes    = 1 << 20
-	defaultFinalizeBudget      = 5 * time.Second
-)
-
 // SinkSpec attaches one stream sink to a turn.
 type SinkSpec struct {
 	// ID names the sink; required and unique within a turn.

@@ -34,10 +34,11 @@ type streamConfig struct {
 }
 
 func (c streamConfig) withDefaults() streamConfig {
-	c.sinkBuffer = positiveOr(c.sinkBuffer, defaultSinkBuffer)
-	c.deliveryConcurrency = positiveOr(c.deliveryConcurrency, defaultDeliveryConcurrency)
-	c.speculativeEvents = positiveOr(c.speculativeEvents, defaultSpeculativeEvents)
-	c.speculativeBytes = positiveOr(c.speculativeBytes, defaultSpeculativeBytes)
+	d := DefaultTunables()
+	c.sinkBuffer = positiveOr(c.sinkBuffer, d.SinkBuffer)
+	c.deliveryConcurrency = positiveOr(c.deliveryConcurrency, d.DeliveryConcurrency)
+	c.speculativeEvents = positiveOr(c.speculativeEvents, d.SpeculativeBufferEvents)
+	c.speculativeBytes = positiveOr(c.speculativeBytes, d.SpeculativeBufferBytes)
 	c.finalizeBudget = positiveOr(c.finalizeBudget, defaultFinalizeBudget)
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)

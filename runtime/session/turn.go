@@ -49,7 +49,7 @@ type Turn struct {
 	ep    *epoch
 	runID string
 	req   agent.Request
-	cfg   startConfig
+	cfg   StartConfig
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -67,7 +67,7 @@ type Turn struct {
 	err     error
 }
 
-func newTurn(s *Session, ep *epoch, runID string, cfg startConfig, req agent.Request) *Turn {
+func newTurn(s *Session, ep *epoch, runID string, cfg StartConfig, req agent.Request) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Turn{
 		s: s, ep: ep, runID: runID, req: req, cfg: cfg,
@@ -86,9 +86,9 @@ func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 		return err
 	}
 	t.host = h
-	policy := StreamPolicy{Sinks: t.cfg.sinks, Inheritable: true}
+	policy := StreamPolicy{Sinks: t.cfg.Sinks, Inheritable: true}
 	t.ctx = ContextWithStreamPolicy(t.ctx, policy)
-	st, err := startStream(t.ctx, t.ep.deps.Bus, t.streamConfig(), t.cfg.sinks)
+	st, err := startStream(t.ctx, t.ep.deps.Bus, t.streamConfig(), t.cfg.Sinks)
 	if err != nil {
 		return err
 	}
