@@ -10,7 +10,6 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
-	"github.com/corral-rt/corral/runtime/session"
 )
 
 // ReloadConfig configures ReloadWithConfig. The zero value is what Reload
@@ -119,7 +118,7 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	}
 	// REF 1.10.3.11: idle_timeout and max_sessions apply at once, the
 	// rest to sessions created later.
-	if err := rt.sessions.UpdateTunables(tunablesOf(next.cfg)); err != nil {
+	if err := rt.sessions.UpdateTunables(next.cfg.Sessions.Tunables); err != nil {
 		return nil, nil, errors.Join(err, next.close())
 	}
 	tuned = true
@@ -260,18 +259,5 @@ func (r *retirement) arm() {
 	r.mu.Unlock()
 	if due {
 		r.run()
-	}
-}
-
-// tunablesOf is the sessions: section as session tunables.
-func tunablesOf(cfg Config) session.Tunables {
-	s := cfg.Sessions
-	return session.Tunables{
-		IdleTimeout:             s.IdleTimeout,
-		MaxSessions:             s.MaxSessions,
-		SinkBuffer:              s.SinkBuffer,
-		DeliveryConcurrency:     s.DeliveryConcurrency,
-		SpeculativeBufferEvents: s.SpeculativeBufferEvents,
-		SpeculativeBufferBytes:  s.SpeculativeBufferBytes,
 	}
 }
