@@ -48,7 +48,7 @@
 // # Errors
 //
 // Errors carry a fault kind that errors.Is matches: an invalid key, request,
-// sink or option is Validation; an unknown agent is NotFound; a closed or
+// sink or setting is Validation; an unknown agent is NotFound; a closed or
 // draining manager, a closing session or a key being deleted is
 // NotAvailable (ErrManagerClosed, ErrManagerDraining, ErrSessionClosing);
 // too many sessions is RateLimit. The steer and prompt errors are the
