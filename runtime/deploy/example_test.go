@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
@@ -150,4 +151,39 @@ resources:
 	// {"prefix":"prod"}
 	// prod base
 	// prod.yaml:3
+}
+
+// A part the document keeps as JSON decodes with the document's own rules,
+// over defaults set before the call, and its errors name the file and line.
+func ExampleDecodeSection() {
+	type limits struct {
+		Every time.Duration `json:"every"`
+		Size  int           `json:"size"`
+		Depth int           `json:"depth"`
+	}
+	var section struct {
+		Limits limits `json:"limits"`
+	}
+	section.Limits.Depth = 3 // a default: the document leaves depth out
+	doc, _ := deploy.ParseWithConfig([]byte(`
+version: v1
+runtime:
+  limits:
+    every: 90s
+    size: "16"
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
+	err := deploy.DecodeSection(doc, "runtime", doc.Runtime, &section)
+	fmt.Println(section.Limits, err)
+
+	bad, _ := deploy.ParseWithConfig([]byte(`
+version: v1
+runtime:
+  limits:
+    every: 90s
+    colour: blue
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
+	fmt.Println(deploy.DecodeSection(bad, "runtime", bad.Runtime, &section))
+	// Output:
+	// {1m30s 16 3} <nil>
+	// deploy.yaml:6: runtime.limits: unknown field "colour"
 }
