@@ -365,7 +365,7 @@ func TestExecuteRunFields(t *testing.T) {
 func TestExecuteResume(t *testing.T) {
 	t.Parallel()
 	// REF 6.1.6 (2: a resume seeds the board from the checkpoint)
-	// REF 2.6.4 (the engine gets WithResumeFrom and the ResumeContext)
+	// REF 2.6.4 (the engine gets ExecuteConfig.ResumeFrom and the ResumeContext)
 	original := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	parked := agent.NewBoard()
 	parked.Append(agent.MainChannel, message.NewTextMessage(message.RoleUser, "q"),

@@ -47,7 +47,7 @@ type Envelope struct {
 //     ID and Time. When it returns, the envelope has been queued for every
 //     matching subscription or dropped under that subscription's
 //     backpressure policy.
-//   - Subscribe validates the pattern (ErrInvalidPattern) and the options
+//   - Subscribe validates the pattern (ErrInvalidPattern) and the SubConfig
 //     (fault.Validation).
 //   - After Close, Publish and Subscribe return exactly ErrBusClosed.
 //   - Close is idempotent and closes every subscription channel.
