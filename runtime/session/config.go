@@ -62,8 +62,9 @@ func (d Deps) validate(op string) error {
 
 // Tunables are the manager's limits: the keys of the runtime.sessions
 // section of a deployment document (REF 1.1), decoded straight into this
-// type. IdleTimeout and MaxSessions apply at once when updated; the others
-// apply to sessions created afterwards.
+// type. UpdateTunables takes only positive values; in a Config a zero
+// field takes its DefaultTunables value. IdleTimeout and MaxSessions apply
+// at once when updated; the others apply to sessions created afterwards.
 type Tunables struct {
 	// IdleTimeout is how long an idle, unleased session is kept.
 	IdleTimeout time.Duration `json:"idle_timeout"`
