@@ -255,7 +255,7 @@ func TestBaseHost(t *testing.T) {
 	v, _ := rt.Resource("events")
 	assert.Same(t, v, bus)
 
-	sub, err := bus.Subscribe(context.Background(), "agent.run.>")
+	sub, err := bus.Subscribe(context.Background(), "agent.run.>", event.SubConfig{})
 	require.NoError(t, err)
 	defer sub.Close()
 	require.NoError(t, h.Publish(context.Background(), event.Envelope{Subject: "agent.run.r1.start"}))
@@ -369,4 +369,44 @@ func TestBaseHostSources(t *testing.T) {
 	logger, ok := agent.CapabilityFromHost[agent.LogSink](h1)
 	require.True(t, ok)
 	logger.Log(context.Background(), "warn", "from a script", map[string]any{"n": 1})
+}
+
+// REF 1.1, 1.2.7: a bad key of runtime.sessions fails Build with a
+// document error that names the file, the line of the key and its path,
+// decoded by the same strict decoder as the rest of the document; a value
+// fed by ${env:NAME} is placed the same way.
+func TestBuildPlacesSessionTunableErrors(t *testing.T) {
+	t.Setenv("CORRAL_TEST_SINK_BUFFER", "many")
+	const head = "version: v1\nresources:\n  events: {kind: event.Bus, impl: memory}\nruntime:\n  event_bus: events\n  sessions:\n    resume: false\n"
+	tests := []struct {
+		name, line, want string
+	}{
+		{"out of bounds", "    sink_buffer: 0\n",
+			`deploy.yaml:8: runtime.sessions.sink_buffer: sink_buffer must be in [1, 1048576], got 0`},
+		{"not positive", "    max_sessions: -3\n",
+			`deploy.yaml:8: runtime.sessions.max_sessions: max_sessions must be > 0, got -3`},
+		{"not an integer", "    delivery_concurrency: lots\n",
+			`deploy.yaml:8: runtime.sessions.delivery_concurrency: want an integer, got the scalar "lots"`},
+		{"env that is not an integer", "    sink_buffer: ${env:CORRAL_TEST_SINK_BUFFER}\n",
+			`deploy.yaml:8: runtime.sessions.sink_buffer: want an integer, got the scalar "many"`},
+		{"not a duration", "    sink_buffer: 16\n    idle_timeout: soon\n",
+			`deploy.yaml:9: runtime.sessions.idle_timeout: want a Go duration such as 90s or 10m, got the scalar "soon"`},
+		{"zero duration", "    sink_buffer: 16\n    idle_timeout: 0s\n",
+			`deploy.yaml:9: runtime.sessions.idle_timeout: idle_timeout "0s" must be a Go duration greater than 0`},
+		{"unknown key", "    sink_buffer: 16\n    sink_bufer: 3\n",
+			`deploy.yaml:9: runtime.sessions: unknown field "sink_bufer"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err, _ := buildErr(t, head+tt.line)
+			assert.ErrorIs(t, err, fault.Validation)
+			var de *deploy.Error
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+	rt, _ := build(t, head+"    idle_timeout: ' 90s '\n    sink_buffer: \"16\"\n")
+	tun := session.DefaultTunables()
+	tun.IdleTimeout, tun.SinkBuffer = 90*time.Second, 16
+	assert.Equal(t, tun, rt.Sessions().Tunables(), "the keys left out keep session.DefaultTunables")
 }

@@ -179,7 +179,7 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 	if loader == nil {
 		loader = deploy.NewLoader(deploy.LoaderConfig{BaseDir: doc.BaseDir()})
 	}
-	cfg, err := DecodeConfig(doc.Runtime, loader.Expand)
+	cfg, err := decodeConfig(doc, doc.Runtime, loader.Expand)
 	if err != nil {
 		return nil, placeConfigErr(doc, err)
 	}
@@ -284,14 +284,7 @@ func parentPath(p string) string {
 // newSessionManager builds the session manager for the first generation
 // with the tunables of its runtime: section.
 func newSessionManager(g *generation) (*session.Manager, error) {
-	s := g.cfg.Sessions
-	return session.NewManager(g.sessionDeps(),
-		session.WithIdleTimeout(s.IdleTimeout),
-		session.WithMaxSessions(s.MaxSessions),
-		session.WithSinkBufferSize(s.SinkBuffer),
-		session.WithDeliveryConcurrency(s.DeliveryConcurrency),
-		session.WithSpeculativeBufferLimits(s.SpeculativeBufferEvents, s.SpeculativeBufferBytes),
-	)
+	return session.NewManagerWithConfig(g.sessionDeps(), session.Config{Tunables: g.cfg.Sessions.Tunables})
 }
 
 // bindManager hands the manager to the one resource that implements

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,10 +21,16 @@ func TestDecodeConfigDefaults(t *testing.T) {
 	assert.Equal(t, "", cfg.CheckpointStore)
 	assert.Empty(t, cfg.ExternalDeps)
 	assert.Nil(t, cfg.DynamicCatalog)
-	assert.Equal(t, runtime.SessionsConfig{
+	assert.Equal(t, runtime.SessionsConfig{Tunables: session.Tunables{
 		IdleTimeout: 10 * time.Minute, SinkBuffer: 256, DeliveryConcurrency: 8,
 		SpeculativeBufferEvents: 1024, SpeculativeBufferBytes: 1 << 20, MaxSessions: 1024,
-	}, cfg.Sessions)
+	}}, cfg.Sessions)
+	assert.Equal(t, session.DefaultTunables(), cfg.Sessions.Tunables, "one set of defaults")
+
+	cfg, err = runtime.DecodeConfig(json.RawMessage(`{"event_bus":"b","sessions":{"sink_buffer":null,"idle_timeout":null},"dynamic_catalog":null}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, session.DefaultTunables(), cfg.Sessions.Tunables, "null keeps the default")
+	assert.Nil(t, cfg.DynamicCatalog)
 }
 
 // REF 1.1: integers and booleans take JSON literals or strings, and
@@ -45,10 +52,10 @@ func TestDecodeConfigStringsAndEnv(t *testing.T) {
 		"sessions":{"sink_buffer":"${env:BUF}","delivery_concurrency":"16","max_sessions":3,
 		"speculative_buffer_events":" 10 ","speculative_buffer_bytes":2048,"resume":"${env:RESUME}","idle_timeout":"90s"}}`), expand)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.SessionsConfig{
+	assert.Equal(t, runtime.SessionsConfig{Tunables: session.Tunables{
 		IdleTimeout: 90 * time.Second, SinkBuffer: 512, DeliveryConcurrency: 16,
-		SpeculativeBufferEvents: 10, SpeculativeBufferBytes: 2048, MaxSessions: 3, Resume: true,
-	}, cfg.Sessions)
+		SpeculativeBufferEvents: 10, SpeculativeBufferBytes: 2048, MaxSessions: 3,
+	}, Resume: true}, cfg.Sessions)
 
 	_, err = runtime.DecodeConfig(json.RawMessage(`{"event_bus":"${env:MISSING}"}`), expand)
 	require.ErrorIs(t, err, fault.Validation)
@@ -79,8 +86,12 @@ func TestDecodeConfigRules(t *testing.T) {
 		{"1.2.7 max_sessions zero", `{"event_bus":"b","sessions":{"max_sessions":0}}`, "runtime.sessions.max_sessions", "must be > 0"},
 		{"1.1 int that is not a number", `{"event_bus":"b","sessions":{"sink_buffer":"lots"}}`, "runtime.sessions.sink_buffer", "want an integer"},
 		{"1.1 bool that is not a bool", `{"event_bus":"b","sessions":{"resume":"maybe"}}`, "runtime.sessions.resume", "want true or false"},
-		{"1.1 unknown key", `{"event_bus":"b","sesions":{}}`, "runtime.sesions", "unknown field"},
-		{"1.1 unknown sessions key", `{"event_bus":"b","sessions":{"buffer":1}}`, "runtime.sessions.buffer", "unknown field"},
+		{"1.1 unknown key", `{"event_bus":"b","sesions":{}}`, "runtime", `unknown field "sesions"`},
+		{"1.1 unknown sessions key", `{"event_bus":"b","sessions":{"buffer":1}}`, "runtime.sessions", `unknown field "buffer"`},
+		{"1.1 int that is too large", `{"event_bus":"b","sessions":{"max_sessions":12345678901234567890}}`, "runtime.sessions.max_sessions", "want an integer"},
+		{"1.1 idle_timeout that is a number", `{"event_bus":"b","sessions":{"idle_timeout":600}}`, "runtime.sessions.idle_timeout", "Go duration"},
+		{"1.1 sessions that is not a mapping", `{"event_bus":"b","sessions":[]}`, "runtime.sessions", "want a mapping"},
+		{"1.1 not JSON", `{"event_bus":`, "runtime", "json"},
 		{"1.2.8 empty tools", `{"event_bus":"b","dynamic_catalog":{"tools":{}}}`, "runtime.dynamic_catalog.tools", "must not be empty"},
 		{"1.2.8 missing tools", `{"event_bus":"b","dynamic_catalog":{}}`, "runtime.dynamic_catalog.tools", "must not be empty"},
 		{"1.2.8 blank key", `{"event_bus":"b","dynamic_catalog":{"tools":{" ":"x"}}}`, "runtime.dynamic_catalog.tools", "blank"},

@@ -8,7 +8,8 @@
 // document references. The With* methods configure the builder (host
 // factory decorators, a loader, caller-owned external values); Build then
 // runs once, in this order: validate the document, decode the runtime:
-// section (DecodeConfig), check external dependencies, build and wire the
+// section (DecodeConfig, by the document's own strict decoder,
+// deploy.DecodeSection), check external dependencies, build and wire the
 // resources and agents (package deploy), resolve the event bus and the
 // checkpoint store, build the host factory (base, then WithHostFactory, then
 // WithResultHostFactory), and check the dynamic catalog. Any failure closes

@@ -12,7 +12,7 @@ import (
 
 // Build a runtime from a YAML document and attach a sink to its events.
 func Example() {
-	doc, err := deploy.Parse([]byte(`
+	doc, err := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   events:
@@ -22,7 +22,7 @@ runtime:
   event_bus: events
   sessions:
     idle_timeout: 5m
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,14 +68,14 @@ runtime:
 func ExampleRuntime_Reload() {
 	docs := map[string]*deploy.Document{}
 	for _, timeout := range []string{"5m", "7m", "0s"} {
-		doc, err := deploy.Parse([]byte(`
+		doc, err := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
 runtime:
   event_bus: events
   sessions: {idle_timeout: `+timeout+`}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -143,7 +143,7 @@ func testRegistry(t testing.TB, log *closeLog) *resource.Registry {
 // parse parses a YAML document named name.yaml.
 func parse(t testing.TB, src string) *deploy.Document {
 	t.Helper()
-	doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(t.TempDir()))
+	doc, err := deploy.ParseWithConfig([]byte(src), deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: t.TempDir()})
 	require.NoError(t, err)
 	return doc
 }

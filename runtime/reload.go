@@ -10,21 +10,15 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
-	"github.com/corral-rt/corral/runtime/session"
 )
 
-// ReloadOption configures Reload.
-type ReloadOption func(*reloadConfig) error
-
-type reloadConfig struct{ force bool }
-
-// WithForce rebuilds even when the document is unchanged, for example to
-// pick up a changed file that the document references with {file}.
-func WithForce() ReloadOption {
-	return func(c *reloadConfig) error {
-		c.force = true
-		return nil
-	}
+// ReloadConfig configures ReloadWithConfig. The zero value is what Reload
+// uses.
+type ReloadConfig struct {
+	// Force rebuilds even when the document is unchanged, for example to
+	// pick up a changed file that the document references with {file}.
+	// false: an unchanged document is reported, not rebuilt.
+	Force bool
 }
 
 // ReloadResult reports a Reload. ReboundAgents are the registered agents
@@ -52,25 +46,21 @@ type ReloadResult struct {
 // announced with runtime.rebuild.started, then ends in exactly one of
 // runtime.rebuild.completed or runtime.rebuild.failed. A document whose
 // content (doc.Hash) and base directory equal the serving one's is not
-// rebuilt unless WithForce is given: the result says Unchanged and no event
-// is published. After Close, or once Drain was called, Reload returns
-// NotAvailable.
-func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document, opts ...ReloadOption) (*ReloadResult, error) {
+// rebuilt unless ReloadConfig.Force is set: the result says Unchanged and
+// no event is published. After Close, or once Drain was called, Reload
+// returns NotAvailable.
+func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document) (*ReloadResult, error) {
+	return rt.ReloadWithConfig(ctx, doc, ReloadConfig{})
+}
+
+// ReloadWithConfig is Reload configured by cfg.
+func (rt *Runtime) ReloadWithConfig(ctx context.Context, doc *deploy.Document, cfg ReloadConfig) (*ReloadResult, error) {
 	const op = "reload"
-	var cfg reloadConfig
 	switch {
 	case ctx == nil:
 		return nil, fault.New(fault.Validation, op, "ctx must not be nil")
 	case doc == nil:
 		return nil, fault.New(fault.Validation, op, "document must not be nil")
-	}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fault.New(fault.Validation, op, "option must not be nil")
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
 	}
 	rt.lifecycle.Lock()
 	defer rt.lifecycle.Unlock()
@@ -78,7 +68,7 @@ func (rt *Runtime) Reload(ctx context.Context, doc *deploy.Document, opts ...Rel
 		return nil, err
 	}
 	cur := rt.current()
-	if !cfg.force && cur.hash == doc.Hash() && cur.doc.BaseDir() == doc.BaseDir() {
+	if !cfg.Force && cur.hash == doc.Hash() && cur.doc.BaseDir() == doc.BaseDir() {
 		return &ReloadResult{GenerationID: cur.id, PreviousID: cur.id, Unchanged: true}, nil
 	}
 	id := rt.allocateGeneration()
@@ -128,7 +118,7 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	}
 	// REF 1.10.3.11: idle_timeout and max_sessions apply at once, the
 	// rest to sessions created later.
-	if err := rt.sessions.UpdateTunables(tunablesOf(next.cfg)); err != nil {
+	if err := rt.sessions.UpdateTunables(next.cfg.Sessions.Tunables); err != nil {
 		return nil, nil, errors.Join(err, next.close())
 	}
 	tuned = true
@@ -269,18 +259,5 @@ func (r *retirement) arm() {
 	r.mu.Unlock()
 	if due {
 		r.run()
-	}
-}
-
-// tunablesOf is the sessions: section as session tunables.
-func tunablesOf(cfg Config) session.Tunables {
-	s := cfg.Sessions
-	return session.Tunables{
-		IdleTimeout:             s.IdleTimeout,
-		MaxSessions:             s.MaxSessions,
-		SinkBuffer:              s.SinkBuffer,
-		DeliveryConcurrency:     s.DeliveryConcurrency,
-		SpeculativeBufferEvents: s.SpeculativeBufferEvents,
-		SpeculativeBufferBytes:  s.SpeculativeBufferBytes,
 	}
 }

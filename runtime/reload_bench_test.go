@@ -48,7 +48,7 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
-// BenchmarkReload reloads the 20-resource document (WithForce, so that it
+// BenchmarkReload reloads the 20-resource document (ReloadConfig.Force, so that it
 // is rebuilt) while 100 sessions are open and a registered agent is bound
 // again each time; the retired generation is closed within the call.
 func BenchmarkReload(b *testing.B) {
@@ -74,7 +74,7 @@ func BenchmarkReload(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := rt.Reload(ctx, doc, runtime.WithForce()); err != nil {
+		if _, err := rt.ReloadWithConfig(ctx, doc, runtime.ReloadConfig{Force: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -63,7 +63,9 @@ func TestReloadArgumentsAndLifecycle(t *testing.T) {
 	assert.ErrorIs(t, err, fault.Validation)
 	_, err = rt.Reload(ctx, nil)
 	assert.ErrorIs(t, err, fault.Validation)
-	_, err = rt.Reload(ctx, parse(t, src), nil)
+	_, err = rt.ReloadWithConfig(nilCtx, parse(t, src), runtime.ReloadConfig{Force: true})
+	assert.ErrorIs(t, err, fault.Validation)
+	_, err = rt.ReloadWithConfig(ctx, nil, runtime.ReloadConfig{Force: true})
 	assert.ErrorIs(t, err, fault.Validation)
 
 	_, err = rt.RegisterAgent(ctx, "gated", labDef("Gated", true))
@@ -158,14 +160,14 @@ runtime:
 	assert.Empty(t, l.problems())
 }
 
-// An unchanged document is reported and not rebuilt; WithForce rebuilds it.
+// An unchanged document is reported and not rebuilt; ReloadConfig.Force rebuilds it.
 func TestReloadUnchanged(t *testing.T) {
 	l := newLab()
 	reg := testRegistry(t, nil)
 	reg.MustRegister(labFactory(l, nil))
 	dir := t.TempDir()
 	parseIn := func(src string) *deploy.Document {
-		doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+		doc, err := deploy.ParseWithConfig([]byte(src), deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 		require.NoError(t, err)
 		return doc
 	}
@@ -182,7 +184,7 @@ func TestReloadUnchanged(t *testing.T) {
 	assert.Equal(t, 1, int(l.serial.Load()), "nothing was built")
 	assert.Empty(t, rec.subjects())
 
-	res, err = rt.Reload(ctx, doc, runtime.WithForce())
+	res, err = rt.ReloadWithConfig(ctx, doc, runtime.ReloadConfig{Force: true})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.GenerationID)
 	assert.False(t, res.Unchanged)

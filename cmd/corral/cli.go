@@ -79,7 +79,7 @@ func loadDocument(path string) (doc *deploy.Document, cleanup func(), err error)
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	file, err := demo.Extract(dir)
 	if err == nil {
-		doc, err = deploy.ParseFile(file, deploy.WithFilename("demo/"+demo.Document))
+		doc, err = deploy.ParseFileWithConfig(file, deploy.ParseConfig{Filename: "demo/" + demo.Document})
 	}
 	if err != nil {
 		cleanup()

@@ -79,11 +79,11 @@ func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "demo", ContextID: "t"})
 	require.NoError(t, err)
 	defer lease.Close()
-	turn, err := lease.Session().StartWithOptions(context.Background(),
+	turn, err := lease.Session().StartWithConfig(context.Background(),
 		agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")},
-		session.WithAskUserOverride(func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
+		session.StartConfig{AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 			return agent.UserReply{Parts: []message.Part{message.TextPart("Grace")}}, nil
-		}))
+		}})
 	require.NoError(t, err)
 	res, err := turn.Wait(context.Background())
 	require.NoError(t, err)

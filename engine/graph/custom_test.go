@@ -33,7 +33,7 @@ func buildDeployment(t *testing.T, edit func(string) string) (*runtime.Runtime, 
 	if edit != nil {
 		src = []byte(edit(string(src)))
 	}
-	doc, err := deploy.Parse(src, deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+	doc, err := deploy.ParseWithConfig(src, deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory(), graph.NodeTypeFactory())

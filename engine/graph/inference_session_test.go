@@ -28,7 +28,7 @@ func assistant(t *testing.T) *runtime.Runtime {
 	require.NoError(t, err)
 	src, err := os.ReadFile(filepath.Join(dir, "deploy.yaml"))
 	require.NoError(t, err)
-	doc, err := deploy.Parse(src, deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+	doc, err := deploy.ParseWithConfig(src, deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory(), scripted.Factory())

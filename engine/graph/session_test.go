@@ -38,7 +38,7 @@ func concierge(t *testing.T) (*runtime.Runtime, <-chan string) {
 	src, err := os.ReadFile(filepath.Join(dir, "deploy.yaml"))
 	require.NoError(t, err)
 	src = []byte(strings.ReplaceAll(string(src), "WORKSPACE_ROOT", t.TempDir()))
-	doc, err := deploy.Parse(src, deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+	doc, err := deploy.ParseWithConfig(src, deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory(), workspace.Factory(), checkpoint.Factory())
@@ -213,7 +213,7 @@ runtime:
   checkpoint_store: checkpoints
   sessions: {resume: true}
 `
-	doc, err := deploy.Parse([]byte(src), deploy.WithFilename("deploy.yaml"), deploy.WithBaseDir(dir))
+	doc, err := deploy.ParseWithConfig([]byte(src), deploy.ParseConfig{Filename: "deploy.yaml", BaseDir: dir})
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), graph.Factory(), workspace.Factory(), checkpoint.Factory())

@@ -76,7 +76,7 @@ func TestDeployedToolNode(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			doc, err := deploy.Parse([]byte(text), deploy.WithFilename(filepath.Join(dir, "deploy.yaml")), deploy.WithBaseDir(dir))
+			doc, err := deploy.ParseWithConfig([]byte(text), deploy.ParseConfig{Filename: filepath.Join(dir, "deploy.yaml"), BaseDir: dir})
 			require.NoError(t, err)
 			runToolTurn(t, doc)
 		})
@@ -118,7 +118,7 @@ func runToolTurn(t *testing.T, doc *deploy.Document) {
 // build refuses another value, naming the node and the dependency.
 func TestDeployToolsDependencyKind(t *testing.T) {
 	t.Parallel()
-	doc, err := deploy.Parse([]byte(`
+	doc, err := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
@@ -134,7 +134,7 @@ agents:
         graph: {name: g, entry: a, nodes: [{id: a, type: tool}]}
 runtime:
   event_bus: events
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	require.NoError(t, err)
 	_, err = runtime.NewBuilder(registry()).Build(context.Background(), doc)
 	require.Error(t, err)

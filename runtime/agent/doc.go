@@ -34,7 +34,7 @@
 // outcome into a Status, lets the Referees judge it (a Revise verdict
 // re-runs the engine on a freshly seeded board, at most policy.max_revise
 // times), passes a committed result through the commit view and the
-// Committers, records State["finalize_reason"] and calls the WithOnRunEnd
+// Committers, records State["finalize_reason"] and calls the OnRunEnd
 // callback. Business outcomes come back as (result, nil); only
 // infrastructure failures return an error. Engines that cannot publish
 // their run-end event join a RunEndPublishError to their error.

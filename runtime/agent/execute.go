@@ -48,13 +48,13 @@ const (
 // calls the observers, runs the engine, classifies the outcome, lets the
 // referees judge it (re-running the engine when one asks to revise),
 // applies the commit view and the committers, and finally calls the
-// WithOnRunEnd callback.
+// OnRunEnd callback of the ExecuteConfig (see ExecuteWithConfig).
 //
 // Run id: req.RunID when set, else the resume checkpoint's exec id, else
-// one from WithRunIDGenerator, else NewRunID. A resume whose checkpoint
+// one from ExecuteConfig.NewRunID, else NewRunID. A resume whose checkpoint
 // belongs to another run is refused.
 //
-// Board: on a resume (WithResumeFrom) the first attempt starts from a copy
+// Board: on a resume (ExecuteConfig.ResumeFrom) the first attempt starts from a copy
 // of the checkpoint's board and the engine gets the checkpoint in
 // Run.ResumeFrom; otherwise, and on every revise attempt, the agent's
 // Preparers build the board from an empty one, in order, or, when the
@@ -68,7 +68,7 @@ const (
 // BudgetExceeded, a context.DeadlineExceeded, ...) is failed. Result.Err
 // holds the engine's error for every status but completed.
 //
-// Referees (the agent's, then those of WithReferee) judge every attempt,
+// Referees (the agent's, then ExecuteConfig.Referees) judge every attempt,
 // all of them, in order; their verdicts are merged. Revise re-runs the
 // engine when the attempt completed, ctx is alive and fewer than
 // policy.max_revise re-runs were made (Result.Attempts counts engine
@@ -81,7 +81,7 @@ const (
 // kept, so a canceled run whose referee saw the dead ctx stays canceled.
 //
 // Committed defaults to true for completed results only. A committed
-// result goes through the commit view (WithCommitView), which may rewrite
+// result goes through the commit view (ExecuteConfig.CommitView), which may rewrite
 // it, and then through the agent's Committers in order. An error in either
 // stops there, leaves the result uncommitted, keeps its status, joins the
 // error into Result.Err and records it under State["commit_error"].
@@ -102,22 +102,27 @@ const (
 // invalid request message (a zero message is allowed and means "no
 // message"), an invalid or foreign resume checkpoint (all Validation), a
 // failing preparer (its kind, else Internal) or a run id generator that
-// returns "" (Internal). The WithOnRunEnd callback runs only when there is
+// returns "" (Internal). The OnRunEnd callback runs only when there is
 // a result.
-func Execute(ctx context.Context, a *Agent, host Host, req Request, opts ...ExecuteOption) (*Result, error) {
-	x, err := newExecution(ctx, a, host, req, opts)
+func Execute(ctx context.Context, a *Agent, host Host, req Request) (*Result, error) {
+	return ExecuteWithConfig(ctx, a, host, req, ExecuteConfig{})
+}
+
+// ExecuteWithConfig is Execute configured by cfg (see ExecuteConfig).
+func ExecuteWithConfig(ctx context.Context, a *Agent, host Host, req Request, cfg ExecuteConfig) (*Result, error) {
+	x, err := newExecution(ctx, a, host, req, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if x.cfg.resume != nil {
-		ctx = ContextWithResume(ctx, *x.cfg.resume)
+	if x.cfg.ResumeContext != nil {
+		ctx = ContextWithResume(ctx, *x.cfg.ResumeContext)
 	}
 	res, err := x.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if x.cfg.onRunEnd != nil {
-		x.cfg.onRunEnd(res)
+	if x.cfg.OnRunEnd != nil {
+		x.cfg.OnRunEnd(res)
 	}
 	return res, nil
 }
@@ -136,14 +141,14 @@ type execution struct {
 	engine    Engine
 	host      Host // host wrapped by the usage meter
 	req       Request
-	cfg       executeConfig
+	cfg       ExecuteConfig
 	base      Run // the identity every attempt shares
 	referees  []Referee
 	maxRevise int
 	usage     usageMeter
 }
 
-func newExecution(ctx context.Context, a *Agent, host Host, req Request, opts []ExecuteOption) (*execution, error) {
+func newExecution(ctx context.Context, a *Agent, host Host, req Request, cfg ExecuteConfig) (*execution, error) {
 	switch {
 	case ctx == nil:
 		return nil, fault.New(fault.Validation, "execute", "ctx must not be nil")
@@ -152,8 +157,8 @@ func newExecution(ctx context.Context, a *Agent, host Host, req Request, opts []
 	case isNil(host):
 		return nil, fault.New(fault.Validation, "execute", "agent %q: host must not be nil", a.ID)
 	}
-	cfg := newExecuteConfig(opts)
-	x := &execution{agent: a, engine: cfg.engine, cfg: cfg, req: req.Clone(), maxRevise: max(a.Definition.Policy.MaxRevise, 0)}
+	cfg = cfg.owned()
+	x := &execution{agent: a, engine: cfg.Engine, cfg: cfg, req: req.Clone(), maxRevise: max(a.Definition.Policy.MaxRevise, 0)}
 	if isNil(x.engine) {
 		x.engine = a.Engine
 	}
@@ -170,16 +175,16 @@ func newExecution(ctx context.Context, a *Agent, host Host, req Request, opts []
 		return nil, err
 	}
 	x.req.RunID = runID
-	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, ParentRunID: cfg.parentRunID, StartedAt: x.startedAt(),
+	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, ParentRunID: cfg.ParentRunID, StartedAt: x.startedAt(),
 		Capabilities: slices.Clone(a.Definition.Capabilities)}
 	x.host = x.usage.wrap(host)
-	x.referees = appendPresent(appendPresent(nil, a.Referees), cfg.referees)
+	x.referees = appendPresent(appendPresent(nil, a.Referees), cfg.Referees)
 	return x, nil
 }
 
 // runID picks the run id and checks the resume checkpoint against it.
 func (x *execution) runID() (string, error) {
-	cp := x.cfg.resumeFrom
+	cp := x.cfg.ResumeFrom
 	if cp != nil {
 		if err := cp.Validate(); err != nil {
 			return "", fault.Wrap(fault.Validation, err, "execute", "agent %q: resume", x.agent.ID)
@@ -190,8 +195,8 @@ func (x *execution) runID() (string, error) {
 	case id != "":
 	case cp != nil:
 		id = cp.ExecID
-	case x.cfg.newRunID != nil:
-		id = x.cfg.newRunID()
+	case x.cfg.NewRunID != nil:
+		id = x.cfg.NewRunID()
 		if strings.TrimSpace(id) == "" {
 			return "", fault.New(fault.Internal, "execute", "agent %q: the run id generator returned an empty id", x.agent.ID)
 		}
@@ -209,10 +214,10 @@ func (x *execution) runID() (string, error) {
 // resumed run when known, else now.
 func (x *execution) startedAt() time.Time {
 	switch {
-	case x.cfg.resume != nil && !x.cfg.resume.StartedAt.IsZero():
-		return x.cfg.resume.StartedAt
-	case x.cfg.resumeFrom != nil && !x.cfg.resumeFrom.OriginalStartedAt.IsZero():
-		return x.cfg.resumeFrom.OriginalStartedAt
+	case x.cfg.ResumeContext != nil && !x.cfg.ResumeContext.StartedAt.IsZero():
+		return x.cfg.ResumeContext.StartedAt
+	case x.cfg.ResumeFrom != nil && !x.cfg.ResumeFrom.OriginalStartedAt.IsZero():
+		return x.cfg.ResumeFrom.OriginalStartedAt
 	}
 	return time.Now()
 }
@@ -249,8 +254,8 @@ func (x *execution) finish(res *Result) *Result {
 func (x *execution) attempt(ctx context.Context, n int) (Run, *Result, error) {
 	run := x.base
 	run.Attempt = n
-	if n == 1 && x.cfg.resumeFrom != nil {
-		cp := x.cfg.resumeFrom.Clone()
+	if n == 1 && x.cfg.ResumeFrom != nil {
+		cp := x.cfg.ResumeFrom.Clone()
 		run.ResumeFrom = &cp
 	}
 	board, err := x.seed(ctx, run)
@@ -283,8 +288,8 @@ func (x *execution) seed(ctx context.Context, run Run) (*Board, error) {
 		return run.ResumeFrom.Board.Clone(), nil
 	}
 	board := NewBoard()
-	if x.cfg.history != nil {
-		board = x.cfg.history.Clone()
+	if x.cfg.History != nil {
+		board = x.cfg.History.Clone()
 	}
 	preparers := appendPresent(nil, x.agent.Preparers)
 	if len(preparers) == 0 {

@@ -59,7 +59,7 @@ func (x *execution) refereeFailed(res *Result, err error) {
 // commit runs the commit view and then the committers on a committed
 // result. The first error leaves the result uncommitted.
 func (x *execution) commit(ctx context.Context, run Run, res *Result) {
-	if p := x.cfg.commitView; !isNil(p) {
+	if p := x.cfg.CommitView; !isNil(p) {
 		if err := p.CommitView(ctx, run, res); err != nil {
 			x.commitFailed(res, FinalizeCommitViewFailed, fault.Wrap(fault.KindOr(err, fault.Internal), err, "execute", "agent %q: commit view", x.agent.ID))
 			return
@@ -110,7 +110,7 @@ func (e *RunEndPublishError) Unwrap() []error {
 type resumeKey struct{}
 
 // ContextWithResume returns ctx carrying rc. Execute does this with the
-// WithResumeContext option, so the engine and the hooks of a resumed run
+// ExecuteConfig.ResumeContext, so the engine and the hooks of a resumed run
 // can tell it from a fresh one.
 func ContextWithResume(ctx context.Context, rc ResumeContext) context.Context {
 	return context.WithValue(ctx, resumeKey{}, rc)

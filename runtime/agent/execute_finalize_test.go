@@ -77,7 +77,8 @@ func TestExecuteReviseOnlyCompleted(t *testing.T) {
 		return b, errors.New("boom")
 	})
 	a := &agent.Agent{ID: "bot", Engine: eng, Definition: agent.Definition{Policy: agent.Policy{MaxRevise: 3}}}
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.WithReferee(verdict(agent.Verdict{Revise: true})))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"),
+		agent.ExecuteConfig{Referees: []agent.Referee{verdict(agent.Verdict{Revise: true})}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, calls)
 	assert.Equal(t, agent.StatusFailed, res.Status)
@@ -113,11 +114,11 @@ func TestExecuteRefereeVerdicts(t *testing.T) {
 					committed++
 					return nil
 				})}}
-			var opts []agent.ExecuteOption
+			var cfg agent.ExecuteConfig
 			for _, v := range tt.verdicts {
-				opts = append(opts, agent.WithReferee(verdict(v)))
+				cfg.Referees = append(cfg.Referees, verdict(v))
 			}
-			res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"), opts...)
+			res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"), cfg)
 			require.NoError(t, err)
 			assert.Equal(t, tt.status, res.Status)
 			assert.Equal(t, tt.committed, res.Committed)
@@ -129,7 +130,7 @@ func TestExecuteRefereeVerdicts(t *testing.T) {
 
 func TestExecuteRefereeOrder(t *testing.T) {
 	t.Parallel()
-	// REF 6.1.6 (6: referees: the agent's, then the option's; each sees the classified result)
+	// REF 6.1.6 (6: referees: the agent's, then the config's; each sees the classified result)
 	var order []string
 	ref := func(name string) agent.Referee {
 		return agent.RefereeFunc(func(_ context.Context, _ agent.Run, res *agent.Result) (agent.Verdict, error) {
@@ -138,8 +139,8 @@ func TestExecuteRefereeOrder(t *testing.T) {
 		})
 	}
 	a := &agent.Agent{ID: "bot", Engine: replyEngine("x", nil), Referees: []agent.Referee{ref("a1"), nil, ref("a2")}}
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"),
-		agent.WithReferee(ref("o1")), agent.WithReferee(nil), agent.WithReferee(ref("o2")))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"),
+		agent.ExecuteConfig{Referees: []agent.Referee{ref("o1"), nil, ref("o2")}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a1 completed true", "a2 completed true", "o1 completed true", "o2 completed true"}, order)
 	assert.Equal(t, "a1", res.State[agent.StateRefereeReason], "the first reason is kept")
@@ -206,7 +207,7 @@ func TestExecuteCommitView(t *testing.T) {
 		res.Output = []message.Message{message.NewTextMessage(message.RoleAssistant, "the whole")}
 		return nil
 	})
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.WithCommitView(view))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.ExecuteConfig{CommitView: view})
 	require.NoError(t, err)
 	assert.True(t, res.Committed)
 	assert.Equal(t, []string{"the whole"}, texts(res.Output))
@@ -216,7 +217,7 @@ func TestExecuteCommitView(t *testing.T) {
 	committedText = nil
 	viewErr := fault.New(fault.Conflict, "commit view", "prefix does not match")
 	bad := agent.CommitViewFunc(func(context.Context, agent.Run, *agent.Result) error { return viewErr })
-	res, err = agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.WithCommitView(bad))
+	res, err = agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.ExecuteConfig{CommitView: bad})
 	require.NoError(t, err)
 	assert.Equal(t, agent.StatusCompleted, res.Status)
 	assert.False(t, res.Committed)
@@ -228,7 +229,8 @@ func TestExecuteCommitView(t *testing.T) {
 	// The view is not asked about an uncommitted result.
 	asked := false
 	watch := agent.CommitViewFunc(func(context.Context, agent.Run, *agent.Result) error { asked = true; return nil })
-	_, err = agent.Execute(context.Background(), newAgent(replyEngine("x", errors.New("boom"))), agent.NoopHost{}, userReq("q"), agent.WithCommitView(watch))
+	_, err = agent.ExecuteWithConfig(context.Background(), newAgent(replyEngine("x", errors.New("boom"))), agent.NoopHost{}, userReq("q"),
+		agent.ExecuteConfig{CommitView: watch})
 	require.NoError(t, err)
 	assert.False(t, asked)
 }
@@ -246,11 +248,11 @@ func TestExecuteCommitterFailure(t *testing.T) {
 	a := &agent.Agent{ID: "bot", Engine: replyEngine("x", nil),
 		Committers: []agent.Committer{committer("c1", nil), committer("c2", errors.New("disk full")), committer("c3", nil)}}
 	ended := 0
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"),
-		agent.WithOnRunEnd(func(r *agent.Result) {
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"),
+		agent.ExecuteConfig{OnRunEnd: func(r *agent.Result) {
 			ended++
 			assert.False(t, r.Committed, "OnRunEnd sees the final result")
-		}))
+		}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c1", "c2"}, calls)
 	assert.Equal(t, agent.StatusCompleted, res.Status)
@@ -273,8 +275,8 @@ func TestExecuteOnRunEnd(t *testing.T) {
 		Committers: []agent.Committer{agent.CommitterFunc(func(context.Context, agent.Run, *agent.Result) error { order = append(order, "commit"); return nil })}}
 	var got *agent.Result
 	view := agent.CommitViewFunc(func(context.Context, agent.Run, *agent.Result) error { order = append(order, "view"); return nil })
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.WithCommitView(view),
-		agent.WithOnRunEnd(func(r *agent.Result) { order = append(order, "end"); got = r }))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"), agent.ExecuteConfig{CommitView: view,
+		OnRunEnd: func(r *agent.Result) { order = append(order, "end"); got = r }})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"referee", "view", "commit", "end"}, order)
 	assert.Same(t, res, got)

@@ -54,21 +54,21 @@ func TestExecuteRunID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, regexp.MustCompile(`^run-[0-9a-f]{16}$`), res.RunID)
 
-	res, err = agent.Execute(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{},
-		agent.WithRunIDGenerator(func() string { return "run-generated" }))
+	res, err = agent.ExecuteWithConfig(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{},
+		agent.ExecuteConfig{NewRunID: func() string { return "run-generated" }})
 	require.NoError(t, err)
 	assert.Equal(t, "run-generated", res.RunID)
 
-	res, err = agent.Execute(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{RunID: "run-wins"},
-		agent.WithRunIDGenerator(func() string { return "run-generated" }))
+	res, err = agent.ExecuteWithConfig(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{RunID: "run-wins"},
+		agent.ExecuteConfig{NewRunID: func() string { return "run-generated" }})
 	require.NoError(t, err)
 	assert.Equal(t, "run-wins", res.RunID)
 	require.Len(t, seen, 4)
 	assert.Equal(t, "run-given", seen[0], "the engine runs under the result's run id")
 	assert.Equal(t, "run-wins", seen[3])
 
-	_, err = agent.Execute(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{},
-		agent.WithRunIDGenerator(func() string { return " " }))
+	_, err = agent.ExecuteWithConfig(ctx, newAgent(eng), agent.NoopHost{}, agent.Request{},
+		agent.ExecuteConfig{NewRunID: func() string { return " " }})
 	require.ErrorIs(t, err, fault.Internal)
 	assert.NotEqual(t, agent.NewRunID(), agent.NewRunID())
 }
@@ -163,31 +163,32 @@ func TestExecuteInfrastructureErrors(t *testing.T) {
 		a    *agent.Agent
 		host agent.Host
 		req  agent.Request
-		opts []agent.ExecuteOption
+		cfg  agent.ExecuteConfig
 		kind *fault.Kind
 	}{
-		{"nil ctx", nil, newAgent(ok), agent.NoopHost{}, userReq("x"), nil, fault.Validation},
-		{"nil agent", context.Background(), nil, agent.NoopHost{}, userReq("x"), nil, fault.Validation},
-		{"nil host", context.Background(), newAgent(ok), nil, userReq("x"), nil, fault.Validation},
-		{"typed nil host", context.Background(), newAgent(ok), typedNilHost, userReq("x"), nil, fault.Validation},
-		{"no engine", context.Background(), newAgent(nil), agent.NoopHost{}, userReq("x"), nil, fault.Validation},
+		{"nil ctx", nil, newAgent(ok), agent.NoopHost{}, userReq("x"), agent.ExecuteConfig{}, fault.Validation},
+		{"nil agent", context.Background(), nil, agent.NoopHost{}, userReq("x"), agent.ExecuteConfig{}, fault.Validation},
+		{"nil host", context.Background(), newAgent(ok), nil, userReq("x"), agent.ExecuteConfig{}, fault.Validation},
+		{"typed nil host", context.Background(), newAgent(ok), typedNilHost, userReq("x"), agent.ExecuteConfig{}, fault.Validation},
+		{"no engine", context.Background(), newAgent(nil), agent.NoopHost{}, userReq("x"), agent.ExecuteConfig{}, fault.Validation},
 		{"invalid message", context.Background(), newAgent(ok), agent.NoopHost{},
-			agent.Request{Message: message.Message{Role: "robot", Parts: []message.Part{message.TextPart("x")}}}, nil, fault.Validation},
+			agent.Request{Message: message.Message{Role: "robot", Parts: []message.Part{message.TextPart("x")}}}, agent.ExecuteConfig{}, fault.Validation},
 		{"invalid checkpoint", context.Background(), newAgent(ok), agent.NoopHost{}, userReq("x"),
-			[]agent.ExecuteOption{agent.WithResumeFrom(&agent.Checkpoint{ExecID: "run-a"})}, fault.Validation},
+			agent.ExecuteConfig{ResumeFrom: &agent.Checkpoint{ExecID: "run-a"}}, fault.Validation},
 		{"foreign checkpoint", context.Background(), newAgent(ok), agent.NoopHost{}, agent.Request{RunID: "run-b"},
-			[]agent.ExecuteOption{agent.WithResumeFrom(cp)}, fault.Validation},
+			agent.ExecuteConfig{ResumeFrom: cp}, fault.Validation},
 		{"preparer error keeps its kind", context.Background(), badPrep(fault.New(fault.NotFound, "history", "gone")),
-			agent.NoopHost{}, userReq("x"), nil, fault.NotFound},
+			agent.NoopHost{}, userReq("x"), agent.ExecuteConfig{}, fault.NotFound},
 		{"preparer error without kind", context.Background(), badPrep(errors.New("boom")),
-			agent.NoopHost{}, userReq("x"), nil, fault.Internal},
+			agent.NoopHost{}, userReq("x"), agent.ExecuteConfig{}, fault.Internal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			called := false
-			opts := append([]agent.ExecuteOption{agent.WithOnRunEnd(func(*agent.Result) { called = true })}, tt.opts...)
-			res, err := agent.Execute(tt.ctx, tt.a, tt.host, tt.req, opts...)
+			cfg := tt.cfg
+			cfg.OnRunEnd = func(*agent.Result) { called = true }
+			res, err := agent.ExecuteWithConfig(tt.ctx, tt.a, tt.host, tt.req, cfg)
 			require.ErrorIs(t, err, tt.kind)
 			assert.Nil(t, res)
 			assert.False(t, called, "OnRunEnd runs only with a result")
@@ -330,7 +331,7 @@ func TestExecuteUsageAndHost(t *testing.T) {
 	revise := agent.RefereeFunc(func(context.Context, agent.Run, *agent.Result) (agent.Verdict, error) {
 		return agent.Verdict{Revise: true}, nil
 	})
-	res, err := agent.Execute(context.Background(), a, host, userReq("x"), agent.WithReferee(revise))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, host, userReq("x"), agent.ExecuteConfig{Referees: []agent.Referee{revise}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Attempts)
 	assert.Equal(t, agent.Usage{InputTokens: 6, OutputTokens: 4, TotalTokens: 10}, res.Usage, "usage adds up over attempts")
@@ -350,8 +351,8 @@ func TestExecuteRunFields(t *testing.T) {
 	before := time.Now()
 	req := userReq("x")
 	req.ContextID = "c1"
-	_, err := agent.Execute(context.Background(), newAgent(replyEngine("unused", nil)), agent.NoopHost{}, req,
-		agent.WithEngine(eng), agent.WithParentRunID("run-parent"), agent.WithEngine(nil), agent.WithEngine(eng))
+	_, err := agent.ExecuteWithConfig(context.Background(), newAgent(replyEngine("unused", nil)), agent.NoopHost{}, req,
+		agent.ExecuteConfig{Engine: eng, ParentRunID: "run-parent"})
 	require.NoError(t, err)
 	assert.Equal(t, "bot", got.AgentID)
 	assert.Equal(t, "c1", got.ContextID)
@@ -364,7 +365,7 @@ func TestExecuteRunFields(t *testing.T) {
 func TestExecuteResume(t *testing.T) {
 	t.Parallel()
 	// REF 6.1.6 (2: a resume seeds the board from the checkpoint)
-	// REF 2.6.4 (the engine gets WithResumeFrom and the ResumeContext)
+	// REF 2.6.4 (the engine gets ExecuteConfig.ResumeFrom and the ResumeContext)
 	original := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	parked := agent.NewBoard()
 	parked.Append(agent.MainChannel, message.NewTextMessage(message.RoleUser, "q"),
@@ -398,8 +399,8 @@ func TestExecuteResume(t *testing.T) {
 		return agent.Verdict{Revise: run.Attempt == 1}, nil
 	})
 	rc := agent.ResumeContext{Attempt: 2, Signal: "resume", StartedAt: original}
-	res, err := agent.Execute(context.Background(), a, agent.NoopHost{}, userReq("q"),
-		agent.WithResumeFrom(cp), agent.WithResumeContext(rc), agent.WithReferee(reviseOnce))
+	res, err := agent.ExecuteWithConfig(context.Background(), a, agent.NoopHost{}, userReq("q"),
+		agent.ExecuteConfig{ResumeFrom: cp, ResumeContext: &rc, Referees: []agent.Referee{reviseOnce}})
 	require.NoError(t, err)
 	assert.Equal(t, "run-parked", res.RunID, "the checkpoint's exec id names the run")
 	require.Len(t, runs, 2)
@@ -423,8 +424,8 @@ func TestExecuteResume(t *testing.T) {
 
 	// Without a ResumeContext the checkpoint's original start is used.
 	runs = nil
-	_, err = agent.Execute(context.Background(), &agent.Agent{ID: "bot", Engine: eng}, agent.NoopHost{}, agent.Request{RunID: "run-parked"},
-		agent.WithResumeFrom(cp))
+	_, err = agent.ExecuteWithConfig(context.Background(), &agent.Agent{ID: "bot", Engine: eng}, agent.NoopHost{}, agent.Request{RunID: "run-parked"},
+		agent.ExecuteConfig{ResumeFrom: cp})
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	assert.Equal(t, cp.OriginalStartedAt, runs[0].run.StartedAt)
@@ -457,8 +458,8 @@ func TestExecuteWithHistory(t *testing.T) {
 		message.NewTextMessage(message.RoleUser, "earlier"),
 		message.NewTextMessage(message.RoleAssistant, "earlier answer"))
 	history.Vars["topic"] = "billing"
-	res, err := agent.Execute(context.Background(), newAgent(replyEngine("now", nil)), agent.NoopHost{}, userReq("again"),
-		agent.WithHistory(history))
+	res, err := agent.ExecuteWithConfig(context.Background(), newAgent(replyEngine("now", nil)), agent.NoopHost{}, userReq("again"),
+		agent.ExecuteConfig{History: history})
 	require.NoError(t, err)
 	main := res.LastBoard.Channel(agent.MainChannel)
 	require.Len(t, main, 4)

@@ -35,7 +35,7 @@ func BenchmarkDeploy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	doc, err := deploy.Parse(data, deploy.WithBaseDir(testdataDir))
+	doc, err := deploy.ParseWithConfig(data, deploy.ParseConfig{BaseDir: testdataDir})
 	if err != nil {
 		b.Fatal(err)
 	}

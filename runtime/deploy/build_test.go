@@ -13,7 +13,7 @@ import (
 
 func mustParse(t testing.TB, text string) *deploy.Document {
 	t.Helper()
-	doc, err := deploy.Parse([]byte(text), deploy.WithFilename("d.yaml"))
+	doc, err := deploy.ParseWithConfig([]byte(text), deploy.ParseConfig{Filename: "d.yaml"})
 	require.NoError(t, err)
 	return doc
 }
@@ -237,8 +237,8 @@ func TestBuildArguments(t *testing.T) {
 func TestBuildDefaultLoader(t *testing.T) {
 	// REF 3.2.3
 	t.Parallel()
-	doc, err := deploy.Parse([]byte("version: v1\nresources:\n  t: {kind: test.Catalog, impl: items, settings: {file: files/settings.yaml}}\n"),
-		deploy.WithBaseDir(testdataDir))
+	doc, err := deploy.ParseWithConfig([]byte("version: v1\nresources:\n  t: {kind: test.Catalog, impl: items, settings: {file: files/settings.yaml}}\n"),
+		deploy.ParseConfig{BaseDir: testdataDir})
 	require.NoError(t, err)
 	res, err := deploy.Build(context.Background(), doc, deploy.Options{Registry: testRegistry(&journal{})})
 	require.NoError(t, err, "without a loader, references resolve against the document's base directory")

@@ -1,12 +1,14 @@
 package deploy
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -28,20 +30,31 @@ type docFields struct {
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 	definitionType = reflect.TypeFor[agent.Definition]()
+	durationType   = reflect.TypeFor[time.Duration]()
 )
 
 // decoder fills Go values from a YAML node tree strictly, the way
 // encoding/json with DisallowUnknownFields would from JSON (fields are
-// matched by their json tag), and records the position of every path.
+// matched by their json tag; the fields of an embedded struct are
+// promoted), and records the position of every path. A null leaves the
+// value as it is, and a time.Duration is written as a Go duration.
 type decoder struct {
 	file   string
 	files  map[*yaml.Node]string // the file of each node, for layered documents
 	index  map[string]Position
-	fields map[reflect.Type]map[string]int
+	fields map[reflect.Type]map[string][]int
+	// section is set when the tree is a section of doc decoded on its own
+	// (DecodeSection): nodes are placed by their path in doc, and scalars
+	// are read leniently.
+	section *section
+}
+
+func newDecoder(file string, files map[*yaml.Node]string) *decoder {
+	return &decoder{file: file, files: files, index: map[string]Position{}, fields: map[reflect.Type]map[string][]int{}}
 }
 
 func decodeDocument(root *yaml.Node, file string, files map[*yaml.Node]string) (*Document, error) {
-	d := &decoder{file: file, files: files, index: map[string]Position{}, fields: map[reflect.Type]map[string]int{}}
+	d := newDecoder(file, files)
 	if root == nil || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
 		return nil, syntaxError(file, 1, "document is empty")
 	}
@@ -64,6 +77,9 @@ func decodeDocument(root *yaml.Node, file string, files map[*yaml.Node]string) (
 }
 
 func (d *decoder) pos(n *yaml.Node) Position {
+	if d.section != nil {
+		return d.section.pos(n)
+	}
 	f := d.file
 	if nf, ok := d.files[n]; ok {
 		f = nf
@@ -120,8 +136,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, depth int) 
 		return d.raw(n, v, path, depth)
 	}
 	if isNull(n) && v.Kind() != reflect.Interface {
-		v.SetZero()
-		return nil
+		return nil // the value stays as it is: the zero value, or a default set before
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -259,32 +274,40 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string, depth in
 		}
 		p := childPath(path, k.Value)
 		d.index[p] = d.pos(k)
-		if err := d.decode(val, v.Field(fi), p, depth+1); err != nil {
+		if err := d.decode(val, v.FieldByIndex(fi), p, depth+1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fieldsOf maps the json names of t's exported fields to their index.
-func (d *decoder) fieldsOf(t reflect.Type) map[string]int {
+// fieldsOf maps the json names of t's exported fields to their index
+// path. The fields of an embedded struct without a json name are promoted,
+// unless t has a field of the same name itself.
+func (d *decoder) fieldsOf(t reflect.Type) map[string][]int {
 	if m, ok := d.fields[t]; ok {
 		return m
 	}
-	m := map[string]int{}
+	m := map[string][]int{}
+	var promoted []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			promoted = append(promoted, f)
 			continue
-		case "":
-			name = f.Name
 		}
-		m[name] = i
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		m[cmp.Or(name, f.Name)] = []int{i}
+	}
+	for _, f := range promoted {
+		for name, idx := range d.fieldsOf(f.Type) {
+			if _, own := m[name]; !own {
+				m[name] = append([]int{f.Index[0]}, idx...)
+			}
+		}
 	}
 	d.fields[t] = m
 	return m
@@ -339,6 +362,17 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string, depth int
 func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return d.fail(n, path, fault.Validation, "want a scalar, got %s", describe(n))
+	}
+	if v.Type() == durationType {
+		dur, err := time.ParseDuration(strings.TrimSpace(n.Value))
+		if err != nil {
+			return d.fail(n, path, fault.Validation, "want a Go duration such as 90s or 10m, got %s", describe(n))
+		}
+		v.SetInt(int64(dur))
+		return nil
+	}
+	if d.section != nil && v.Kind() != reflect.String {
+		return d.lenient(n, v, path)
 	}
 	var want string
 	switch v.Kind() {

@@ -23,7 +23,9 @@
 // position is kept, so Document.Pos("agents.qa.engine.settings") says where
 // it is written. Validate checks the document's shape without looking up a
 // factory. LoadLayers merges a base document with partial overlays and
-// reports which layer set each value.
+// reports which layer set each value. DecodeSection decodes a part that
+// the document keeps as JSON (the runtime section, once expanded) by the
+// same rules, with its errors placed in the document.
 //
 // # Lifecycle
 //

@@ -91,51 +91,37 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, which carries the kind.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ParseOption configures Parse, ParseFile and LoadLayers.
-type ParseOption func(*parseConfig)
-
-type parseConfig struct {
-	file    string
-	baseDir string
-}
-
-// WithFilename names the document in positions and errors.
-func WithFilename(name string) ParseOption {
-	return func(c *parseConfig) { c.file = name }
-}
-
-// WithBaseDir sets the directory that settings file references are relative
-// to. Without it a document read by Parse resolves them relative to the
-// working directory.
-func WithBaseDir(dir string) ParseOption {
-	return func(c *parseConfig) { c.baseDir = dir }
-}
-
-func newParseConfig(opts []ParseOption) parseConfig {
-	var c parseConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
+// ParseConfig names and places a document for ParseWithConfig,
+// ParseFileWithConfig and LoadLayers. The zero value is what Parse and
+// ParseFile use.
+type ParseConfig struct {
+	// Filename names the document in positions and errors. "": no name
+	// (ParseFile: the path; LoadLayers: the base layer's file).
+	Filename string
+	// BaseDir is the directory that settings file references are relative
+	// to. "": the working directory (ParseFile: the file's directory).
+	BaseDir string
 }
 
 // Parse decodes a deployment document strictly and validates it (Validate).
 // Input whose first non-space byte is '{' is JSON; anything else is YAML
 // holding exactly one document. Unknown fields, repeated keys, aliases and
-// values of the wrong type are errors. Every error is an *Error.
-func Parse(data []byte, opts ...ParseOption) (*Document, error) {
-	cfg := newParseConfig(opts)
-	root, err := parseNode(data, cfg.file)
+// values of the wrong type are errors. Every error is an *Error. The
+// document has no file name, and settings file references are relative to
+// the working directory; ParseWithConfig sets both.
+func Parse(data []byte) (*Document, error) { return ParseWithConfig(data, ParseConfig{}) }
+
+// ParseWithConfig is Parse with the file name and base directory of cfg.
+func ParseWithConfig(data []byte, cfg ParseConfig) (*Document, error) {
+	root, err := parseNode(data, cfg.Filename)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := decodeDocument(root, cfg.file, nil)
+	doc, err := decodeDocument(root, cfg.Filename, nil)
 	if err != nil {
 		return nil, err
 	}
-	doc.baseDir = cfg.baseDir
+	doc.baseDir = cfg.BaseDir
 	if err := doc.Validate(); err != nil {
 		return nil, err
 	}
@@ -143,9 +129,12 @@ func Parse(data []byte, opts ...ParseOption) (*Document, error) {
 }
 
 // ParseFile reads and parses the document at path. Positions name path, and
-// the base directory is the file's directory unless WithBaseDir says
-// otherwise.
-func ParseFile(path string, opts ...ParseOption) (*Document, error) {
+// the base directory is the file's directory.
+func ParseFile(path string) (*Document, error) { return ParseFileWithConfig(path, ParseConfig{}) }
+
+// ParseFileWithConfig is ParseFile where a non-empty cfg.Filename or
+// cfg.BaseDir replaces the path or the file's directory.
+func ParseFileWithConfig(path string, cfg ParseConfig) (*Document, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		kind := fault.Validation
@@ -154,8 +143,13 @@ func ParseFile(path string, opts ...ParseOption) (*Document, error) {
 		}
 		return nil, &Error{Pos: Position{File: path}, Err: fault.Wrap(kind, err, "read document", "")}
 	}
-	all := append([]ParseOption{WithFilename(path), WithBaseDir(filepath.Dir(path))}, opts...)
-	return Parse(data, all...)
+	if cfg.Filename == "" {
+		cfg.Filename = path
+	}
+	if cfg.BaseDir == "" {
+		cfg.BaseDir = filepath.Dir(path)
+	}
+	return ParseWithConfig(data, cfg)
 }
 
 // File returns the document's file name ("" when none was given).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/deploy"
@@ -36,7 +37,7 @@ func exampleRegistry() *resource.Registry {
 }
 
 func Example() {
-	doc, err := deploy.Parse([]byte(`
+	doc, err := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   store:
@@ -47,7 +48,7 @@ resources:
   events:
     kind: example.Bus
     impl: memory
-`), deploy.WithFilename("example.yaml"))
+`), deploy.ParseConfig{Filename: "example.yaml"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -69,13 +70,13 @@ resources:
 }
 
 func ExampleParse_error() {
-	_, err := deploy.Parse([]byte(`
+	_, err := deploy.ParseWithConfig([]byte(`
 version: v1
 agents:
   qa:
     card: {name: QA}
     deps: {bus: events}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	fmt.Println(fault.KindOf(err))
 	fmt.Println(err)
 	var de *deploy.Error
@@ -89,12 +90,12 @@ agents:
 }
 
 func ExampleDeploy_cycle() {
-	doc, _ := deploy.Parse([]byte(`
+	doc, _ := deploy.ParseWithConfig([]byte(`
 version: v1
 resources:
   a: {kind: example.Store, impl: memory, deps: {bus: b}}
   b: {kind: example.Store, impl: memory, deps: {bus: a}}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	_, err := deploy.Deploy(context.Background(), doc, deploy.Options{Registry: exampleRegistry()})
 	fmt.Println(err)
 	// Output:
@@ -137,7 +138,7 @@ resources:
 	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
 		{Name: "base", Priority: 0, Data: base, File: "base.yaml"},
 		{Name: "prod", Priority: 10, Data: prod, File: "prod.yaml"},
-	})
+	}, deploy.ParseConfig{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -150,4 +151,39 @@ resources:
 	// {"prefix":"prod"}
 	// prod base
 	// prod.yaml:3
+}
+
+// A part the document keeps as JSON decodes with the document's own rules,
+// over defaults set before the call, and its errors name the file and line.
+func ExampleDecodeSection() {
+	type limits struct {
+		Every time.Duration `json:"every"`
+		Size  int           `json:"size"`
+		Depth int           `json:"depth"`
+	}
+	var section struct {
+		Limits limits `json:"limits"`
+	}
+	section.Limits.Depth = 3 // a default: the document leaves depth out
+	doc, _ := deploy.ParseWithConfig([]byte(`
+version: v1
+runtime:
+  limits:
+    every: 90s
+    size: "16"
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
+	err := deploy.DecodeSection(doc, "runtime", doc.Runtime, &section)
+	fmt.Println(section.Limits, err)
+
+	bad, _ := deploy.ParseWithConfig([]byte(`
+version: v1
+runtime:
+  limits:
+    every: 90s
+    colour: blue
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
+	fmt.Println(deploy.DecodeSection(bad, "runtime", bad.Runtime, &section))
+	// Output:
+	// {1m30s 16 3} <nil>
+	// deploy.yaml:6: runtime.limits: unknown field "colour"
 }

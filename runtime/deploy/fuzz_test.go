@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("version: v1\nresources: {a: {kind: k, settings: {x: [1, {y: ~}]}}}\n"))
 	f.Add([]byte("{\"version\": \"v1\", \"agents\": {\"a\": {\"card\": {\"name\": \"A\"}}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := deploy.Parse(data, deploy.WithFilename("fuzz"))
+		doc, err := deploy.ParseWithConfig(data, deploy.ParseConfig{Filename: "fuzz"})
 		if err != nil {
 			var de *deploy.Error
 			if !errors.As(err, &de) {

@@ -42,7 +42,7 @@ func deployTestdata(t *testing.T, name string) (*deploy.Result, *journal, error)
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testdataDir, name))
 	require.NoError(t, err)
-	doc, err := deploy.Parse(data, deploy.WithFilename(name), deploy.WithBaseDir(testdataDir))
+	doc, err := deploy.ParseWithConfig(data, deploy.ParseConfig{Filename: name, BaseDir: testdataDir})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,10 +34,9 @@ type Provenance map[string]string
 // others may be partial. Mappings are merged key by key at every depth
 // (resources, agents, settings, runtime); sequences and scalars are
 // replaced whole, and a null replaces what it covers. Positions name the
-// layer file that wrote each part. WithFilename names the merged document
-// (default: the base layer's file) and WithBaseDir sets its base directory.
-func LoadLayers(layers []Layer, opts ...ParseOption) (*Document, Provenance, error) {
-	cfg := newParseConfig(opts)
+// layer file that wrote each part. cfg.Filename names the merged document
+// ("": the base layer's file) and cfg.BaseDir sets its base directory.
+func LoadLayers(layers []Layer, cfg ParseConfig) (*Document, Provenance, error) {
 	sorted, err := sortLayers(layers)
 	if err != nil {
 		return nil, nil, err
@@ -47,7 +46,7 @@ func LoadLayers(layers []Layer, opts ...ParseOption) (*Document, Provenance, err
 	for i, l := range sorted {
 		file := cmp.Or(l.File, l.Name)
 		if i == 0 {
-			if _, err := Parse(l.Data, WithFilename(file), WithBaseDir(cfg.baseDir)); err != nil {
+			if _, err := ParseWithConfig(l.Data, ParseConfig{Filename: file, BaseDir: cfg.BaseDir}); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -66,11 +65,11 @@ func LoadLayers(layers []Layer, opts ...ParseOption) (*Document, Provenance, err
 			return nil, nil, err
 		}
 	}
-	doc, err := decodeDocument(merged, cmp.Or(cfg.file, cmp.Or(sorted[0].File, sorted[0].Name)), m.files)
+	doc, err := decodeDocument(merged, cmp.Or(cfg.Filename, cmp.Or(sorted[0].File, sorted[0].Name)), m.files)
 	if err != nil {
 		return nil, nil, err
 	}
-	doc.baseDir = cfg.baseDir
+	doc.baseDir = cfg.BaseDir
 	if err := doc.Validate(); err != nil {
 		return nil, nil, err
 	}

@@ -54,7 +54,7 @@ runtime:
 		{Name: "top", Priority: 20, Data: []byte(top), File: "top.json"},
 		{Name: "base", Priority: 0, Data: []byte(baseLayer), File: "base.yaml"},
 		{Name: "prod", Priority: 10, Data: []byte(overlay), File: "prod.yaml"},
-	})
+	}, deploy.ParseConfig{})
 	require.NoError(t, err)
 	assert.Equal(t, "v2", doc.Version)
 	assert.JSONEq(t, `{"note":"base","items":["c"]}`, string(doc.Resources["store"].Settings), "objects merge, arrays are replaced")
@@ -135,7 +135,7 @@ func TestLoadLayersErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := deploy.LoadLayers(tc.layers)
+			_, _, err := deploy.LoadLayers(tc.layers, deploy.ParseConfig{})
 			require.ErrorIs(t, err, tc.kind)
 			assert.ErrorContains(t, err, tc.msg)
 		})
@@ -148,7 +148,7 @@ func TestLoadLayersSingleAndEmpty(t *testing.T) {
 	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
 		{Name: "base", Data: []byte(baseLayer)},
 		{Name: "empty", Priority: 1, Data: []byte("# nothing to change\n")},
-	}, deploy.WithFilename("merged"), deploy.WithBaseDir("dir"))
+	}, deploy.ParseConfig{Filename: "merged", BaseDir: "dir"})
 	require.NoError(t, err)
 	plain := mustParse(t, baseLayer)
 	assert.Equal(t, plain.Hash(), doc.Hash(), "an empty overlay changes nothing")
@@ -169,7 +169,7 @@ func TestLoadLayersTestdata(t *testing.T) {
 	doc, prov, err := deploy.LoadLayers([]deploy.Layer{
 		{Name: "full", Data: base, File: "full.yaml"},
 		{Name: "overlay", Priority: 1, Data: over, File: "overlay.yaml"},
-	}, deploy.WithBaseDir(testdataDir))
+	}, deploy.ParseConfig{BaseDir: testdataDir})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"log"}, doc.Agents["qa"].Capabilities)
 	assert.Equal(t, "Editor", doc.Agents["editor"].Card.Name)

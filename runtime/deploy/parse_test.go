@@ -60,9 +60,9 @@ const jsonDoc = `
 func TestParseYAMLAndJSON(t *testing.T) {
 	// REF 3.1.1
 	t.Parallel()
-	y, err := deploy.Parse([]byte(yamlDoc), deploy.WithFilename("d.yaml"))
+	y, err := deploy.ParseWithConfig([]byte(yamlDoc), deploy.ParseConfig{Filename: "d.yaml"})
 	require.NoError(t, err)
-	j, err := deploy.Parse([]byte(jsonDoc), deploy.WithFilename("d.json"))
+	j, err := deploy.ParseWithConfig([]byte(jsonDoc), deploy.ParseConfig{Filename: "d.json"})
 	require.NoError(t, err)
 
 	for _, doc := range []*deploy.Document{y, j} {
@@ -121,7 +121,7 @@ func TestParseStrict(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := deploy.Parse([]byte(tc.doc), deploy.WithFilename("doc"))
+			_, err := deploy.ParseWithConfig([]byte(tc.doc), deploy.ParseConfig{Filename: "doc"})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tc.kind)
 			var de *deploy.Error
@@ -177,9 +177,9 @@ agents:
 func TestDocumentPos(t *testing.T) {
 	// REF 3.1.1
 	t.Parallel()
-	y, err := deploy.Parse([]byte(yamlDoc), deploy.WithFilename("d.yaml"))
+	y, err := deploy.ParseWithConfig([]byte(yamlDoc), deploy.ParseConfig{Filename: "d.yaml"})
 	require.NoError(t, err)
-	j, err := deploy.Parse([]byte(jsonDoc), deploy.WithFilename("d.json"))
+	j, err := deploy.ParseWithConfig([]byte(jsonDoc), deploy.ParseConfig{Filename: "d.json"})
 	require.NoError(t, err)
 	cases := []struct {
 		doc  *deploy.Document
@@ -219,7 +219,7 @@ func TestParseFile(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, path, p.File)
 
-	doc, err = deploy.ParseFile(path, deploy.WithBaseDir("elsewhere"))
+	doc, err = deploy.ParseFileWithConfig(path, deploy.ParseConfig{BaseDir: "elsewhere"})
 	require.NoError(t, err)
 	assert.Equal(t, "elsewhere", doc.BaseDir())
 
@@ -233,8 +233,8 @@ func TestDocumentHash(t *testing.T) {
 	t.Parallel()
 	a, err := deploy.Parse([]byte("version: v1\nresources:\n  a: {kind: k, settings: {x: 1, y: [1, 2]}}\n  b: {kind: k}\n"))
 	require.NoError(t, err)
-	b, err := deploy.Parse([]byte("# reordered\nresources:\n  b:\n    kind: k\n  a:\n    settings: {y: [1, 2], x: 1}\n    kind: k\nversion: v1\n"),
-		deploy.WithFilename("other.yaml"))
+	b, err := deploy.ParseWithConfig([]byte("# reordered\nresources:\n  b:\n    kind: k\n  a:\n    settings: {y: [1, 2], x: 1}\n    kind: k\nversion: v1\n"),
+		deploy.ParseConfig{Filename: "other.yaml"})
 	require.NoError(t, err)
 	c, err := deploy.Parse([]byte("version: v1\nresources:\n  a: {kind: k, settings: {x: 2, y: [1, 2]}}\n  b: {kind: k}\n"))
 	require.NoError(t, err)

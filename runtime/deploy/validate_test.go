@@ -160,14 +160,14 @@ func TestValidateRefs(t *testing.T) {
 func TestValidatePositions(t *testing.T) {
 	// REF 3.1.2
 	t.Parallel()
-	_, err := deploy.Parse([]byte("version: v1\nagents:\n  qa:\n    card:\n      name: QA\n      skills:\n        - id: a\n        - name: b\n"),
-		deploy.WithFilename("d.yaml"))
+	_, err := deploy.ParseWithConfig([]byte("version: v1\nagents:\n  qa:\n    card:\n      name: QA\n      skills:\n        - id: a\n        - name: b\n"),
+		deploy.ParseConfig{Filename: "d.yaml"})
 	require.Error(t, err)
 	assert.EqualError(t, err, "d.yaml:8: agents.qa.card.skills[1]: id is required")
 
-	_, err = deploy.Parse([]byte("version: v1\nresources:\n  a:\n    impl: x\n"), deploy.WithFilename("d.yaml"))
+	_, err = deploy.ParseWithConfig([]byte("version: v1\nresources:\n  a:\n    impl: x\n"), deploy.ParseConfig{Filename: "d.yaml"})
 	assert.EqualError(t, err, "d.yaml:3: resources.a: kind is required")
 
-	_, err = deploy.Parse([]byte("version: ''\n"), deploy.WithFilename("d.yaml"))
+	_, err = deploy.ParseWithConfig([]byte("version: ''\n"), deploy.ParseConfig{Filename: "d.yaml"})
 	assert.EqualError(t, err, "d.yaml:1: version is required")
 }

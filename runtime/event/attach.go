@@ -53,7 +53,7 @@ func (r *Router) Attach(ctx context.Context, pattern string, sink Sink, opts ...
 			o(&cfg)
 		}
 	}
-	if _, err := ResolveSubConfig(DefaultBufferSize, cfg.subOptions()...); err != nil {
+	if _, err := ResolveSubConfig(DefaultBufferSize, cfg.subConfig()); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "attach", "%q", pattern)
 	}
 	if err := ctx.Err(); err != nil {
@@ -94,12 +94,12 @@ func (r *Router) start(a *attachment) error {
 	return nil
 }
 
-func (c attachConfig) subOptions() []SubOption {
-	return []SubOption{WithBufferSize(c.bufferSize), WithBackpressure(c.backpressure)}
+func (c attachConfig) subConfig() SubConfig {
+	return SubConfig{BufferSize: c.bufferSize, Backpressure: c.backpressure}
 }
 
 func (a *attachment) subscribe(bus Bus) (Subscription, error) {
-	return bus.Subscribe(a.ctx, a.pattern, a.cfg.subOptions()...)
+	return bus.Subscribe(a.ctx, a.pattern, a.cfg.subConfig())
 }
 
 // notify wakes the goroutine to pick up a changed set of subscriptions.
@@ -314,7 +314,7 @@ type attachConfig struct {
 
 // WithAttachBackpressure sets the attachment's backpressure policy on every
 // bus. The default is the router's (DropNewest unless
-// WithDefaultAttachBackpressure says otherwise).
+// RouterConfig.DefaultAttachBackpressure says otherwise).
 func WithAttachBackpressure(p Backpressure) AttachOption {
 	return func(c *attachConfig) { c.backpressure = p }
 }
@@ -331,13 +331,4 @@ func WithAttachBufferSize(n int) AttachOption {
 // fn runs on the attachment's goroutine after it has stopped delivering.
 func WithOnDetach(fn func(error)) AttachOption {
 	return func(c *attachConfig) { c.onDetach = fn }
-}
-
-// RouterOption configures a Router.
-type RouterOption func(*Router)
-
-// WithDefaultAttachBackpressure sets the policy of attachments that do not
-// choose one. The default is DropNewest.
-func WithDefaultAttachBackpressure(p Backpressure) RouterOption {
-	return func(r *Router) { r.defaultBackpressure = p }
 }

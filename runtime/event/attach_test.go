@@ -135,7 +135,7 @@ func TestAttachWithBlockBackpressure(t *testing.T) {
 	}
 	assert.Zero(t, b.Dropped())
 
-	r2 := event.NewRouter(event.WithDefaultAttachBackpressure(event.Block))
+	r2 := event.NewRouterWithConfig(event.RouterConfig{DefaultAttachBackpressure: event.Block})
 	defer r2.Close()
 	require.NoError(t, r2.AddBus(b))
 	gate := newGateSink()

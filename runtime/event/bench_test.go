@@ -16,7 +16,7 @@ func benchPublishDeliver(b *testing.B, subscribers int) {
 	ctx := context.Background()
 	subs := make([]event.Subscription, subscribers)
 	for i := range subs {
-		sub, err := bus.Subscribe(ctx, "agent.run.*.stream.>")
+		sub, err := bus.Subscribe(ctx, "agent.run.*.stream.>", event.SubConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,14 +51,14 @@ func BenchmarkRouteMatch(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		size int
-	}{{"cache_on", event.DefaultRouteCacheSize}, {"cache_off", 0}} {
+	}{{"cache_on", event.DefaultRouteCacheSize}, {"cache_off", -1}} {
 		b.Run(c.name, func(b *testing.B) {
-			bus := event.NewMemoryBus(event.WithRouteCacheSize(c.size))
+			bus := event.NewMemoryBusWithConfig(event.BusConfig{RouteCacheSize: c.size})
 			defer bus.Close()
 			ctx := context.Background()
 			var hit event.Subscription
 			for i := range 1000 {
-				sub, err := bus.Subscribe(ctx, fmt.Sprintf("agent.run.r%d.step.*.>", i))
+				sub, err := bus.Subscribe(ctx, fmt.Sprintf("agent.run.r%d.step.*.>", i), event.SubConfig{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -18,19 +19,19 @@ func TestMemoryBusDefaultBufferIs64(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		bus  *event.MemoryBus
-		opts []event.SubOption
+		cfg  event.SubConfig
 		want int
 	}{
-		{"default", event.NewMemoryBus(), nil, event.DefaultBufferSize},
-		{"zero keeps the default", event.NewMemoryBus(), []event.SubOption{event.WithBufferSize(0)}, 64},
-		{"bus default", event.NewMemoryBus(event.WithDefaultBufferSize(3)), nil, 3},
-		{"subscription wins", event.NewMemoryBus(event.WithDefaultBufferSize(3)), []event.SubOption{event.WithBufferSize(5)}, 5},
-		{"bad bus default ignored", event.NewMemoryBus(event.WithDefaultBufferSize(-1)), nil, 64},
+		{"default", event.NewMemoryBus(), event.SubConfig{}, event.DefaultBufferSize},
+		{"zero keeps the default", event.NewMemoryBus(), event.SubConfig{BufferSize: 0}, 64},
+		{"bus default", event.NewMemoryBusWithConfig(event.BusConfig{DefaultBufferSize: 3}), event.SubConfig{}, 3},
+		{"subscription wins", event.NewMemoryBusWithConfig(event.BusConfig{DefaultBufferSize: 3}), event.SubConfig{BufferSize: 5}, 5},
+		{"bad bus default ignored", event.NewMemoryBusWithConfig(event.BusConfig{DefaultBufferSize: -1}), event.SubConfig{}, 64},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			defer c.bus.Close()
-			sub := eventtest.Subscribe(t, c.bus, "a", c.opts...)
+			sub := eventtest.SubscribeWithConfig(t, c.bus, "a", c.cfg)
 			for i := range c.want + 1 {
 				eventtest.Publish(t, c.bus, "a", i)
 			}
@@ -45,28 +46,28 @@ func TestMemoryBusDefaultBufferIs64(t *testing.T) {
 func TestResolveSubConfig(t *testing.T) {
 	t.Parallel()
 	keep := func(event.Envelope) bool { return true }
-	c, err := event.ResolveSubConfig(0, nil, event.WithPredicate(keep), event.WithSampleRate(0.25))
+	c, err := event.ResolveSubConfig(0, event.SubConfig{Predicate: keep, SampleRate: 0.25})
 	require.NoError(t, err)
 	assert.Equal(t, 64, c.BufferSize)
 	assert.Equal(t, event.DropNewest, c.Backpressure)
 	assert.Equal(t, 0.25, c.SampleRate)
 	assert.NotNil(t, c.Predicate)
 
-	c, err = event.ResolveSubConfig(8)
+	c, err = event.ResolveSubConfig(8, event.SubConfig{})
 	require.NoError(t, err)
-	assert.Equal(t, 1.0, c.SampleRate, "the default rate keeps everything")
+	assert.Equal(t, 1.0, c.SampleRate, "the default rate (a zero rate) keeps everything")
 	assert.Equal(t, 8, c.BufferSize)
 
-	for _, r := range []struct{ in, want float64 }{{-1, 0}, {2, 1}, {0.5, 0.5}} {
-		c, err = event.ResolveSubConfig(0, event.WithSampleRate(r.in))
+	for _, r := range []struct{ in, want float64 }{{-1, 0}, {math.NaN(), 0}, {2, 1}, {0.5, 0.5}, {0, 1}} {
+		c, err = event.ResolveSubConfig(0, event.SubConfig{SampleRate: r.in})
 		require.NoError(t, err)
 		assert.Equal(t, r.want, c.SampleRate, "rate %v is clamped", r.in)
 	}
-	_, err = event.ResolveSubConfig(0, event.WithBackpressure(event.Backpressure(9)))
+	_, err = event.ResolveSubConfig(0, event.SubConfig{Backpressure: event.Backpressure(9)})
 	assert.ErrorIs(t, err, fault.Validation)
-	_, err = event.ResolveSubConfig(0, event.WithBufferSize(event.MaxBufferSize+1))
+	_, err = event.ResolveSubConfig(0, event.SubConfig{BufferSize: event.MaxBufferSize + 1})
 	assert.ErrorIs(t, err, fault.Validation)
-	c, err = event.ResolveSubConfig(0, event.WithBufferSize(event.MaxBufferSize))
+	c, err = event.ResolveSubConfig(0, event.SubConfig{BufferSize: event.MaxBufferSize})
 	require.NoError(t, err, "the maximum is allowed")
 	assert.Equal(t, event.MaxBufferSize, c.BufferSize)
 
@@ -80,14 +81,14 @@ func TestMemoryBusArguments(t *testing.T) {
 	bus := event.NewMemoryBus()
 	defer bus.Close()
 	//nolint:staticcheck // a nil ctx is the input under test
-	_, err := bus.Subscribe(nil, "a")
+	_, err := bus.Subscribe(nil, "a", event.SubConfig{})
 	assert.ErrorIs(t, err, fault.Validation)
 	//nolint:staticcheck // a nil ctx is the input under test
 	assert.ErrorIs(t, bus.Publish(nil, event.Envelope{Subject: "a"}), fault.Validation)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = bus.Subscribe(ctx, "a")
+	_, err = bus.Subscribe(ctx, "a", event.SubConfig{})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, fault.Aborted)
 	assert.Zero(t, bus.Subscriptions())
@@ -102,7 +103,7 @@ func TestMemoryBusClosedErrorIsExactlyTheSentinel(t *testing.T) {
 	require.NoError(t, bus.Close())
 	err := bus.Publish(context.Background(), event.Envelope{Subject: "a..invalid"})
 	assert.Same(t, event.ErrBusClosed, err, "Publish after Close returns the sentinel itself, before any validation")
-	_, err = bus.Subscribe(context.Background(), "a*")
+	_, err = bus.Subscribe(context.Background(), "a*", event.SubConfig{})
 	assert.Same(t, event.ErrBusClosed, err)
 	assert.Equal(t, "event bus: bus is closed", err.Error())
 }
@@ -113,7 +114,7 @@ func TestMemoryBusCtxCancelUnregisters(t *testing.T) {
 	bus := event.NewMemoryBus()
 	defer bus.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub, err := bus.Subscribe(ctx, "a")
+	sub, err := bus.Subscribe(ctx, "a", event.SubConfig{})
 	require.NoError(t, err)
 	require.Equal(t, 1, bus.Subscriptions())
 	cancel()
@@ -127,8 +128,8 @@ func TestMemoryBusBlockCtxErrorKindAndOtherSubscribers(t *testing.T) {
 	t.Parallel()
 	bus := event.NewMemoryBus()
 	defer bus.Close()
-	blocked := eventtest.Subscribe(t, bus, "q", event.WithBufferSize(1), event.WithBackpressure(event.Block))
-	other := eventtest.Subscribe(t, bus, "q", event.WithBufferSize(4))
+	blocked := eventtest.SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 1, Backpressure: event.Block})
+	other := eventtest.SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 4})
 	eventtest.Publish(t, bus, "q", "first")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -147,8 +148,8 @@ func TestMemoryBusDropReasonsAndCount(t *testing.T) {
 	defer bus.Close()
 	rec := eventtest.NewRecorder()
 	defer bus.AttachObserver(rec)()
-	eventtest.Subscribe(t, bus, "d", event.WithBufferSize(1))
-	eventtest.Subscribe(t, bus, "d", event.WithBackpressure(event.Sample), event.WithSampleRate(0))
+	eventtest.SubscribeWithConfig(t, bus, "d", event.SubConfig{BufferSize: 1})
+	eventtest.SubscribeWithConfig(t, bus, "d", event.SubConfig{Backpressure: event.Sample, SampleRate: -1})
 	eventtest.Publish(t, bus, "d", "a")
 	eventtest.Publish(t, bus, "d", "b")
 	assert.Equal(t, []string{"d|a|sampled", "d|b|buffer_full", "d|b|sampled"}, sortedCopy(rec.Drops()))
@@ -159,10 +160,10 @@ func TestMemoryBusDropReasonsAndCount(t *testing.T) {
 
 // REF 4.3.5
 func TestMemoryBusRouteCacheInvalidation(t *testing.T) {
-	for _, size := range []int{0, 1, 1024} {
+	for _, size := range []int{-1, 1, 1024} {
 		t.Run(fmt.Sprint("cache ", size), func(t *testing.T) {
 			t.Parallel()
-			bus := event.NewMemoryBus(event.WithRouteCacheSize(size))
+			bus := event.NewMemoryBusWithConfig(event.BusConfig{RouteCacheSize: size})
 			defer bus.Close()
 			rec := eventtest.NewRecorder()
 			defer bus.AttachObserver(rec)()

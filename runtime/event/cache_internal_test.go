@@ -14,20 +14,20 @@ func TestRouteCacheSizeSetting(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		opts []BusOption
+		cfg  BusConfig
 		want int // cached subjects after publishing to 10 subjects
 	}{
-		{"default caps at 1024", nil, 10},
-		{"positive caps", []BusOption{WithRouteCacheSize(3)}, 3},
-		{"zero turns it off", []BusOption{WithRouteCacheSize(0)}, 0},
-		{"negative counts as off", []BusOption{WithRouteCacheSize(-5)}, 0},
+		{"default caps at 1024", BusConfig{}, 10},
+		{"positive caps", BusConfig{RouteCacheSize: 3}, 3},
+		{"negative turns it off", BusConfig{RouteCacheSize: -1}, 0},
+		{"any negative turns it off", BusConfig{RouteCacheSize: -5}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := NewMemoryBus(c.opts...)
+			b := NewMemoryBusWithConfig(c.cfg)
 			defer b.Close()
-			_, err := b.Subscribe(context.Background(), ">")
+			_, err := b.Subscribe(context.Background(), ">", SubConfig{})
 			require.NoError(t, err)
 			for i := range 10 {
 				require.NoError(t, b.Publish(context.Background(), Envelope{Subject: fmt.Sprint("s", i)}))
@@ -36,6 +36,7 @@ func TestRouteCacheSizeSetting(t *testing.T) {
 		})
 	}
 	assert.Equal(t, DefaultRouteCacheSize, NewMemoryBus().cache.max)
+	assert.Equal(t, DefaultRouteCacheSize, NewMemoryBusWithConfig(BusConfig{RouteCacheSize: 0}).cache.max, "zero is the default")
 }
 
 // REF 4.3.5
@@ -45,7 +46,7 @@ func TestRouteCacheClearedOnSubscribeAndUnsubscribe(t *testing.T) {
 	defer b.Close()
 	require.NoError(t, b.Publish(context.Background(), Envelope{Subject: "a"}))
 	assert.Equal(t, 1, b.cache.len(), "a subject with no subscribers is cached too")
-	sub, err := b.Subscribe(context.Background(), "a")
+	sub, err := b.Subscribe(context.Background(), "a", SubConfig{})
 	require.NoError(t, err)
 	assert.Zero(t, b.cache.len(), "subscribe clears the cache")
 	require.NoError(t, b.Publish(context.Background(), Envelope{Subject: "a"}))

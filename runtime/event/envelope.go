@@ -47,7 +47,7 @@ type Envelope struct {
 //     ID and Time. When it returns, the envelope has been queued for every
 //     matching subscription or dropped under that subscription's
 //     backpressure policy.
-//   - Subscribe validates the pattern (ErrInvalidPattern) and the options
+//   - Subscribe validates the pattern (ErrInvalidPattern) and the SubConfig
 //     (fault.Validation).
 //   - After Close, Publish and Subscribe return exactly ErrBusClosed.
 //   - Close is idempotent and closes every subscription channel.
@@ -61,7 +61,7 @@ type Bus interface {
 	// Subscribe opens a subscription to pattern. It closes when ctx ends,
 	// when Close is called on it, or when the bus closes. After Close it
 	// returns ErrBusClosed.
-	Subscribe(ctx context.Context, pattern string, opts ...SubOption) (Subscription, error)
+	Subscribe(ctx context.Context, pattern string, cfg SubConfig) (Subscription, error)
 	// AttachObserver adds an observer of publishes, deliveries and drops and
 	// returns a function that removes it.
 	AttachObserver(o Observer) (detach func())
@@ -98,15 +98,25 @@ const (
 	DropSampled    DropReason = "sampled"
 )
 
-// SubOption configures one subscription.
-type SubOption func(*SubConfig)
-
-// SubConfig is the resolved configuration of a subscription.
+// SubConfig configures one subscription (Bus.Subscribe). The zero value is
+// the default: the bus's default buffer (64 unless the bus says
+// otherwise), DropNewest, every envelope kept.
 type SubConfig struct {
-	BufferSize   int                 // default 64, at most 1<<20
-	Backpressure Backpressure        // default DropNewest
-	Predicate    func(Envelope) bool // applied after pattern matching; nil keeps all
-	SampleRate   float64             // for Sample; clamped to [0,1]; default 1
+	// BufferSize is the subscription's buffer. 0: the bus's default; a
+	// negative size or one above MaxBufferSize makes Subscribe fail with a
+	// Validation error.
+	BufferSize int
+	// Backpressure is what happens when the buffer is full. The zero value
+	// is DropNewest.
+	Backpressure Backpressure
+	// Predicate keeps only the envelopes for which it returns true. It runs
+	// after pattern matching, on the publisher's goroutine, and must not
+	// call into the bus. nil: every envelope.
+	Predicate func(Envelope) bool
+	// SampleRate is the share of envelopes a Sample subscription keeps,
+	// clamped to [0,1]. 0: 1, every envelope; a negative rate or NaN keeps
+	// none.
+	SampleRate float64
 }
 
 // Backpressure is what a subscription does when its buffer is full.

@@ -13,7 +13,7 @@ func ExampleMemoryBus() {
 	bus := event.NewMemoryBus()
 	defer bus.Close()
 
-	sub, err := bus.Subscribe(ctx, event.PatternRunSteps("r1"))
+	sub, err := bus.Subscribe(ctx, event.PatternRunSteps("r1"), event.SubConfig{})
 	if err != nil {
 		panic(err)
 	}

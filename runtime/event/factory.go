@@ -34,16 +34,19 @@ func (s MemorySettings) Validate() error {
 	return nil
 }
 
-// Options returns the bus options the settings stand for.
-func (s MemorySettings) Options() []BusOption {
-	var opts []BusOption
+// BusConfig returns the bus configuration the settings stand for.
+func (s MemorySettings) BusConfig() BusConfig {
+	var cfg BusConfig
 	if s.RouteCacheSize != nil {
-		opts = append(opts, WithRouteCacheSize(*s.RouteCacheSize))
+		cfg.RouteCacheSize = *s.RouteCacheSize
+		if cfg.RouteCacheSize == 0 {
+			cfg.RouteCacheSize = -1 // the document's 0 turns the cache off
+		}
 	}
 	if s.BufferSize != nil {
-		opts = append(opts, WithDefaultBufferSize(*s.BufferSize))
+		cfg.DefaultBufferSize = *s.BufferSize
 	}
-	return opts
+	return cfg
 }
 
 // NewFactory returns the factory of event.Bus/memory resources. Settings
@@ -66,5 +69,5 @@ func newMemoryResource(_ context.Context, in resource.Input) (any, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "build "+KindBus+"/"+ImplMemory, "resource %q", in.Name)
 	}
-	return NewMemoryBus(s.Options()...), nil
+	return NewMemoryBusWithConfig(s.BusConfig()), nil
 }

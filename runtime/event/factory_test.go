@@ -69,7 +69,7 @@ func TestFactoryBufferSizeApplies(t *testing.T) {
 	require.NoError(t, err)
 	bus := v.(*event.MemoryBus)
 	defer bus.Close()
-	sub, err := bus.Subscribe(context.Background(), "a")
+	sub, err := bus.Subscribe(context.Background(), "a", event.SubConfig{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, cap(sub.C()))
 }

@@ -36,7 +36,7 @@ func TestHammer(t *testing.T) { // not parallel: counts goroutines
 	if testing.Short() {
 		rounds = 50
 	}
-	buses := []*event.MemoryBus{event.NewMemoryBus(event.WithRouteCacheSize(3)), event.NewMemoryBus()}
+	buses := []*event.MemoryBus{event.NewMemoryBusWithConfig(event.BusConfig{RouteCacheSize: 3}), event.NewMemoryBus()}
 	r := event.NewRouter()
 	require.NoError(t, r.AddBus(buses[0]))
 	var delivered atomic.Int64
@@ -96,9 +96,7 @@ func hammerSubscribe(t *testing.T, buses []*event.MemoryBus, rounds int, deliver
 		}
 		bus := buses[rand.IntN(len(buses))]
 		ctx, cancel := context.WithCancel(context.Background())
-		sub, err := bus.Subscribe(ctx, hammerPatterns[i%len(hammerPatterns)],
-			event.WithBufferSize(1+rand.IntN(4)), event.WithBackpressure(hammerPolicies[i%len(hammerPolicies)]),
-			event.WithSampleRate(0.5))
+		sub, err := bus.Subscribe(ctx, hammerPatterns[i%len(hammerPatterns)], event.SubConfig{BufferSize: 1 + rand.IntN(4), Backpressure: hammerPolicies[i%len(hammerPolicies)], SampleRate: 0.5})
 		if err != nil {
 			cancel()
 			if !assert.ErrorIs(t, err, event.ErrBusClosed) {

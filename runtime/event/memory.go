@@ -16,7 +16,7 @@ var ErrBusClosed = fault.New(fault.NotAvailable, "event bus", "bus is closed")
 
 // MemoryBus is the in-process Bus. Each subscription has its own buffered
 // channel and backpressure policy; the routes of each subject are cached
-// (see WithRouteCacheSize). The zero value is not usable; call
+// (see BusConfig.RouteCacheSize). The zero value is not usable; call
 // NewMemoryBus. A MemoryBus is safe for concurrent use.
 type MemoryBus struct {
 	bufferSize int
@@ -35,18 +35,23 @@ var (
 	_ io.Closer = (*MemoryBus)(nil)
 )
 
-// NewMemoryBus returns an open in-memory bus.
-func NewMemoryBus(opts ...BusOption) *MemoryBus {
-	cfg := busConfig{routeCacheSize: DefaultRouteCacheSize, bufferSize: DefaultBufferSize}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
+// NewMemoryBus returns an open in-memory bus with the zero BusConfig.
+func NewMemoryBus() *MemoryBus { return NewMemoryBusWithConfig(BusConfig{}) }
+
+// NewMemoryBusWithConfig returns an open in-memory bus configured by cfg.
+func NewMemoryBusWithConfig(cfg BusConfig) *MemoryBus {
+	buffer := cfg.DefaultBufferSize
+	if buffer <= 0 || buffer > MaxBufferSize {
+		buffer = DefaultBufferSize
 	}
-	if cfg.bufferSize <= 0 || cfg.bufferSize > MaxBufferSize {
-		cfg.bufferSize = DefaultBufferSize
+	cache := cfg.RouteCacheSize
+	switch {
+	case cache == 0:
+		cache = DefaultRouteCacheSize
+	case cache < 0:
+		cache = 0
 	}
-	return &MemoryBus{bufferSize: cfg.bufferSize, cache: newRouteCache(cfg.routeCacheSize)}
+	return &MemoryBus{bufferSize: buffer, cache: newRouteCache(cache)}
 }
 
 // Publish queues env for every subscription whose pattern matches its
@@ -134,9 +139,9 @@ func (b *MemoryBus) route(subject string) ([]*memSub, bool) {
 // Subscribe opens a subscription to pattern. The subscription closes when
 // ctx ends, when its Close is called, or when the bus closes; then its
 // channel is closed. A nil or already ended ctx, an invalid pattern
-// (ErrInvalidPattern) or invalid options are errors; after Close it returns
+// (ErrInvalidPattern) or an invalid cfg are errors; after Close it returns
 // ErrBusClosed.
-func (b *MemoryBus) Subscribe(ctx context.Context, pattern string, opts ...SubOption) (Subscription, error) {
+func (b *MemoryBus) Subscribe(ctx context.Context, pattern string, cfg SubConfig) (Subscription, error) {
 	if b.closed.Load() {
 		return nil, ErrBusClosed
 	}
@@ -147,7 +152,7 @@ func (b *MemoryBus) Subscribe(ctx context.Context, pattern string, opts ...SubOp
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ResolveSubConfig(b.bufferSize, opts...)
+	cfg, err = ResolveSubConfig(b.bufferSize, cfg)
 	if err != nil {
 		return nil, err
 	}

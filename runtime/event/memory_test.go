@@ -20,6 +20,6 @@ func TestMemoryBusConformance(t *testing.T) {
 func TestMemoryBusConformanceWithoutRouteCache(t *testing.T) {
 	t.Parallel()
 	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus {
-		return event.NewMemoryBus(event.WithRouteCacheSize(0))
+		return event.NewMemoryBusWithConfig(event.BusConfig{RouteCacheSize: -1})
 	})
 }

@@ -37,14 +37,23 @@ type Router struct {
 
 var _ io.Closer = (*Router)(nil)
 
-// NewRouter returns an open router with no buses.
-func NewRouter(opts ...RouterOption) *Router {
-	r := &Router{defaultBackpressure: DropNewest, atts: map[*attachment]struct{}{}}
-	for _, o := range opts {
-		if o != nil {
-			o(r)
-		}
-	}
+// RouterConfig configures NewRouterWithConfig. The zero value is what
+// NewRouter uses.
+type RouterConfig struct {
+	// DefaultAttachBackpressure is the policy of attachments that do not
+	// choose one (WithAttachBackpressure). The zero value, and any invalid
+	// policy, is DropNewest.
+	DefaultAttachBackpressure Backpressure
+}
+
+// NewRouter returns an open router with no buses and the zero
+// RouterConfig.
+func NewRouter() *Router { return NewRouterWithConfig(RouterConfig{}) }
+
+// NewRouterWithConfig returns an open router with no buses configured by
+// cfg.
+func NewRouterWithConfig(cfg RouterConfig) *Router {
+	r := &Router{defaultBackpressure: cfg.DefaultAttachBackpressure, atts: map[*attachment]struct{}{}}
 	if !r.defaultBackpressure.Valid() {
 		r.defaultBackpressure = DropNewest
 	}

@@ -156,11 +156,11 @@ type failingBus struct {
 	calls, failAt atomic.Int32
 }
 
-func (b *failingBus) Subscribe(ctx context.Context, p string, opts ...event.SubOption) (event.Subscription, error) {
+func (b *failingBus) Subscribe(ctx context.Context, p string, cfg event.SubConfig) (event.Subscription, error) {
 	if b.calls.Add(1) == b.failAt.Load() {
 		return nil, fault.New(fault.Internal, "subscribe", "refused")
 	}
-	return b.MemoryBus.Subscribe(ctx, p, opts...)
+	return b.MemoryBus.Subscribe(ctx, p, cfg)
 }
 
 // REF 4.3.7

@@ -35,6 +35,21 @@
 // waits until every session is idle; Manager.Close interrupts every turn
 // with cause host_shutdown and waits, bounded by the close timeout.
 //
+// # Delivery
+//
+// A turn streams its run to the sinks of its SinkSpecs. One coordinator
+// per turn subscribes to agent.run.<run>.> with Block backpressure, so it
+// loses nothing, and routes each envelope in bus order: as it is to the raw
+// sinks, and through the confirmed stream (speculative branch deltas held
+// until their branch is accepted, each emission with a delivery cursor) to
+// the confirmed sinks. Each sink has its own bounded queue and delivery
+// goroutine; a full queue, a slow OnDelta or a sink error detaches that
+// sink only. The authoritative sink's deliveries (or explicit Acks) build
+// the acknowledged prefix that an interrupted turn commits. When the
+// engine returns, the stream waits for its run-ends and gives every sink
+// one RunEndPayload last. A StreamPolicy on the ctx lets delegated runs
+// stream to the same sinks as observers.
+//
 // # Concurrency
 //
 // Manager, Lease, Session and Turn are safe for concurrent use. Starts and
@@ -48,7 +63,7 @@
 // # Errors
 //
 // Errors carry a fault kind that errors.Is matches: an invalid key, request,
-// sink or option is Validation; an unknown agent is NotFound; a closed or
+// sink or setting is Validation; an unknown agent is NotFound; a closed or
 // draining manager, a closing session or a key being deleted is
 // NotAvailable (ErrManagerClosed, ErrManagerDraining, ErrSessionClosing);
 // too many sessions is RateLimit. The steer and prompt errors are the

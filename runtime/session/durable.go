@@ -170,19 +170,20 @@ func (s *Session) parked(ctx context.Context) (record, error) {
 // Resume replays the parked run under its original run id and request
 // (REF 2.6.4).
 func (s *Session) Resume(ctx context.Context, sinks ...SinkSpec) (*Turn, error) {
-	return s.ResumeWithOptions(ctx, WithSinks(sinks...))
+	return s.ResumeWithConfig(ctx, StartConfig{Sinks: sinks})
 }
 
-// ResumeWithOptions is Resume with start options; WithEphemeral is refused.
-func (s *Session) ResumeWithOptions(ctx context.Context, opts ...StartOption) (*Turn, error) {
+// ResumeWithConfig is Resume configured by cfg; cfg.Ephemeral is refused
+// (Validation).
+func (s *Session) ResumeWithConfig(ctx context.Context, cfg StartConfig) (*Turn, error) {
 	if ctx == nil {
 		return nil, fault.New(fault.Validation, "resume", "ctx must not be nil")
 	}
-	cfg, err := startOptions(opts)
+	cfg, err := cfg.owned()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ephemeral {
+	if cfg.Ephemeral {
 		return nil, fault.New(fault.Validation, "resume", "an ephemeral session has nothing to resume")
 	}
 	s.startMu.Lock()

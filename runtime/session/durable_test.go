@@ -202,7 +202,7 @@ func TestResume(t *testing.T) {
 	require.NoError(t, tr.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}))
 	require.Equal(t, agent.StatusInterrupted, settle(t, tr).Status)
 
-	_, err = l.Session().ResumeWithOptions(context.Background(), session.WithEphemeral())
+	_, err = l.Session().ResumeWithConfig(context.Background(), session.StartConfig{Ephemeral: true})
 	isKind(t, err, fault.Validation)
 	_, err = l.Session().Resume(nil) //nolint:staticcheck // nil ctx on purpose
 	isKind(t, err, fault.Validation)
@@ -278,7 +278,7 @@ func TestResumeFailures(t *testing.T) {
 	t.Run("ephemeral session", func(t *testing.T) {
 		t.Parallel()
 		e := newDurableEnv(t, resumable{Engine: agenttest.New(steps...)})
-		tr := e.start("c", "go", session.WithEphemeral())
+		tr := e.startConfig("c", "go", session.StartConfig{Ephemeral: true})
 		require.NoError(t, tr.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}))
 		settle(t, tr)
 		_, err := tr.Session().Resume(context.Background())
@@ -395,9 +395,9 @@ func TestEphemeralWritesNothing(t *testing.T) {
 	}))
 	before := e.storeIDs()
 
-	res := settle(t, e.start("c", "hi", session.WithEphemeral()))
+	res := settle(t, e.startConfig("c", "hi", session.StartConfig{Ephemeral: true}))
 	assert.Equal(t, []string{"hi", "ok"}, texts(res.LastBoard.Channel(agent.MainChannel)), "no history is loaded")
-	tr := e.start("c", "again", session.WithEphemeral())
+	tr := e.startConfig("c", "again", session.StartConfig{Ephemeral: true})
 	eventually(t, func() bool { return len(eng.Runs()) == 2 && len(eng.Runs()[1].Steps) == 2 }, "the engine waits")
 	require.NoError(t, tr.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}))
 	require.Equal(t, agent.StatusInterrupted, settle(t, tr).Status)

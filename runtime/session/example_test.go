@@ -76,3 +76,47 @@ func ExampleSession_Start() {
 	// status: completed committed: true
 	// messages: 2
 }
+
+// A manager configured by a session.Config (zero fields keep their
+// defaults) runs a turn configured by a session.StartConfig: here an
+// ephemeral session whose AskUser is answered on the spot.
+func ExampleSession_StartWithConfig() {
+	bus := event.NewMemoryBus()
+	defer bus.Close()
+	engine := agenttest.New(agenttest.AskUser("name?"))
+	agents := exampleAgents{"assistant": {ID: "assistant", Engine: engine}}
+	hosts := func(_ context.Context, req session.HostRequest) (agent.Host, error) {
+		return &agent.HostFuncs{Inner: agent.NoopHost{}, PublishFn: bus.Publish, AskUserFn: req.AskUser}, nil
+	}
+	m, err := session.NewManagerWithConfig(session.Deps{Resolver: agents, HostFactory: hosts, Bus: bus},
+		session.Config{Tunables: session.Tunables{MaxSessions: 10}})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	fmt.Println("max sessions:", m.Tunables().MaxSessions, "sink buffer:", m.Tunables().SinkBuffer)
+
+	ctx := context.Background()
+	lease, err := m.Open(ctx, session.Key{AgentID: "assistant", ContextID: "c1"})
+	if err != nil {
+		panic(err)
+	}
+	defer lease.Close()
+	turn, err := lease.Session().StartWithConfig(ctx, agent.Request{}, session.StartConfig{
+		Ephemeral: true,
+		AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
+			return agent.UserReply{Parts: []message.Part{message.TextPart("Ada")}}, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	res, err := turn.Wait(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("reply:", res.LastBoard.Vars[agenttest.VarReply], "ephemeral:", lease.Session().Ephemeral())
+	// Output:
+	// max sessions: 10 sink buffer: 256
+	// reply: Ada ephemeral: true
+}

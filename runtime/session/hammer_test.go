@@ -182,13 +182,12 @@ func TestHammer(t *testing.T) { // not parallel: counts goroutines
 	eng := agenttest.NewScript(hammerScript)
 	res.put(botID, resumable{Engine: eng})
 	e := &env{t: t, bus: bus, agents: res}
-	m, err := session.NewManager(e.deps(store, true), session.WithIdleTimeout(2*time.Millisecond),
-		session.WithCloseTimeout(time.Second), session.WithFinalizeBudget(time.Second), session.WithSinkBufferSize(4))
+	m, err := session.NewManagerWithConfig(e.deps(store, true), session.Config{Tunables: session.Tunables{IdleTimeout: 2 * time.Millisecond, SinkBuffer: 4}, CloseTimeout: time.Second, FinalizeBudget: time.Second})
 	require.NoError(t, err)
 	h := &hammer{t: t, m: m, eng: eng, byRun: map[string]*session.Turn{}, accepted: map[string]bool{}}
 
 	subCtx, stopSub := context.WithCancel(context.Background())
-	sub, err := bus.Subscribe(subCtx, session.PatternPromptRequested(), event.WithBufferSize(1024), event.WithBackpressure(event.Block))
+	sub, err := bus.Subscribe(subCtx, session.PatternPromptRequested(), event.SubConfig{BufferSize: 1024, Backpressure: event.Block})
 	require.NoError(t, err)
 	answered := make(chan struct{})
 	go h.answer(sub, answered)

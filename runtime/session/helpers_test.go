@@ -131,16 +131,28 @@ type env struct {
 
 // newEnv returns a manager without a checkpoint store whose agent botID
 // runs eng. The manager and the bus close when the test ends.
-func newEnv(t testing.TB, eng agent.Engine, opts ...session.Option) *env {
+func newEnv(t testing.TB, eng agent.Engine) *env {
 	t.Helper()
-	return newEnvWith(t, nil, false, eng, opts...)
+	return newEnvConfig(t, eng, session.Config{})
+}
+
+// newEnvConfig is newEnv with a manager configured by cfg.
+func newEnvConfig(t testing.TB, eng agent.Engine, cfg session.Config) *env {
+	t.Helper()
+	return buildEnv(t, nil, false, eng, nil, cfg)
 }
 
 // newDurableEnv is newEnv with a workspace checkpoint store in a fresh
 // directory and resume on.
-func newDurableEnv(t testing.TB, eng agent.Engine, opts ...session.Option) *env {
+func newDurableEnv(t testing.TB, eng agent.Engine) *env {
 	t.Helper()
-	return newEnvWith(t, workspaceStore(t, t.TempDir()), true, eng, opts...)
+	return newDurableEnvConfig(t, eng, session.Config{})
+}
+
+// newDurableEnvConfig is newDurableEnv with a manager configured by cfg.
+func newDurableEnvConfig(t testing.TB, eng agent.Engine, cfg session.Config) *env {
+	t.Helper()
+	return buildEnv(t, workspaceStore(t, t.TempDir()), true, eng, nil, cfg)
 }
 
 func workspaceStore(t testing.TB, dir string) *checkpoint.Store {
@@ -153,13 +165,29 @@ func workspaceStore(t testing.TB, dir string) *checkpoint.Store {
 	return st
 }
 
-func newEnvWith(t testing.TB, store agent.CheckpointStore, resume bool, eng agent.Engine, opts ...session.Option) *env {
+// newEnvWith is newEnv with the checkpoint store and resume setting of the
+// first epoch.
+func newEnvWith(t testing.TB, store agent.CheckpointStore, resume bool, eng agent.Engine) *env {
+	t.Helper()
+	return buildEnv(t, store, resume, eng, nil, session.Config{})
+}
+
+// newCatalogEnv is newEnv whose first epoch has the tool catalog provider
+// catalog.
+func newCatalogEnv(t testing.TB, eng agent.Engine, catalog session.CatalogProvider) *env {
+	t.Helper()
+	return buildEnv(t, nil, false, eng, catalog, session.Config{})
+}
+
+func buildEnv(t testing.TB, store agent.CheckpointStore, resume bool, eng agent.Engine, catalog session.CatalogProvider, cfg session.Config) *env {
 	t.Helper()
 	e := &env{t: t, bus: event.NewMemoryBus(), store: store, agents: newAgents()}
 	if eng != nil {
 		e.agents.put(botID, eng)
 	}
-	m, err := session.NewManager(e.deps(store, resume), opts...)
+	deps := e.deps(store, resume)
+	deps.CatalogProvider = catalog
+	m, err := session.NewManagerWithConfig(deps, cfg)
 	require.NoError(t, err)
 	e.m = m
 	t.Cleanup(func() {
@@ -230,9 +258,15 @@ func (e *env) open(k session.Key) *session.Lease {
 }
 
 // start opens key(contextID) and starts a turn asking text.
-func (e *env) start(contextID, text string, opts ...session.StartOption) *session.Turn {
+func (e *env) start(contextID, text string) *session.Turn {
 	e.t.Helper()
-	tr, err := e.open(key(contextID)).Session().StartWithOptions(context.Background(), ask(text), opts...)
+	return e.startConfig(contextID, text, session.StartConfig{})
+}
+
+// startConfig is start with cfg.
+func (e *env) startConfig(contextID, text string, cfg session.StartConfig) *session.Turn {
+	e.t.Helper()
+	tr, err := e.open(key(contextID)).Session().StartWithConfig(context.Background(), ask(text), cfg)
 	require.NoError(e.t, err)
 	return tr
 }
@@ -299,7 +333,7 @@ type busLog struct {
 func recordBus(t testing.TB, bus event.Bus, pattern string) *busLog {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub, err := bus.Subscribe(ctx, pattern, event.WithBufferSize(4096), event.WithBackpressure(event.Block))
+	sub, err := bus.Subscribe(ctx, pattern, event.SubConfig{BufferSize: 4096, Backpressure: event.Block})
 	require.NoError(t, err)
 	l := &busLog{}
 	done := make(chan struct{})

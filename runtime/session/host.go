@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
 )
 
 // Key identifies a session: an agent and a conversation context. Two agents
@@ -55,3 +56,50 @@ func (r HostRequest) Validate() error {
 
 // HostFactory builds the host of one turn.
 type HostFactory func(ctx context.Context, req HostRequest) (agent.Host, error)
+
+// buildHost asks the epoch's factory for the turn's host and wraps it:
+// ephemeral wrapper (Checkpoint is a no-op) for ephemeral sessions, then the
+// steer-source wrapper outermost (REF 1.12.5, 2.2.10, 2.2.11).
+func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error) {
+	product, err := t.ep.deps.HostFactory(ctx, HostRequest{
+		Key: t.s.key, RunID: t.runID, Interrupts: t.intrCh, AskUser: t.askUser,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if product == nil || agent.IsNil(product) {
+		return nil, fault.New(fault.Internal, "start turn", "host factory returned a nil host")
+	}
+	if _, ok := agent.CapabilityFromHost[agent.SteerSource](product); ok {
+		return nil, fault.New(fault.Conflict, "start turn",
+			"the host factory's host already implements agent.SteerSource; a turn has exactly one steer queue")
+	}
+	h := product
+	if ephemeral {
+		h = &ephemeralHost{Host: h}
+	}
+	return &steerHost{Host: h, turn: t}, nil
+}
+
+// ephemeralHost drops checkpoints.
+type ephemeralHost struct{ agent.Host }
+
+func (h *ephemeralHost) Checkpoint(context.Context, agent.Checkpoint) error { return nil }
+func (h *ephemeralHost) UnwrapHost() agent.Host                             { return h.Host }
+
+// steerHost is the outermost wrapper: it makes the turn's queue the host's
+// agent.SteerSource and exposes the session's tool catalog.
+type steerHost struct {
+	agent.Host
+	turn *Turn
+}
+
+var (
+	_ agent.SteerSource   = (*steerHost)(nil)
+	_ agent.HostUnwrapper = (*steerHost)(nil)
+	_ CatalogHost         = (*steerHost)(nil)
+)
+
+func (h *steerHost) DrainSteer() []message.Message { return h.turn.DrainSteer() }
+func (h *steerHost) UnwrapHost() agent.Host        { return h.Host }
+func (h *steerHost) SessionCatalog() any           { return h.turn.s.catalog(h.turn.ep) }

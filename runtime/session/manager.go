@@ -62,49 +62,33 @@ type epoch struct {
 	onRetired func()
 }
 
-const (
-	defaultCloseTimeout = 30 * time.Second
-	defaultFinalize     = 5 * time.Second
-	idlePoll            = 10 * time.Millisecond
-)
+const idlePoll = 10 * time.Millisecond
 
-// NewManager returns a manager whose first epoch is deps (REF
-// 2.8.10): a missing resolver, host factory or bus, a non-positive option
-// or resume without a deleting store is a Validation error.
-func NewManager(deps Deps, opts ...Option) (*Manager, error) {
-	cfg := managerConfig{tun: DefaultTunables(), closeTimeout: defaultCloseTimeout, finalize: defaultFinalize}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fault.New(fault.Validation, "new session manager", "option must not be nil")
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.store != nil {
-		deps.Checkpoints = *cfg.store
-	}
-	if cfg.resume != nil {
-		deps.Resume = *cfg.resume
-	}
-	if cfg.catalog != nil {
-		deps.CatalogProvider = cfg.catalog
+// NewManager returns a manager whose first epoch is deps, with the zero
+// Config (REF 2.8.10).
+func NewManager(deps Deps) (*Manager, error) { return NewManagerWithConfig(deps, Config{}) }
+
+// NewManagerWithConfig returns a manager whose first epoch is deps,
+// configured by cfg (REF 2.8.10): a missing resolver, host factory or
+// bus, resume without a deleting store, or a negative or nil setting of
+// cfg is a Validation error.
+func NewManagerWithConfig(deps Deps, cfg Config) (*Manager, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
 	}
 	if err := deps.validate("new session manager"); err != nil {
 		return nil, err
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
 	return &Manager{
-		logger:       cfg.logger,
-		observers:    cfg.observers,
-		closeTimeout: cfg.closeTimeout,
-		finalize:     cfg.finalize,
+		logger:       cfg.Logger,
+		observers:    cfg.Observers,
+		closeTimeout: cfg.CloseTimeout,
+		finalize:     cfg.FinalizeBudget,
 		entries:      map[Key]*entry{},
 		tombstones:   map[string]bool{},
 		deleting:     map[Key]*deleteMark{},
-		tun:          cfg.tun,
+		tun:          cfg.Tunables,
 		cur:          &epoch{deps: deps},
 	}, nil
 }
@@ -396,7 +380,8 @@ func pollUntil(ctx context.Context, cond func() bool) error {
 }
 
 // Close stops every idle timer, refuses new leases, interrupts every active
-// turn with cause host_shutdown and waits at most the close timeout (30 s)
+// turn with cause host_shutdown and waits at most the close timeout
+// (Config.CloseTimeout, 30 s by default)
 // for each session, concurrently (REF 2.8.8). Each session keeps its
 // entry, closing, until its close returns, so Idle stays false while a
 // turn is stopping (REF 2.8.1). A turn that does not stop in time is
@@ -469,3 +454,11 @@ func (m *Manager) Sessions() int {
 }
 
 var errNotStopped = errors.New("turn did not stop in time")
+
+// ManagerBinder is implemented by a deployment resource that needs the
+// runtime's session manager (a delegation service that runs sub-runs as
+// real turns, for example). The runtime binds at most one such resource per
+// generation, once, after the manager exists.
+type ManagerBinder interface {
+	BindSessionManager(m *Manager) error
+}

@@ -21,7 +21,7 @@ func TestRemoveAgentTurnStartedWhileWaiting(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{})
-	e := newEnv(t, agenttest.New(stubborn(release, started)), session.WithCloseTimeout(patience))
+	e := newEnvConfig(t, agenttest.New(stubborn(release, started)), session.Config{CloseTimeout: patience})
 	l := e.open(key("c")) // an idle session with a lease
 	var (
 		once sync.Once
@@ -62,8 +62,7 @@ func TestCloseNotIdleWhileTurnStops(t *testing.T) {
 	closing := make(chan struct{})
 	var closingOnce sync.Once
 	obs := session.ObserverFuncs{Closing: func(*session.Session) { closingOnce.Do(func() { close(closing) }) }}
-	e := newEnv(t, agenttest.New(stubborn(release, started)),
-		session.WithCloseTimeout(patience), session.WithSessionObserver(obs))
+	e := newEnvConfig(t, agenttest.New(stubborn(release, started)), session.Config{Observers: []session.SessionObserver{obs}, CloseTimeout: patience})
 	tr := e.start("c", "hi")
 	<-started
 	closed := make(chan struct{})
@@ -87,7 +86,7 @@ func TestCloseNotIdleWhileTurnStops(t *testing.T) {
 // REF 2.1.7
 func TestReclaimSkipsSessionStartingMeanwhile(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Hour))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: time.Hour}})
 	l := e.open(key("c"))
 	s := l.Session()
 	require.NoError(t, l.Close())

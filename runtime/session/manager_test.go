@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -122,90 +123,10 @@ func TestDrain(t *testing.T) {
 	require.ErrorIs(t, e.m.Drain(ctx), session.ErrManagerClosed)
 }
 
-// REF 2.8.4
-func TestRemoveAgent(t *testing.T) {
-	t.Parallel()
-	var obs observerLog
-	e, g := gatedEnv(t, session.WithIdleTimeout(20*time.Millisecond), session.WithSessionObserver(obs.observer("")))
-	e.agents.put("other", agenttest.New())
-	ctx := context.Background()
-	isKind(t, e.m.RemoveAgent(nil, botID), fault.Validation) //nolint:staticcheck // nil ctx on purpose
-
-	busy := e.start("busy", "hi")
-	reached(t, g)
-	idle, err := e.m.Open(ctx, key("idle"))
-	require.NoError(t, err)
-	require.NoError(t, idle.Close()) // its idle timer is armed
-	other := e.open(session.Key{AgentID: "other", ContextID: "c"})
-
-	// ctx expiry: the tombstone stays, the sessions are untouched.
-	require.ErrorIs(t, e.m.RemoveAgent(expired(), botID), context.DeadlineExceeded)
-	_, err = e.m.Open(ctx, key("new"))
-	isKind(t, err, fault.NotFound)
-	time.Sleep(60 * time.Millisecond) // longer than the idle timeout
-	assert.Equal(t, 3, e.m.Sessions(), "the idle timer was stopped and nothing removed")
-	assert.Equal(t, session.TurnRunning, busy.State(), "the running turn is untouched")
-	assert.Zero(t, obs.count("closing busy")+obs.count("closing idle"))
-
-	// Success: waits for the busy session, then closes and removes both.
-	done := make(chan error, 1)
-	go func() { done <- e.m.RemoveAgent(ctx, botID) }()
-	g.Open()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(patience):
-		t.Fatal("RemoveAgent did not return")
-	}
-	assert.Equal(t, agent.StatusCompleted, settle(t, busy).Status, "RemoveAgent waited; it did not interrupt")
-	assert.Equal(t, 1, e.m.Sessions(), "only the other agent's session is left")
-	assert.Equal(t, 1, obs.count("closed busy"))
-	assert.Equal(t, 1, obs.count("closed idle"))
-	_, err = busy.Session().Start(ctx, ask("again"))
-	isKind(t, err, fault.NotAvailable)
-	assert.Same(t, other.Session(), e.open(session.Key{AgentID: "other", ContextID: "c"}).Session())
-
-	require.NoError(t, e.m.RemoveAgent(ctx, botID), "repeat calls are idempotent")
-	assert.Equal(t, 1, obs.count("closed busy"))
-}
-
-// REF 2.8.5
-func TestReopenAgent(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, agenttest.New())
-	ctx := context.Background()
-	require.NoError(t, e.m.RemoveAgent(ctx, botID))
-	_, err := e.m.Open(ctx, key("c"))
-	isKind(t, err, fault.NotFound)
-	e.m.ReopenAgent(botID)
-	e.m.ReopenAgent(botID) // idempotent
-	settle(t, e.start("c", "hi"))
-}
-
-// A tombstone stopped the idle timers; reopening the agent re-arms them.
-// REF 2.8.5
-func TestReopenAgentRearmsIdleTimers(t *testing.T) {
-	t.Parallel()
-	e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
-	e.start("busy", "hi")
-	reached(t, g)
-	l, err := e.m.Open(context.Background(), key("idle"))
-	require.NoError(t, err)
-	require.ErrorIs(t, e.m.RemoveAgent(expired(), botID), context.DeadlineExceeded)
-	require.NoError(t, l.Close())
-	_, armed, _ := session.IdleTimer(e.m, key("idle"))
-	require.False(t, armed)
-	e.m.ReopenAgent(botID)
-	eventually(t, func() bool {
-		_, _, ok := session.IdleTimer(e.m, key("idle"))
-		return !ok
-	}, "the idle session is reclaimed after ReopenAgent")
-}
-
 // REF 2.8.6
 func TestUpdateTunables(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Hour), session.WithMaxSessions(10))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: time.Hour, MaxSessions: 10}})
 	base := e.m.Tunables()
 	for _, tc := range []struct {
 		name string
@@ -355,7 +276,7 @@ func TestClose(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
 	eng := agenttest.New(agenttest.WaitInterrupt())
-	e := newEnv(t, eng, session.WithSessionObserver(obs.observer("")), session.WithIdleTimeout(time.Hour))
+	e := newEnvConfig(t, eng, session.Config{Tunables: session.Tunables{IdleTimeout: time.Hour}, Observers: []session.SessionObserver{obs.observer("")}})
 	tr := e.start("busy", "hi")
 	idle := e.open(key("idle"))
 	eventually(t, func() bool { return len(eng.Runs()) == 1 }, "the engine runs")
@@ -386,7 +307,7 @@ func TestClose(t *testing.T) {
 func TestCloseCancelsTurnThatIgnoresInterrupt(t *testing.T) {
 	t.Parallel()
 	eng := agenttest.New(agenttest.Hang())
-	e := newEnv(t, eng, session.WithCloseTimeout(20*time.Millisecond))
+	e := newEnvConfig(t, eng, session.Config{CloseTimeout: 20 * time.Millisecond})
 	tr := e.start("c", "hi")
 	eventually(t, func() bool { return len(eng.Runs()) == 1 }, "the engine runs")
 	closed := make(chan struct{})
@@ -409,8 +330,7 @@ func TestObservers(t *testing.T) {
 	peek := session.ObserverFuncs{Started: func(_ *session.Session, tr *session.Turn) {
 		startedState, startedTurn = tr.State(), tr
 	}}
-	e := newEnv(t, agenttest.New(), session.WithSessionObserver(obs.observer("a:")),
-		session.WithSessionObserver(obs.observer("b:")), session.WithSessionObserver(peek))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Observers: []session.SessionObserver{obs.observer("a:"), obs.observer("b:"), peek}})
 	tr := e.start("c", "hi")
 	assert.Same(t, tr, startedTurn)
 	assert.Equal(t, session.TurnRunning, startedState, "OnSessionStarted sees the running turn")
@@ -431,7 +351,7 @@ func TestObservers(t *testing.T) {
 func TestObserverClosingOnce(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
-	e := newEnv(t, agenttest.New(), session.WithSessionObserver(obs.observer("")))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Observers: []session.SessionObserver{obs.observer("")}})
 	settle(t, e.start("c", "hi"))
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = e.m.DeleteSession(context.Background(), key("c")) })
@@ -453,44 +373,62 @@ func TestNewManagerValidation(t *testing.T) {
 	hf := func(context.Context, session.HostRequest) (agent.Host, error) { return agent.NoopHost{}, nil }
 	ok := session.Deps{Resolver: res, HostFactory: hf, Bus: bus}
 	mem := checkpoint.NewMemory()
+	neg := func(mod func(*session.Tunables)) session.Config {
+		var c session.Config
+		mod(&c.Tunables)
+		return c
+	}
 	for _, tc := range []struct {
 		name string
 		deps session.Deps
-		opts []session.Option
+		cfg  session.Config
 	}{
-		{"no resolver", session.Deps{HostFactory: hf, Bus: bus}, nil},
-		{"typed nil resolver", session.Deps{Resolver: (*agents)(nil), HostFactory: hf, Bus: bus}, nil},
-		{"no host factory", session.Deps{Resolver: res, Bus: bus}, nil},
-		{"no bus", session.Deps{Resolver: res, HostFactory: hf}, nil},
-		{"idle timeout 0", ok, []session.Option{session.WithIdleTimeout(0)}},
-		{"idle timeout negative", ok, []session.Option{session.WithIdleTimeout(-time.Second)}},
-		{"sink buffer 0", ok, []session.Option{session.WithSinkBufferSize(0)}},
-		{"delivery concurrency 0", ok, []session.Option{session.WithDeliveryConcurrency(0)}},
-		{"max sessions 0", ok, []session.Option{session.WithMaxSessions(0)}},
-		{"speculative events 0", ok, []session.Option{session.WithSpeculativeBufferLimits(0, 1)}},
-		{"speculative bytes 0", ok, []session.Option{session.WithSpeculativeBufferLimits(1, 0)}},
-		{"nil store", ok, []session.Option{session.WithCheckpointStore(nil)}},
-		{"typed nil store", ok, []session.Option{session.WithCheckpointStore((*checkpoint.Memory)(nil))}},
-		{"nil observer", ok, []session.Option{session.WithSessionObserver(nil)}},
-		{"nil catalog provider", ok, []session.Option{session.WithCatalogProvider(nil)}},
-		{"nil logger", ok, []session.Option{session.WithLogger(nil)}},
-		{"close timeout 0", ok, []session.Option{session.WithCloseTimeout(0)}},
-		{"finalize budget 0", ok, []session.Option{session.WithFinalizeBudget(0)}},
-		{"nil option", ok, []session.Option{nil}},
-		{"resume without a store", ok, []session.Option{session.WithResume(true)}},
-		{"resume with a store that cannot delete", ok, []session.Option{session.WithCheckpointStore(nonDeleter{mem}), session.WithResume(true)}},
+		{"no resolver", session.Deps{HostFactory: hf, Bus: bus}, session.Config{}},
+		{"typed nil resolver", session.Deps{Resolver: (*agents)(nil), HostFactory: hf, Bus: bus}, session.Config{}},
+		{"no host factory", session.Deps{Resolver: res, Bus: bus}, session.Config{}},
+		{"no bus", session.Deps{Resolver: res, HostFactory: hf}, session.Config{}},
+		{"idle timeout negative", ok, neg(func(t *session.Tunables) { t.IdleTimeout = -time.Second })},
+		{"sink buffer negative", ok, neg(func(t *session.Tunables) { t.SinkBuffer = -1 })},
+		{"delivery concurrency negative", ok, neg(func(t *session.Tunables) { t.DeliveryConcurrency = -1 })},
+		{"max sessions negative", ok, neg(func(t *session.Tunables) { t.MaxSessions = -1 })},
+		{"speculative events negative", ok, neg(func(t *session.Tunables) { t.SpeculativeBufferEvents = -1 })},
+		{"speculative bytes negative", ok, neg(func(t *session.Tunables) { t.SpeculativeBufferBytes = -1 })},
+		{"nil observer", ok, session.Config{Observers: []session.SessionObserver{session.ObserverFuncs{}, nil}}},
+		{"typed nil observer", ok, session.Config{Observers: []session.SessionObserver{(*session.ObserverFuncs)(nil)}}},
+		{"close timeout negative", ok, session.Config{CloseTimeout: -time.Second}},
+		{"finalize budget negative", ok, session.Config{FinalizeBudget: -time.Second}},
+		{"resume without a store", session.Deps{Resolver: res, HostFactory: hf, Bus: bus, Resume: true}, session.Config{}},
+		{"resume with a typed nil store", session.Deps{Resolver: res, HostFactory: hf, Bus: bus,
+			Checkpoints: (*checkpoint.Memory)(nil), Resume: true}, session.Config{}},
+		{"resume with a store that cannot delete", session.Deps{Resolver: res, HostFactory: hf, Bus: bus,
+			Checkpoints: nonDeleter{mem}, Resume: true}, session.Config{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := session.NewManager(tc.deps, tc.opts...)
+			m, err := session.NewManagerWithConfig(tc.deps, tc.cfg)
 			isKind(t, err, fault.Validation)
 			assert.Nil(t, m)
 		})
 	}
-	m, err := session.NewManager(ok, session.WithIdleTimeout(time.Second), session.WithSinkBufferSize(3),
-		session.WithDeliveryConcurrency(2), session.WithMaxSessions(5), session.WithSpeculativeBufferLimits(7, 9),
-		session.WithCheckpointStore(mem), session.WithResume(true), session.WithCatalogProvider(
-			func(context.Context, session.Key) (any, error) { return nil, nil }),
-		session.WithSessionObserver(session.ObserverFuncs{}))
+
+	// Zero values are the defaults.
+	m, err := session.NewManager(ok)
+	require.NoError(t, err)
+	assert.Equal(t, session.DefaultTunables(), m.Tunables())
+	require.NoError(t, m.Close())
+	m, err = session.NewManagerWithConfig(ok, session.Config{Tunables: session.Tunables{SinkBuffer: 3}})
+	require.NoError(t, err)
+	want := session.DefaultTunables()
+	want.SinkBuffer = 3
+	assert.Equal(t, want, m.Tunables(), "a zero tunable takes its default")
+	require.NoError(t, m.Close())
+
+	withStore := session.Deps{Resolver: res, HostFactory: hf, Bus: bus, Checkpoints: mem, Resume: true,
+		CatalogProvider: func(context.Context, session.Key) (any, error) { return nil, nil }}
+	m, err = session.NewManagerWithConfig(withStore, session.Config{
+		Tunables: session.Tunables{IdleTimeout: time.Second, MaxSessions: 5, SinkBuffer: 3,
+			DeliveryConcurrency: 2, SpeculativeBufferEvents: 7, SpeculativeBufferBytes: 9},
+		Observers: []session.SessionObserver{session.ObserverFuncs{}}, Logger: slog.Default(),
+		CloseTimeout: time.Second, FinalizeBudget: time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, session.Tunables{IdleTimeout: time.Second, MaxSessions: 5, SinkBuffer: 3,
 		DeliveryConcurrency: 2, SpeculativeBufferEvents: 7, SpeculativeBufferBytes: 9}, m.Tunables())

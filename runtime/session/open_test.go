@@ -17,10 +17,16 @@ import (
 
 // gatedEnv is an env whose engine parks every turn at one gate, opened
 // when the test ends (before the manager closes).
-func gatedEnv(t *testing.T, opts ...session.Option) (*env, *agenttest.Gate) {
+func gatedEnv(t *testing.T) (*env, *agenttest.Gate) {
+	t.Helper()
+	return gatedEnvConfig(t, session.Config{})
+}
+
+// gatedEnvConfig is gatedEnv with a manager configured by cfg.
+func gatedEnvConfig(t *testing.T, cfg session.Config) (*env, *agenttest.Gate) {
 	t.Helper()
 	g := agenttest.NewGate()
-	e := newEnv(t, agenttest.New(agenttest.WaitGate(g)), opts...)
+	e := newEnvConfig(t, agenttest.New(agenttest.WaitGate(g)), cfg)
 	t.Cleanup(g.Open)
 	return e, g
 }
@@ -145,7 +151,7 @@ func TestOpenCheckOrder(t *testing.T) {
 			require.ErrorContains(t, err, "not deployed")
 		}},
 		{"6 closing entry before max sessions and the resolver", func(t *testing.T) (context.Context, *env, session.Key) {
-			e, _ := gatedEnv(t, session.WithMaxSessions(1))
+			e, _ := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{MaxSessions: 1}})
 			e.start("c", "hi")
 			require.True(t, session.MarkClosing(e.m, key("c")))
 			e.agents.drop(botID)
@@ -155,7 +161,7 @@ func TestOpenCheckOrder(t *testing.T) {
 			require.ErrorContains(t, err, "closing")
 		}},
 		{"7 existing entry before max sessions and the resolver", func(t *testing.T) (context.Context, *env, session.Key) {
-			e := newEnv(t, agenttest.New(), session.WithMaxSessions(1))
+			e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{MaxSessions: 1}})
 			e.open(key("c"))
 			e.agents.drop(botID)
 			return context.Background(), e, key("c")
@@ -165,7 +171,7 @@ func TestOpenCheckOrder(t *testing.T) {
 			assert.Equal(t, 1, e.m.Sessions())
 		}},
 		{"8 max sessions before the resolver", func(t *testing.T) (context.Context, *env, session.Key) {
-			e := newEnv(t, agenttest.New(), session.WithMaxSessions(1))
+			e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{MaxSessions: 1}})
 			e.open(key("other"))
 			return context.Background(), e, session.Key{AgentID: "ghost", ContextID: "c"}
 		}, func(t *testing.T, _ *env, _ *session.Lease, err error) {
@@ -221,7 +227,7 @@ func TestOpenCapturesTunables(t *testing.T) {
 	for range deltas {
 		steps = append(steps, agenttest.Emit("x"))
 	}
-	e := newEnv(t, agenttest.New(append(steps, agenttest.WaitGate(g))...), session.WithSinkBufferSize(1))
+	e := newEnvConfig(t, agenttest.New(append(steps, agenttest.WaitGate(g))...), session.Config{Tunables: session.Tunables{SinkBuffer: 1}})
 	t.Cleanup(g.Open)
 	old := e.open(key("old")).Session()
 	tun := e.m.Tunables()
@@ -263,7 +269,7 @@ func TestOpenCapturesTunables(t *testing.T) {
 // REF 2.1.4
 func TestMaxSessionsCountsEntries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, agenttest.New(), session.WithMaxSessions(2))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{MaxSessions: 2}})
 	ctx := context.Background()
 	a1 := e.open(key("a"))
 	e.open(key("a"))
@@ -277,7 +283,7 @@ func TestMaxSessionsCountsEntries(t *testing.T) {
 	isKind(t, err, fault.RateLimit)
 
 	// An idle entry with no lease still counts.
-	e2 := newEnv(t, agenttest.New(), session.WithMaxSessions(1))
+	e2 := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{MaxSessions: 1}})
 	l, err := e2.m.Open(ctx, key("a"))
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
@@ -291,7 +297,7 @@ func TestMaxSessionsCountsEntries(t *testing.T) {
 // REF 2.1.5
 func TestLeaseCloseIdempotentAndConcurrent(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, agenttest.New(), session.WithIdleTimeout(5*time.Millisecond))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: 5 * time.Millisecond}})
 	ctx := context.Background()
 	held, err := e.m.Open(ctx, key("c"))
 	require.NoError(t, err)
@@ -323,7 +329,7 @@ func TestLeaseCloseIdempotentAndConcurrent(t *testing.T) {
 // REF 2.1.5
 func TestLeaseCloseTombstonedArmsNoTimer(t *testing.T) {
 	t.Parallel()
-	e, g := gatedEnv(t, session.WithIdleTimeout(5*time.Millisecond))
+	e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: 5 * time.Millisecond}})
 	e.start("busy", "hi")
 	l, err := e.m.Open(context.Background(), key("idle"))
 	require.NoError(t, err)
@@ -357,7 +363,7 @@ func TestIdleMeansNoTurnPromptOrSink(t *testing.T) {
 	}
 	t.Run("active turn", func(t *testing.T) {
 		t.Parallel()
-		e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
+		e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
 		_, err = l.Session().Start(context.Background(), ask("hi"))
@@ -367,7 +373,7 @@ func TestIdleMeansNoTurnPromptOrSink(t *testing.T) {
 	})
 	t.Run("pending prompt", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, agenttest.New(agenttest.AskUser("name?")), session.WithIdleTimeout(time.Millisecond))
+		e := newEnvConfig(t, agenttest.New(agenttest.AskUser("name?")), session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 		prompts := recordBus(t, e.bus, session.PatternPromptRequested())
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
@@ -380,7 +386,7 @@ func TestIdleMeansNoTurnPromptOrSink(t *testing.T) {
 	})
 	t.Run("attached sink", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, agenttest.New(agenttest.Say("hello")), session.WithIdleTimeout(time.Millisecond))
+		e := newEnvConfig(t, agenttest.New(agenttest.Say("hello")), session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
 		release := make(chan struct{})
@@ -406,7 +412,7 @@ func TestIdleReclaim(t *testing.T) {
 	t.Run("reclaimed after the timeout, then opened fresh", func(t *testing.T) {
 		t.Parallel()
 		var obs observerLog
-		e := newEnv(t, agenttest.New(), session.WithIdleTimeout(5*time.Millisecond), session.WithSessionObserver(obs.observer("")))
+		e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: 5 * time.Millisecond}, Observers: []session.SessionObserver{obs.observer("")}})
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
 		first := l.Session()
@@ -418,7 +424,7 @@ func TestIdleReclaim(t *testing.T) {
 	})
 	t.Run("a held lease prevents it", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Millisecond))
+		e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 		l := e.open(key("c"))
 		time.Sleep(30 * time.Millisecond)
 		assert.Same(t, l.Session(), e.open(key("c")).Session())
@@ -429,7 +435,7 @@ func TestIdleReclaim(t *testing.T) {
 	})
 	t.Run("a re-open before expiry cancels the reclaim", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, agenttest.New(), session.WithIdleTimeout(time.Hour))
+		e := newEnvConfig(t, agenttest.New(), session.Config{Tunables: session.Tunables{IdleTimeout: time.Hour}})
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
 		s := l.Session()
@@ -456,7 +462,7 @@ func TestIdleReclaim(t *testing.T) {
 	})
 	t.Run("a busy session is not reclaimed", func(t *testing.T) {
 		t.Parallel()
-		e, g := gatedEnv(t, session.WithIdleTimeout(time.Hour))
+		e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: time.Hour}})
 		l, err := e.m.Open(context.Background(), key("c"))
 		require.NoError(t, err)
 		require.NoError(t, l.Close())

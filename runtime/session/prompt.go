@@ -61,8 +61,8 @@ type prompt struct {
 
 // askUser is the AskUser of the base host (REF 2.5).
 func (t *Turn) askUser(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error) {
-	if t.cfg.askUser != nil {
-		return t.cfg.askUser(ctx, p)
+	if t.cfg.AskUser != nil {
+		return t.cfg.AskUser(ctx, p)
 	}
 	t.mu.Lock()
 	switch {

@@ -357,7 +357,7 @@ func TestPromptPatterns(t *testing.T) {
 	assert.False(t, p.Match(event.SubjectPromptResolved("run-0123456789abcdef")))
 }
 
-// WithAskUserOverride answers directly: no prompt event is published and
+// StartConfig.AskUser answers directly: no prompt event is published and
 // Reply knows no prompt.
 // REF 2.5.1
 // REF 2.2.1
@@ -367,12 +367,12 @@ func TestAskUserOverridePublishesNothing(t *testing.T) {
 	all := recordBus(t, e.bus, "agent.run.>")
 	var mu sync.Mutex
 	n := 0
-	tr := e.start("c", "hi", session.WithAskUserOverride(func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
+	tr := e.startConfig("c", "hi", session.StartConfig{AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
 		return textReply("auto"), nil
-	}))
+	}})
 	settle(t, tr)
 	assert.Equal(t, 2, n)
 	envs := all.await(t, 2, nil) // the run's start and end

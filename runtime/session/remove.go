@@ -88,3 +88,104 @@ func (m *Manager) ReopenAgent(name string) {
 		}
 	}
 }
+
+// deleteMark is the mark of one running DeleteSession; the map holds a
+// pointer so that a delete only ever removes its own mark.
+type deleteMark struct{}
+
+// DeleteSession removes one session's durable state by key and closes its
+// live session (REF 2.7): new opens for the key are refused while it
+// runs, the live session is drained (bounded by ctx) before anything durable
+// is removed, and on ctx expiry everything rolls back and the ctx error is
+// returned. It is retryable and idempotent: a key with no live session and
+// no stored state returns nil.
+func (m *Manager) DeleteSession(ctx context.Context, key Key) error {
+	if ctx == nil {
+		return fault.New(fault.Validation, "delete session", "ctx must not be nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	mark, e, err := m.markDeleting(key)
+	if err != nil {
+		return err
+	}
+	defer m.unmarkDeleting(key, mark)
+	if e != nil {
+		if err := m.closeForDelete(ctx, key, e); err != nil {
+			return err
+		}
+	}
+	store := m.Deps().Checkpoints
+	if store == nil {
+		return nil
+	}
+	return deleteDurable(ctx, store, key)
+}
+
+// markDeleting marks key as being deleted and returns its live entry
+// (REF 2.7.1–2.7.3).
+func (m *Manager) markDeleting(key Key) (*deleteMark, *entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, ErrManagerClosed
+	}
+	if m.deleting[key] != nil {
+		return nil, nil, fault.New(fault.NotAvailable, "delete session", "a delete of %s is already running", key)
+	}
+	e := m.entries[key]
+	if e != nil && e.s.isClosing() && e.s.busy() {
+		return nil, nil, fault.New(fault.NotAvailable, "delete session", "session %s is closing with an active turn; retry", key)
+	}
+	mark := &deleteMark{}
+	m.deleting[key] = mark
+	if e != nil {
+		m.stopTimerLocked(e)
+	}
+	return mark, e, nil
+}
+
+// unmarkDeleting removes mark, if it is still the key's mark, and re-arms
+// the idle timer of the key's entry when it is still there.
+func (m *Manager) unmarkDeleting(key Key, mark *deleteMark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.deleting[key] != mark {
+		return
+	}
+	delete(m.deleting, key)
+	if e := m.entries[key]; e != nil {
+		m.armTimerLocked(e)
+	}
+}
+
+// closeForDelete waits, bounded by ctx, until e's session is idle and
+// marks it closing in the same step, so no turn can start in between; then
+// it closes the session and removes its entry (REF 2.7.4, 2.7.5). On
+// ctx expiry nothing has changed and the ctx error is returned. A turn that
+// does not stop within the close budget (which the atomic mark rules out,
+// but the check stays) leaves the entry, closing, and returns a retryable
+// NotAvailable.
+func (m *Manager) closeForDelete(ctx context.Context, key Key, e *entry) error {
+	if err := pollUntil(ctx, e.s.closeIfIdle); err != nil {
+		return err
+	}
+	m.notifyClosing(e.s)
+	if err := e.s.close(m.closeTimeout); err != nil {
+		return fault.Wrap(fault.NotAvailable, err, "delete session", "%s: retry", key)
+	}
+	m.mu.Lock()
+	owner := m.entries[key] == e
+	if owner {
+		delete(m.entries, key)
+	}
+	m.mu.Unlock()
+	if owner {
+		m.notifyClosed(e.s, nil)
+	}
+	return nil
+}

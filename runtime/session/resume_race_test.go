@@ -23,19 +23,19 @@ func TestResumeRefusedLeavesActiveTurn(t *testing.T) {
 	tests := []struct {
 		name  string
 		env   func(t *testing.T, eng *agenttest.Engine) *env
-		start []session.StartOption
+		start session.StartConfig
 	}{
-		{"no store, resume off", func(t *testing.T, eng *agenttest.Engine) *env { return newEnv(t, eng) }, nil},
+		{"no store, resume off", func(t *testing.T, eng *agenttest.Engine) *env { return newEnv(t, eng) }, session.StartConfig{}},
 		{"ephemeral session", func(t *testing.T, eng *agenttest.Engine) *env {
 			return newDurableEnv(t, resumable{Engine: eng})
-		}, []session.StartOption{session.WithEphemeral()}},
+		}, session.StartConfig{Ephemeral: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			eng := agenttest.New(agenttest.WaitInterrupt())
 			e := tc.env(t, eng)
-			tr := e.start("c", "hi", tc.start...)
+			tr := e.startConfig("c", "hi", tc.start)
 			eventually(t, func() bool { return len(eng.Runs()) == 1 }, "the engine runs")
 			_, err := tr.Session().Resume(context.Background())
 			isKind(t, err, fault.NotFound)

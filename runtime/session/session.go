@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,48 +127,39 @@ func (s *Session) close(timeout time.Duration) error {
 	return fault.Wrap(fault.Timeout, errNotStopped, "close session", "%s: run %s", s.key, t.RunID())
 }
 
-// StartOption configures one Start.
-type StartOption func(*startConfig)
-
-type startConfig struct {
-	sinks     []SinkSpec
-	askUser   func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
-	ephemeral bool
-}
-
-// WithSinks attaches stream sinks to the turn.
-func WithSinks(sinks ...SinkSpec) StartOption {
-	return func(c *startConfig) { c.sinks = append(c.sinks, sinks...) }
-}
-
-// WithAskUserOverride answers the engine's AskUser with fn directly: no
-// prompt events are published and nothing waits for Reply.
-func WithAskUserOverride(fn func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)) StartOption {
-	return func(c *startConfig) { c.askUser = fn }
-}
-
-// WithEphemeral makes the session ephemeral: it never loads history, never
-// writes session state or run checkpoints, and its turns are never parked.
-// The first Start fixes the choice for the session's life.
-func WithEphemeral() StartOption {
-	return func(c *startConfig) { c.ephemeral = true }
+// StartConfig configures one StartWithConfig or ResumeWithConfig. The zero
+// value is what Start uses with no sinks.
+type StartConfig struct {
+	// Sinks are the stream sinks attached to the turn (see SinkSpec). nil:
+	// none.
+	Sinks []SinkSpec
+	// AskUser, when set, answers the engine's AskUser directly: no prompt
+	// events are published and nothing waits for Turn.Reply. nil: prompts
+	// are published and wait for Reply.
+	AskUser func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
+	// Ephemeral makes the session ephemeral: it never loads history, never
+	// writes session state or run checkpoints, and its turns are never
+	// parked. The first Start fixes the choice for the session's life;
+	// Resume refuses it. false: the session keeps durable state when the
+	// manager's epoch has resume on.
+	Ephemeral bool
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
 func (s *Session) Start(ctx context.Context, req agent.Request, sinks ...SinkSpec) (*Turn, error) {
-	return s.StartWithOptions(ctx, req, WithSinks(sinks...))
+	return s.StartWithConfig(ctx, req, StartConfig{Sinks: sinks})
 }
 
-// StartWithOptions runs req as a new turn. Any active turn is interrupted
-// with cause user_input and waited for (bounded by ctx) first. A request
-// without a message (the zero message) is allowed, as agent.Execute allows
-// it; an invalid message, sink or option is refused before anything is
-// interrupted.
-func (s *Session) StartWithOptions(ctx context.Context, req agent.Request, opts ...StartOption) (*Turn, error) {
+// StartWithConfig runs req as a new turn configured by cfg. Any active
+// turn is interrupted with cause user_input and waited for (bounded by ctx)
+// first. A request without a message (the zero message) is allowed, as
+// agent.Execute allows it; an invalid message or sink is refused before
+// anything is interrupted.
+func (s *Session) StartWithConfig(ctx context.Context, req agent.Request, cfg StartConfig) (*Turn, error) {
 	if ctx == nil {
 		return nil, fault.New(fault.Validation, "start turn", "ctx must not be nil")
 	}
-	cfg, err := startOptions(opts)
+	cfg, err := cfg.owned()
 	if err != nil {
 		return nil, err
 	}
@@ -179,15 +171,10 @@ func (s *Session) StartWithOptions(ctx context.Context, req agent.Request, opts 
 	return s.start(ctx, req, cfg)
 }
 
-func startOptions(opts []StartOption) (startConfig, error) {
-	var cfg startConfig
-	for _, o := range opts {
-		if o == nil {
-			return cfg, fault.New(fault.Validation, "start turn", "option must not be nil")
-		}
-		o(&cfg)
-	}
-	return cfg, ValidateSinks(cfg.sinks)
+// owned returns cfg with its own copy of the sinks, once they are valid.
+func (cfg StartConfig) owned() (StartConfig, error) {
+	cfg.Sinks = slices.Clone(cfg.Sinks)
+	return cfg, ValidateSinks(cfg.Sinks)
 }
 
 // beginStart checks that the session takes a turn and that the turn keeps
@@ -236,8 +223,8 @@ type resumeState struct {
 }
 
 // start runs the start sequence of REF 2.2.2–2.2.13 under startMu.
-func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig) (*Turn, error) {
-	if err := s.beginStart(cfg.ephemeral); err != nil {
+func (s *Session) start(ctx context.Context, req agent.Request, cfg StartConfig) (*Turn, error) {
+	if err := s.beginStart(cfg.Ephemeral); err != nil {
 		return nil, err
 	}
 	defer s.endStart()
@@ -246,7 +233,7 @@ func (s *Session) start(ctx context.Context, req agent.Request, cfg startConfig)
 
 // launch is the start sequence after beginStart, under startMu; rs carries
 // the parked run of a Resume.
-func (s *Session) launch(ctx context.Context, req agent.Request, cfg startConfig, rs *resumeState) (t *Turn, err error) {
+func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig, rs *resumeState) (t *Turn, err error) {
 	ep, err := s.m.acquireEpoch()
 	if err != nil {
 		return nil, err
@@ -270,7 +257,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg startConfig
 	if req, err = s.turnRequest(req, runID); err != nil {
 		return nil, err
 	}
-	durable := durableOn(ep, cfg.ephemeral)
+	durable := durableOn(ep, cfg.Ephemeral)
 	var history *agent.Board
 	if durable && rs == nil {
 		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
@@ -281,11 +268,11 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg startConfig
 		return nil, err
 	}
 	t = newTurn(s, ep, runID, cfg, req)
-	if err := t.prepare(ctx, cfg.ephemeral); err != nil {
+	if err := t.prepare(ctx, cfg.Ephemeral); err != nil {
 		t.abortStart()
 		return nil, err
 	}
-	if err := s.publishTurn(t, cfg.ephemeral); err != nil {
+	if err := s.publishTurn(t, cfg.Ephemeral); err != nil {
 		t.abortStart()
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func gatedEnvB(b *testing.B) (*env, *agenttest.Gate) {
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	const n = 10_000
 	for b.Loop() {
-		e := newEnv(b, agenttest.New(), session.WithMaxSessions(n), session.WithIdleTimeout(time.Hour))
+		e := newEnvConfig(b, agenttest.New(), session.Config{Tunables: session.Tunables{MaxSessions: n, IdleTimeout: time.Hour}})
 		leases := make([]*session.Lease, 0, n)
 		var before, after runtime.MemStats
 		runtime.GC()

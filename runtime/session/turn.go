@@ -49,7 +49,7 @@ type Turn struct {
 	ep    *epoch
 	runID string
 	req   agent.Request
-	cfg   startConfig
+	cfg   StartConfig
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -67,7 +67,7 @@ type Turn struct {
 	err     error
 }
 
-func newTurn(s *Session, ep *epoch, runID string, cfg startConfig, req agent.Request) *Turn {
+func newTurn(s *Session, ep *epoch, runID string, cfg StartConfig, req agent.Request) *Turn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Turn{
 		s: s, ep: ep, runID: runID, req: req, cfg: cfg,
@@ -86,9 +86,9 @@ func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 		return err
 	}
 	t.host = h
-	policy := StreamPolicy{Sinks: t.cfg.sinks, Inheritable: true}
+	policy := StreamPolicy{Sinks: t.cfg.Sinks, Inheritable: true}
 	t.ctx = ContextWithStreamPolicy(t.ctx, policy)
-	st, err := startStream(t.ctx, t.ep.deps.Bus, t.streamConfig(), t.cfg.sinks)
+	st, err := startStream(t.ctx, t.ep.deps.Bus, t.streamConfig(), t.cfg.Sinks)
 	if err != nil {
 		return err
 	}
@@ -211,16 +211,12 @@ func (t *Turn) Ack(sinkID string, cursor uint64) error { return t.stream.ack(sin
 
 // run executes the agent and settles the turn.
 func (t *Turn) run(ag *agent.Agent, history *agent.Board, rs *resumeState, durable bool) {
-	opts := []agent.ExecuteOption{agent.WithReferee(t), agent.WithCommitView(t)}
-	if history != nil {
-		opts = append(opts, agent.WithHistory(history))
-	}
+	cfg := agent.ExecuteConfig{Referees: []agent.Referee{t}, CommitView: t, History: history}
 	if rs != nil {
-		opts = append(opts, agent.WithResumeFrom(rs.cp), agent.WithResumeContext(agent.ResumeContext{
-			Attempt: 2, Signal: "resume", StartedAt: rs.cp.OriginalStartedAt,
-		}))
+		cfg.ResumeFrom = rs.cp
+		cfg.ResumeContext = &agent.ResumeContext{Attempt: 2, Signal: "resume", StartedAt: rs.cp.OriginalStartedAt}
 	}
-	res, err := agent.Execute(t.ctx, ag, t.host, t.req, opts...)
+	res, err := agent.ExecuteWithConfig(t.ctx, ag, t.host, t.req, cfg)
 	attempts, status, runErr := 0, agent.StatusFailed, err
 	if res != nil {
 		attempts, status, runErr = res.Attempts, res.Status, errors.Join(res.Err, err)

@@ -19,7 +19,7 @@ import (
 )
 
 // REF 2.2.1
-func TestStartOptions(t *testing.T) {
+func TestStartConfig(t *testing.T) {
 	t.Parallel()
 	t.Run("sinks", func(t *testing.T) {
 		t.Parallel()
@@ -32,7 +32,7 @@ func TestStartOptions(t *testing.T) {
 		assert.Equal(t, []string{"hello"}, a.text())
 		assert.Equal(t, []string{"hello"}, b.text())
 		var c textSink
-		settle(t, e.start("c", "again", session.WithSinks(session.SinkSpec{ID: "c", Sink: &c})))
+		settle(t, e.startConfig("c", "again", session.StartConfig{Sinks: []session.SinkSpec{session.SinkSpec{ID: "c", Sink: &c}}}))
 		assert.Equal(t, []string{"hello"}, c.text())
 	})
 	t.Run("ask-user override", func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestStartOptions(t *testing.T) {
 			asked = append(asked, p)
 			return agent.UserReply{Parts: []message.Part{message.TextPart("ann")}}, nil
 		}
-		tr := e.start("c", "hi", session.WithAskUserOverride(override))
+		tr := e.startConfig("c", "hi", session.StartConfig{AskUser: override})
 		res := settle(t, tr)
 		assert.Equal(t, "ann", res.LastBoard.Vars[agenttest.VarReply])
 		require.Len(t, asked, 1)
@@ -58,7 +58,7 @@ func TestStartOptions(t *testing.T) {
 		e := newEnv(t, agenttest.New())
 		l := e.open(key("c"))
 		assert.False(t, l.Session().Ephemeral())
-		settle(t, e.start("c", "hi", session.WithEphemeral()))
+		settle(t, e.startConfig("c", "hi", session.StartConfig{Ephemeral: true}))
 		assert.True(t, l.Session().Ephemeral())
 	})
 }
@@ -74,7 +74,7 @@ func TestStartChecks(t *testing.T) {
 	isKind(t, err, fault.Validation)
 	_, err = s.Start(context.Background(), ask("hi"), session.SinkSpec{ID: "x"})
 	isKind(t, err, fault.Validation)
-	_, err = s.StartWithOptions(context.Background(), ask("hi"), nil)
+	_, err = s.StartWithConfig(context.Background(), ask("hi"), session.StartConfig{Sinks: []session.SinkSpec{{ID: "x"}}})
 	isKind(t, err, fault.Validation)
 	_, err = s.Start(context.Background(), agent.Request{Message: message.Message{Role: "robot", Parts: []message.Part{message.TextPart("x")}}})
 	isKind(t, err, fault.Validation)
@@ -156,13 +156,13 @@ func TestStartSerialized(t *testing.T) {
 func TestEphemeralFixedByFirstStart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New())
-	settle(t, e.start("eph", "hi", session.WithEphemeral()))
+	settle(t, e.startConfig("eph", "hi", session.StartConfig{Ephemeral: true}))
 	_, err := e.open(key("eph")).Session().Start(context.Background(), ask("again"))
 	isKind(t, err, fault.Validation)
-	settle(t, e.start("eph", "again", session.WithEphemeral()))
+	settle(t, e.startConfig("eph", "again", session.StartConfig{Ephemeral: true}))
 
 	settle(t, e.start("durable", "hi"))
-	_, err = e.open(key("durable")).Session().StartWithOptions(context.Background(), ask("again"), session.WithEphemeral())
+	_, err = e.open(key("durable")).Session().StartWithConfig(context.Background(), ask("again"), session.StartConfig{Ephemeral: true})
 	isKind(t, err, fault.Validation)
 	assert.False(t, e.open(key("durable")).Session().Ephemeral())
 }
@@ -272,7 +272,7 @@ func TestStartCatalogPerEpoch(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}))
-	e := newEnv(t, eng, session.WithCatalogProvider(provider))
+	e := newCatalogEnv(t, eng, provider)
 	settle(t, e.start("c", "one"))
 	settle(t, e.start("c", "two"))
 	assert.Equal(t, int64(1), calls.Load())
@@ -284,9 +284,9 @@ func TestStartCatalogPerEpoch(t *testing.T) {
 	assert.Equal(t, []any{"c#1", "c#1", "c#2"}, seen)
 	mu.Unlock()
 
-	failing := newEnv(t, eng, session.WithCatalogProvider(func(context.Context, session.Key) (any, error) {
+	failing := newCatalogEnv(t, eng, func(context.Context, session.Key) (any, error) {
 		return nil, fault.New(fault.NotAvailable, "catalog", "down")
-	}))
+	})
 	_, err := failing.open(key("c")).Session().Start(context.Background(), ask("hi"))
 	isKind(t, err, fault.NotAvailable)
 }
@@ -296,10 +296,10 @@ func TestHostRequest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, agenttest.New(agenttest.AskUser("q?")))
 	var asked atomic.Bool
-	tr := e.start("c", "hi", session.WithAskUserOverride(func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
+	tr := e.startConfig("c", "hi", session.StartConfig{AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 		asked.Store(true)
 		return agent.UserReply{}, nil
-	}))
+	}})
 	settle(t, tr)
 	reqs := e.hostRequests()
 	require.Len(t, reqs, 1)
@@ -404,11 +404,7 @@ func TestHostWrappingOrder(t *testing.T) {
 				return nil
 			}))
 			e := newDurableEnv(t, eng)
-			var opts []session.StartOption
-			if ephemeral {
-				opts = append(opts, session.WithEphemeral())
-			}
-			settle(t, e.start("c", "hi", opts...))
+			settle(t, e.startConfig("c", "hi", session.StartConfig{Ephemeral: ephemeral}))
 			product := e.lastProduct()
 			require.NotNil(t, product)
 			// chain[0] is agent.Execute's usage meter; the session's
@@ -462,9 +458,9 @@ func TestStartRunsAsynchronously(t *testing.T) {
 	t.Parallel()
 	e, g := gatedEnv(t)
 	var state session.TurnState
-	e2, g2 := gatedEnv(t, session.WithSessionObserver(session.ObserverFuncs{
+	e2, g2 := gatedEnvConfig(t, session.Config{Observers: []session.SessionObserver{session.ObserverFuncs{
 		Started: func(_ *session.Session, tr *session.Turn) { state = tr.State() },
-	}))
+	}}})
 	tr := e.start("c", "hi")
 	assert.Equal(t, session.TurnRunning, tr.State(), "Start returns while the engine runs")
 	reached(t, g)

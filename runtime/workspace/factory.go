@@ -52,8 +52,8 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 			return nil, fault.Wrap(fault.Validation, err, op, "settings.root %q", s.Root)
 		}
 	}
-	create := s.Create == nil || *s.Create
-	ws, err := NewLocal(root, WithCreate(create), WithMaxFileBytes(s.MaxFileBytes))
+	mustExist := s.Create != nil && !*s.Create
+	ws, err := NewLocalWithConfig(root, Config{MustExist: mustExist, MaxFileBytes: s.MaxFileBytes})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

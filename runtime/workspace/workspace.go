@@ -60,22 +60,17 @@ const (
 	dirMode  fs.FileMode = 0o750
 )
 
-// Option adjusts NewLocal.
-type Option func(*options)
-
-type options struct {
-	create       bool
-	maxFileBytes int64
+// Config configures NewLocalWithConfig. The zero value is what NewLocal
+// uses.
+type Config struct {
+	// MustExist refuses a missing root (NotFound). false: a missing root is
+	// created with its parents.
+	MustExist bool
+	// MaxFileBytes caps the size of a file that Read returns or Write
+	// accepts. 0: DefaultMaxFileBytes; a negative cap is a Validation
+	// error.
+	MaxFileBytes int64
 }
-
-// WithCreate says whether NewLocal creates the root directory (and its
-// parents) when it is missing. The default is true.
-func WithCreate(create bool) Option { return func(o *options) { o.create = create } }
-
-// WithMaxFileBytes caps the size of a file that Read returns or Write
-// accepts. Zero keeps DefaultMaxFileBytes; a negative cap is a Validation
-// error.
-func WithMaxFileBytes(n int64) Option { return func(o *options) { o.maxFileBytes = n } }
 
 // Local is a Workspace on the local file system. Every operation goes
 // through an os.Root, so symbolic links are followed only while they stay
@@ -97,30 +92,30 @@ var (
 	_ io.Closer = (*Local)(nil)
 )
 
-// NewLocal opens the directory root as a workspace. A relative root is
-// taken from the process's working directory. Unless WithCreate(false) is
-// given, a missing root is created with its parents.
-func NewLocal(root string, opts ...Option) (*Local, error) {
+// NewLocal opens the directory root as a workspace with the zero Config: a
+// missing root is created with its parents. A relative root is taken from
+// the process's working directory.
+func NewLocal(root string) (*Local, error) { return NewLocalWithConfig(root, Config{}) }
+
+// NewLocalWithConfig is NewLocal configured by cfg.
+func NewLocalWithConfig(root string, cfg Config) (*Local, error) {
 	const op = "open workspace"
-	o := options{create: true}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	maxBytes := cfg.MaxFileBytes
 	switch {
 	case strings.TrimSpace(root) == "":
 		return nil, fault.New(fault.Validation, op, "root is required")
-	case o.maxFileBytes < 0:
-		return nil, fault.New(fault.Validation, op, "%q: max_file_bytes must not be negative, got %d", root, o.maxFileBytes)
-	case o.maxFileBytes == 0:
-		o.maxFileBytes = DefaultMaxFileBytes
-	case o.maxFileBytes > maxCap:
-		o.maxFileBytes = maxCap
+	case maxBytes < 0:
+		return nil, fault.New(fault.Validation, op, "%q: max_file_bytes must not be negative, got %d", root, maxBytes)
+	case maxBytes == 0:
+		maxBytes = DefaultMaxFileBytes
+	case maxBytes > maxCap:
+		maxBytes = maxCap
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "%q", root)
 	}
-	if o.create {
+	if !cfg.MustExist {
 		if err := os.MkdirAll(abs, dirMode); err != nil {
 			return nil, fault.Wrap(rootKind(err), err, op, "create root %q", root)
 		}
@@ -129,12 +124,12 @@ func NewLocal(root string, opts ...Option) (*Local, error) {
 	if err != nil {
 		return nil, fault.Wrap(rootKind(err), err, op, "root %q", root)
 	}
-	return &Local{root: r, dir: abs, maxBytes: o.maxFileBytes, rename: r.Rename}, nil
+	return &Local{root: r, dir: abs, maxBytes: maxBytes, rename: r.Rename}, nil
 }
 
 // Open opens an existing directory as a workspace with the default
 // settings; a missing root is NotFound.
-func Open(root string) (*Local, error) { return NewLocal(root, WithCreate(false)) }
+func Open(root string) (*Local, error) { return NewLocalWithConfig(root, Config{MustExist: true}) }
 
 func rootKind(err error) *fault.Kind {
 	switch {

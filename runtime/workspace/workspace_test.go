@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func newLocal(t *testing.T, opts ...workspace.Option) *workspace.Local {
+func newLocal(t *testing.T, cfg workspace.Config) *workspace.Local {
 	t.Helper()
-	ws, err := workspace.NewLocal(filepath.Join(t.TempDir(), "ws"), opts...)
+	ws, err := workspace.NewLocalWithConfig(filepath.Join(t.TempDir(), "ws"), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	return ws
@@ -28,7 +28,7 @@ func newLocal(t *testing.T, opts ...workspace.Option) *workspace.Local {
 func TestWriteReadRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "a/b/c.txt", []byte("one")))
 	got, err := ws.Read(ctx, "a/b/c.txt")
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 func TestMissingIsNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "file", []byte("x")))
 	for _, p := range []string{"nope", "dir/nope", "file/below"} {
 		_, err := ws.Read(ctx, p)
@@ -75,7 +75,7 @@ func TestMissingIsNotFound(t *testing.T) {
 func TestExistsDeleteList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	for _, p := range []string{"b.txt", "a.txt", "sub/c.txt", "sub/deeper/d.txt"} {
 		require.NoError(t, ws.Write(ctx, p, []byte(p)))
 	}
@@ -107,7 +107,7 @@ func TestExistsDeleteList(t *testing.T) {
 func TestListHidesTemporaryFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "keep", []byte("x")))
 	stale := filepath.Join(ws.Root(), ".corral-tmp-0123456789abcdef")
 	require.NoError(t, os.WriteFile(stale, []byte("half"), 0o600))
@@ -120,7 +120,7 @@ func TestListHidesTemporaryFiles(t *testing.T) {
 func TestRename(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "from", []byte("new")))
 	require.NoError(t, ws.Write(ctx, "to/x", []byte("old")))
 	require.NoError(t, ws.Rename(ctx, "from", "to/x"), "replaces an existing file")
@@ -142,7 +142,7 @@ func TestRename(t *testing.T) {
 func TestParentThatIsAFileIsConflict(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "a", []byte("x")))
 	err := ws.Write(ctx, "a/b", []byte("y"))
 	require.ErrorIs(t, err, fault.Conflict)
@@ -152,7 +152,7 @@ func TestParentThatIsAFileIsConflict(t *testing.T) {
 func TestSizeCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t, workspace.WithMaxFileBytes(8))
+	ws := newLocal(t, workspace.Config{MaxFileBytes: 8})
 	assert.Equal(t, int64(8), ws.MaxFileBytes())
 	require.NoError(t, ws.Write(ctx, "ok", []byte("12345678")))
 	err := ws.Write(ctx, "big", []byte("123456789"))
@@ -164,8 +164,8 @@ func TestSizeCap(t *testing.T) {
 	_, err = ws.Read(ctx, "outside-write")
 	require.ErrorIs(t, err, fault.BudgetExceeded)
 	assert.Contains(t, err.Error(), `"outside-write"`)
-	assert.Equal(t, workspace.DefaultMaxFileBytes, newLocal(t).MaxFileBytes())
-	huge := newLocal(t, workspace.WithMaxFileBytes(math.MaxInt64))
+	assert.Equal(t, workspace.DefaultMaxFileBytes, newLocal(t, workspace.Config{}).MaxFileBytes())
+	huge := newLocal(t, workspace.Config{MaxFileBytes: math.MaxInt64})
 	require.NoError(t, huge.Write(ctx, "f", []byte("still readable")))
 	got, err := huge.Read(ctx, "f")
 	require.NoError(t, err, "a huge cap does not overflow")
@@ -180,17 +180,17 @@ func TestNewLocal(t *testing.T) {
 	cases := []struct {
 		name string
 		root string
-		opts []workspace.Option
+		cfg  workspace.Config
 		kind *fault.Kind
 	}{
-		{"blank root", " ", nil, fault.Validation},
-		{"negative cap", filepath.Join(dir, "n"), []workspace.Option{workspace.WithMaxFileBytes(-1)}, fault.Validation},
-		{"missing without create", filepath.Join(dir, "missing"), []workspace.Option{workspace.WithCreate(false)}, fault.NotFound},
-		{"root is a file", file, nil, fault.Validation},
+		{"blank root", " ", workspace.Config{}, fault.Validation},
+		{"negative cap", filepath.Join(dir, "n"), workspace.Config{MaxFileBytes: -1}, fault.Validation},
+		{"missing without create", filepath.Join(dir, "missing"), workspace.Config{MustExist: true}, fault.NotFound},
+		{"root is a file", file, workspace.Config{}, fault.Validation},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := workspace.NewLocal(tc.root, tc.opts...)
+			_, err := workspace.NewLocalWithConfig(tc.root, tc.cfg)
 			assert.ErrorIs(t, err, tc.kind)
 		})
 	}
@@ -207,7 +207,7 @@ func TestNewLocal(t *testing.T) {
 func TestCloseIsIdempotentAndFinal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	require.NoError(t, ws.Write(ctx, "f", []byte("x")))
 	require.NoError(t, ws.Close())
 	require.NoError(t, ws.Close())
@@ -220,7 +220,7 @@ func TestCloseIsIdempotentAndFinal(t *testing.T) {
 
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, ws.Write(ctx, "f", []byte("x")), fault.Aborted)
@@ -236,7 +236,7 @@ func TestCancelledContext(t *testing.T) {
 func TestConcurrentWritesNeverTear(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ws := newLocal(t)
+	ws := newLocal(t, workspace.Config{})
 	const writers, rounds, size = 8, 10, 64 << 10
 	contents := make([][]byte, writers)
 	for i := range contents {

@@ -50,7 +50,7 @@ func Example_resume() {
 
 	// Resuming the checkpoint continues after the interrupt point.
 	parked := host.Checkpoints()[0]
-	res, _ = agent.Execute(ctx, bot, host, req, agent.WithResumeFrom(&parked))
+	res, _ = agent.ExecuteWithConfig(ctx, bot, host, req, agent.ExecuteConfig{ResumeFrom: &parked})
 	fmt.Println(res.Status, res.Committed)
 	for _, m := range res.LastBoard.Channel(agent.MainChannel) {
 		fmt.Println(m.Role, m.Text())

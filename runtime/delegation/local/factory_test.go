@@ -23,7 +23,7 @@ func deployDoc(t *testing.T, eng *agenttest.Engine, resources string) (*deploy.R
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), agenttest.Factory("scripted", eng))
 	reg.MustRegister(local.Factories()...)
-	doc, err := deploy.Parse([]byte(`version: v1
+	doc, err := deploy.ParseWithConfig([]byte(`version: v1
 resources:
   events: {kind: event.Bus, impl: memory}
 `+resources+`
@@ -31,7 +31,7 @@ agents:
   writer:
     card: {name: Writer}
     engine: {kind: agent.Engine, impl: scripted}
-`), deploy.WithFilename("deploy.yaml"))
+`), deploy.ParseConfig{Filename: "deploy.yaml"})
 	require.NoError(t, err)
 	r, err := deploy.Deploy(context.Background(), doc, deploy.Options{Registry: reg})
 	if err == nil {

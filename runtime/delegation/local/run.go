@@ -46,17 +46,12 @@ func (s *Service) runTurn(ctx context.Context, m *session.Manager, depth int, re
 }
 
 // turnOptions are the start options of a delegated turn.
-func turnOptions(ctx context.Context, persistent bool) []session.StartOption {
-	opts := []session.StartOption{session.WithAskUserOverride(refuseAskUser)}
+func turnOptions(ctx context.Context, persistent bool) session.StartConfig {
+	cfg := session.StartConfig{AskUser: refuseAskUser, Ephemeral: !persistent}
 	if p, ok := session.StreamPolicyFromContext(ctx); ok {
-		if sinks := p.Inherited(); len(sinks) > 0 {
-			opts = append(opts, session.WithSinks(sinks...))
-		}
+		cfg.Sinks = p.Inherited()
 	}
-	if !persistent {
-		opts = append(opts, session.WithEphemeral())
-	}
-	return opts
+	return cfg
 }
 
 func refuseAskUser(context.Context, agent.UserPrompt) (agent.UserReply, error) {
@@ -67,21 +62,21 @@ func refuseAskUser(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 // persistent and the parked request asks the same (role, text and inputs);
 // otherwise, or when the resume fails, it starts a fresh turn (REF
 // 6.2.5).
-func (s *Service) startTurn(ctx context.Context, sess *session.Session, req agent.Request, opts []session.StartOption, persistent bool) (*session.Turn, error) {
+func (s *Service) startTurn(ctx context.Context, sess *session.Session, req agent.Request, opts session.StartConfig, persistent bool) (*session.Turn, error) {
 	if persistent {
 		parked, ok, err := sess.ParkedRequest(ctx)
 		switch {
 		case err != nil:
 			s.logger.Warn("delegation: read parked run; starting afresh", "session", sess.Key().String(), "error", err)
 		case ok && sameAsk(parked, req):
-			turn, err := sess.ResumeWithOptions(ctx, opts...)
+			turn, err := sess.ResumeWithConfig(ctx, opts)
 			if err == nil {
 				return turn, nil
 			}
 			s.logger.Warn("delegation: resume parked run; starting afresh", "session", sess.Key().String(), "error", err)
 		}
 	}
-	return sess.StartWithOptions(ctx, req, opts...)
+	return sess.StartWithConfig(ctx, req, opts)
 }
 
 // sameAsk reports whether two requests carry the same role, text and

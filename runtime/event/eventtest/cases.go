@@ -3,6 +3,7 @@ package eventtest
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func caseNoMatch(t *testing.T, bus event.Bus) {
 // received, in order.
 func expectMatches(t *testing.T, bus event.Bus, pattern string, subjects, want []string) {
 	t.Helper()
-	sub := Subscribe(t, bus, pattern, event.WithBufferSize(len(subjects)+1))
+	sub := SubscribeWithConfig(t, bus, pattern, event.SubConfig{BufferSize: len(subjects) + 1})
 	for _, s := range subjects {
 		Publish(t, bus, s, nil)
 	}
@@ -115,7 +116,7 @@ func caseFanOut(t *testing.T, bus event.Bus) {
 
 func caseOrder(t *testing.T, bus event.Bus) {
 	const n = 50
-	sub := Subscribe(t, bus, "seq", event.WithBufferSize(n))
+	sub := SubscribeWithConfig(t, bus, "seq", event.SubConfig{BufferSize: n})
 	for i := range n {
 		Publish(t, bus, "seq", i)
 	}
@@ -150,7 +151,7 @@ func caseInvalidSubject(t *testing.T, bus event.Bus) {
 
 func caseInvalidPattern(t *testing.T, bus event.Bus) {
 	for _, p := range []string{"", "a..b", "a.>.b", ">.a", "a*", "a.b>", "a.**"} {
-		_, err := bus.Subscribe(t.Context(), p)
+		_, err := bus.Subscribe(t.Context(), p, event.SubConfig{})
 		assert.ErrorIs(t, err, event.ErrInvalidPattern, "%q", p)
 		assert.ErrorIs(t, err, fault.Validation, "%q", p)
 	}
@@ -158,10 +159,10 @@ func caseInvalidPattern(t *testing.T, bus event.Bus) {
 
 func caseBufferLimits(t *testing.T, bus event.Bus) {
 	for _, n := range []int{event.MaxBufferSize + 1, -1} {
-		_, err := bus.Subscribe(t.Context(), "a", event.WithBufferSize(n))
+		_, err := bus.Subscribe(t.Context(), "a", event.SubConfig{BufferSize: n})
 		assert.ErrorIs(t, err, fault.Validation, "buffer %d", n)
 	}
-	sub, err := bus.Subscribe(t.Context(), "a", event.WithBufferSize(1))
+	sub, err := bus.Subscribe(t.Context(), "a", event.SubConfig{BufferSize: 1})
 	require.NoError(t, err)
 	require.NoError(t, sub.Close())
 }
@@ -171,7 +172,7 @@ func caseClosedBus(t *testing.T, bus event.Bus) {
 	err := bus.Publish(t.Context(), event.Envelope{Subject: "a"})
 	assert.ErrorIs(t, err, event.ErrBusClosed)
 	assert.ErrorIs(t, err, fault.NotAvailable)
-	_, err = bus.Subscribe(t.Context(), "a")
+	_, err = bus.Subscribe(t.Context(), "a", event.SubConfig{})
 	assert.ErrorIs(t, err, event.ErrBusClosed)
 	assert.ErrorIs(t, err, fault.NotAvailable)
 }
@@ -187,7 +188,7 @@ func caseCloseIdempotent(t *testing.T, bus event.Bus) {
 
 func caseCtxCancel(t *testing.T, bus event.Bus) {
 	ctx, cancel := context.WithCancel(t.Context())
-	gone, err := bus.Subscribe(ctx, "a")
+	gone, err := bus.Subscribe(ctx, "a", event.SubConfig{})
 	require.NoError(t, err)
 	kept := Subscribe(t, bus, "a")
 	cancel()
@@ -225,8 +226,8 @@ func payloads(t *testing.T, sub event.Subscription, n int) []string {
 func caseDropNewest(t *testing.T, bus event.Bus) {
 	rec := NewRecorder()
 	defer bus.AttachObserver(rec)()
-	explicit := Subscribe(t, bus, "q", event.WithBufferSize(1), event.WithBackpressure(event.DropNewest))
-	byDefault := Subscribe(t, bus, "q", event.WithBufferSize(1))
+	explicit := SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 1, Backpressure: event.DropNewest})
+	byDefault := SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 1})
 	Publish(t, bus, "q", "first")
 	Publish(t, bus, "q", "second")
 	for _, sub := range []event.Subscription{explicit, byDefault} {
@@ -239,7 +240,7 @@ func caseDropNewest(t *testing.T, bus event.Bus) {
 func caseDropOldest(t *testing.T, bus event.Bus) {
 	rec := NewRecorder()
 	defer bus.AttachObserver(rec)()
-	sub := Subscribe(t, bus, "q", event.WithBufferSize(2), event.WithBackpressure(event.DropOldest))
+	sub := SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 2, Backpressure: event.DropOldest})
 	for _, s := range []string{"one", "two", "three", "four"} {
 		Publish(t, bus, "q", s)
 	}
@@ -251,7 +252,7 @@ func caseDropOldest(t *testing.T, bus event.Bus) {
 // publish that must wait; it returns the channel of that publish's error.
 func blockedPublish(t *testing.T, bus event.Bus, ctx context.Context) (event.Subscription, <-chan error) {
 	t.Helper()
-	sub := Subscribe(t, bus, "q", event.WithBufferSize(1), event.WithBackpressure(event.Block))
+	sub := SubscribeWithConfig(t, bus, "q", event.SubConfig{BufferSize: 1, Backpressure: event.Block})
 	Publish(t, bus, "q", "first")
 	done := make(chan error, 1)
 	go func() {
@@ -314,20 +315,24 @@ func caseBlockBusClose(t *testing.T, bus event.Bus) {
 func caseSample(t *testing.T, bus event.Bus) {
 	rec := NewRecorder()
 	defer bus.AttachObserver(rec)()
-	keep := Subscribe(t, bus, "s", event.WithBackpressure(event.Sample), event.WithSampleRate(1))
-	keepClamped := Subscribe(t, bus, "s", event.WithBackpressure(event.Sample), event.WithSampleRate(7))
-	drop := Subscribe(t, bus, "s", event.WithBackpressure(event.Sample), event.WithSampleRate(0))
-	dropClamped := Subscribe(t, bus, "s", event.WithBackpressure(event.Sample), event.WithSampleRate(-3))
+	keep := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample, SampleRate: 1})
+	keepClamped := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample, SampleRate: 7})
+	keepByDefault := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample})
+	drop := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample, SampleRate: -1})
+	dropClamped := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample, SampleRate: -3})
+	dropNaN := SubscribeWithConfig(t, bus, "s", event.SubConfig{Backpressure: event.Sample, SampleRate: math.NaN()})
 	const n = 20
 	for i := range n {
 		Publish(t, bus, "s", i)
 	}
 	assert.Len(t, drainNow(keep), n)
 	assert.Len(t, drainNow(keepClamped), n)
+	assert.Len(t, drainNow(keepByDefault), n, "a zero rate is the default, 1")
 	assert.Empty(t, drainNow(drop))
 	assert.Empty(t, drainNow(dropClamped))
+	assert.Empty(t, drainNow(dropNaN))
 	drops := rec.Drops()
-	assert.Len(t, drops, 2*n)
+	assert.Len(t, drops, 3*n)
 	for _, d := range drops {
 		assert.Contains(t, d, "|sampled")
 	}
@@ -354,7 +359,7 @@ func casePredicate(t *testing.T, bus event.Bus) {
 		var n int
 		return json.Unmarshal(env.Payload, &n) == nil && n%2 == 0
 	}
-	sub := Subscribe(t, bus, "n.*", event.WithPredicate(even), event.WithBufferSize(10))
+	sub := SubscribeWithConfig(t, bus, "n.*", event.SubConfig{Predicate: even, BufferSize: 10})
 	for i := range 6 {
 		Publish(t, bus, "n.x", i)
 	}
@@ -391,7 +396,7 @@ func caseObserverOutsideLocks(t *testing.T, bus event.Bus) {
 			return
 		}
 		go func() {
-			sub, err := bus.Subscribe(context.Background(), "other")
+			sub, err := bus.Subscribe(context.Background(), "other", event.SubConfig{})
 			if err == nil {
 				_ = sub.Close()
 			}

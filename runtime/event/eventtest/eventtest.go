@@ -82,10 +82,18 @@ func AssertClosed(t testing.TB, sub event.Subscription) {
 	}
 }
 
-// Subscribe subscribes with a ctx that ends with the test.
-func Subscribe(t testing.TB, bus event.Bus, pattern string, opts ...event.SubOption) event.Subscription {
+// Subscribe subscribes with the zero SubConfig and a ctx that ends with the
+// test.
+func Subscribe(t testing.TB, bus event.Bus, pattern string) event.Subscription {
 	t.Helper()
-	sub, err := bus.Subscribe(t.Context(), pattern, opts...)
+	return SubscribeWithConfig(t, bus, pattern, event.SubConfig{})
+}
+
+// SubscribeWithConfig subscribes with cfg and a ctx that ends with the
+// test.
+func SubscribeWithConfig(t testing.TB, bus event.Bus, pattern string, cfg event.SubConfig) event.Subscription {
+	t.Helper()
+	sub, err := bus.Subscribe(t.Context(), pattern, cfg)
 	require.NoError(t, err)
 	return sub
 }

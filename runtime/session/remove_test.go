@@ -70,7 +70,7 @@ func TestDeleteSessionChecks(t *testing.T) {
 // REF 2.7.2
 func TestDeleteSessionRefusesOpens(t *testing.T) {
 	t.Parallel()
-	e, g := gatedEnv(t, session.WithIdleTimeout(time.Millisecond))
+	e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
 	l, err := e.m.Open(context.Background(), key("c"))
 	require.NoError(t, err)
 	tr, err := l.Session().Start(context.Background(), ask("hi"))
@@ -126,7 +126,7 @@ func TestDeleteSessionRollback(t *testing.T) {
 		return []agenttest.Step{agenttest.WaitGate(g), agenttest.Reply("two")}
 	})
 	var obs observerLog
-	e := newDurableEnv(t, resumable{Engine: eng}, session.WithSessionObserver(obs.observer("")))
+	e := newDurableEnvConfig(t, resumable{Engine: eng}, session.Config{Observers: []session.SessionObserver{obs.observer("")}})
 	t.Cleanup(g.Open)
 	parked := parkRun(t, e, "c")
 	stored := e.storeIDs()
@@ -169,7 +169,7 @@ func TestDeleteSessionRollback(t *testing.T) {
 func TestDeleteSessionClosesLiveSession(t *testing.T) {
 	t.Parallel()
 	var obs observerLog
-	e := newEnv(t, agenttest.New(), session.WithSessionObserver(obs.observer("")))
+	e := newEnvConfig(t, agenttest.New(), session.Config{Observers: []session.SessionObserver{obs.observer("")}})
 	l := e.open(key("c"))
 	settle(t, e.start("c", "hi"))
 	require.NoError(t, e.m.DeleteSession(context.Background(), key("c")))
@@ -325,4 +325,84 @@ func TestDeleteSessionIdempotent(t *testing.T) {
 	assert.Empty(t, e.storeIDs())
 	plain := newEnv(t, agenttest.New())
 	require.NoError(t, plain.m.DeleteSession(context.Background(), key("c")))
+}
+
+// REF 2.8.4
+func TestRemoveAgent(t *testing.T) {
+	t.Parallel()
+	var obs observerLog
+	e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: 20 * time.Millisecond}, Observers: []session.SessionObserver{obs.observer("")}})
+	e.agents.put("other", agenttest.New())
+	ctx := context.Background()
+	isKind(t, e.m.RemoveAgent(nil, botID), fault.Validation) //nolint:staticcheck // nil ctx on purpose
+
+	busy := e.start("busy", "hi")
+	reached(t, g)
+	idle, err := e.m.Open(ctx, key("idle"))
+	require.NoError(t, err)
+	require.NoError(t, idle.Close()) // its idle timer is armed
+	other := e.open(session.Key{AgentID: "other", ContextID: "c"})
+
+	// ctx expiry: the tombstone stays, the sessions are untouched.
+	require.ErrorIs(t, e.m.RemoveAgent(expired(), botID), context.DeadlineExceeded)
+	_, err = e.m.Open(ctx, key("new"))
+	isKind(t, err, fault.NotFound)
+	time.Sleep(60 * time.Millisecond) // longer than the idle timeout
+	assert.Equal(t, 3, e.m.Sessions(), "the idle timer was stopped and nothing removed")
+	assert.Equal(t, session.TurnRunning, busy.State(), "the running turn is untouched")
+	assert.Zero(t, obs.count("closing busy")+obs.count("closing idle"))
+
+	// Success: waits for the busy session, then closes and removes both.
+	done := make(chan error, 1)
+	go func() { done <- e.m.RemoveAgent(ctx, botID) }()
+	g.Open()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(patience):
+		t.Fatal("RemoveAgent did not return")
+	}
+	assert.Equal(t, agent.StatusCompleted, settle(t, busy).Status, "RemoveAgent waited; it did not interrupt")
+	assert.Equal(t, 1, e.m.Sessions(), "only the other agent's session is left")
+	assert.Equal(t, 1, obs.count("closed busy"))
+	assert.Equal(t, 1, obs.count("closed idle"))
+	_, err = busy.Session().Start(ctx, ask("again"))
+	isKind(t, err, fault.NotAvailable)
+	assert.Same(t, other.Session(), e.open(session.Key{AgentID: "other", ContextID: "c"}).Session())
+
+	require.NoError(t, e.m.RemoveAgent(ctx, botID), "repeat calls are idempotent")
+	assert.Equal(t, 1, obs.count("closed busy"))
+}
+
+// REF 2.8.5
+func TestReopenAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, agenttest.New())
+	ctx := context.Background()
+	require.NoError(t, e.m.RemoveAgent(ctx, botID))
+	_, err := e.m.Open(ctx, key("c"))
+	isKind(t, err, fault.NotFound)
+	e.m.ReopenAgent(botID)
+	e.m.ReopenAgent(botID) // idempotent
+	settle(t, e.start("c", "hi"))
+}
+
+// A tombstone stopped the idle timers; reopening the agent re-arms them.
+// REF 2.8.5
+func TestReopenAgentRearmsIdleTimers(t *testing.T) {
+	t.Parallel()
+	e, g := gatedEnvConfig(t, session.Config{Tunables: session.Tunables{IdleTimeout: time.Millisecond}})
+	e.start("busy", "hi")
+	reached(t, g)
+	l, err := e.m.Open(context.Background(), key("idle"))
+	require.NoError(t, err)
+	require.ErrorIs(t, e.m.RemoveAgent(expired(), botID), context.DeadlineExceeded)
+	require.NoError(t, l.Close())
+	_, armed, _ := session.IdleTimer(e.m, key("idle"))
+	require.False(t, armed)
+	e.m.ReopenAgent(botID)
+	eventually(t, func() bool {
+		_, _, ok := session.IdleTimer(e.m, key("idle"))
+		return !ok
+	}, "the idle session is reclaimed after ReopenAgent")
 }
