@@ -15,6 +15,10 @@ import (
 // pkg is what the test reads of one package `go list -json` describes.
 type pkg struct {
 	ImportPath string
+	Dir        string
+	// GoFiles, CgoFiles and IgnoredGoFiles (those of other platforms) are
+	// the package's non-test files.
+	GoFiles, CgoFiles, IgnoredGoFiles []string
 	Imports    []string // direct imports
 	Deps       []string // every dependency, direct or not
 	Module     *struct {
