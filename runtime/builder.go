@@ -147,19 +147,23 @@ func (b *Builder) Build(ctx context.Context, doc *deploy.Document) (*Runtime, er
 		resultDecorate: b.resultDecorate,
 		external:       b.external,
 		router:         event.NewRouter(),
+		events:         event.NewMemoryBus(),
+	}
+	if err := rt.router.AddBus(rt.events); err != nil {
+		return nil, errors.Join(fault.Wrap(fault.Internal, err, "build runtime", "attach the runtime's bus"), rt.router.Close(), rt.events.Close())
 	}
 	gen, err := rt.buildGeneration(ctx, 1, doc, nil)
 	if err != nil {
-		return nil, errors.Join(err, rt.router.Close())
+		return nil, errors.Join(err, rt.router.Close(), rt.events.Close())
 	}
 	if err := rt.router.AddBus(gen.bus); err != nil {
-		return nil, errors.Join(fault.Wrap(fault.Internal, err, "build runtime", "attach bus"), gen.close(), rt.router.Close())
+		return nil, errors.Join(fault.Wrap(fault.Internal, err, "build runtime", "attach bus"), gen.close(), rt.router.Close(), rt.events.Close())
 	}
 	if rt.sessions, err = newSessionManager(gen); err != nil {
-		return nil, errors.Join(err, gen.close(), rt.router.Close())
+		return nil, errors.Join(err, gen.close(), rt.router.Close(), rt.events.Close())
 	}
 	if err := bindManager(gen, rt.sessions); err != nil {
-		return nil, errors.Join(err, rt.sessions.Close(), gen.close(), rt.router.Close())
+		return nil, errors.Join(err, rt.sessions.Close(), gen.close(), rt.router.Close(), rt.events.Close())
 	}
 	rt.gen = gen
 	rt.nextGen = 2

@@ -104,7 +104,7 @@ func (rt *Runtime) RegisterAgent(ctx context.Context, id string, def agent.Defin
 	}
 	rt.sessions.ReopenAgent(id)
 	g.putDynamic(e)
-	publish(ctx, g.bus, event.SubjectAgentRegistered(id), lifecyclePayload(id, def))
+	rt.publish(ctx, event.SubjectAgentRegistered(id), lifecyclePayload(id, def))
 	return e.inst, nil
 }
 
@@ -166,7 +166,7 @@ func (rt *Runtime) UnregisterAgent(ctx context.Context, id string, opts ...Unreg
 	if err := e.inst.Close(); err != nil {
 		return fault.Wrap(fault.KindOr(err, fault.Internal), err, op, "close agent %q", id)
 	}
-	publish(ctx, g.bus, event.SubjectAgentRemoved(id), lifecyclePayload(id, e.def))
+	rt.publish(ctx, event.SubjectAgentRemoved(id), lifecyclePayload(id, e.def))
 	return nil
 }
 

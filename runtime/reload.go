@@ -72,14 +72,14 @@ func (rt *Runtime) ReloadWithConfig(ctx context.Context, doc *deploy.Document, c
 		return &ReloadResult{GenerationID: cur.id, PreviousID: cur.id, Unchanged: true}, nil
 	}
 	id := rt.allocateGeneration()
-	publish(ctx, cur.bus, event.SubjectRebuildStarted(), event.RebuildPayload{GenerationID: id})
-	res, next, err := rt.reload(ctx, id, cur, doc)
+	rt.publish(ctx, event.SubjectRebuildStarted(), event.RebuildPayload{GenerationID: id})
+	res, err := rt.reload(ctx, id, cur, doc)
 	if err != nil {
 		err = fmt.Errorf("reload generation %d: %w", id, err)
-		publish(ctx, cur.bus, event.SubjectRebuildFailed(), event.RebuildPayload{GenerationID: id, Error: err.Error()})
+		rt.publish(ctx, event.SubjectRebuildFailed(), event.RebuildPayload{GenerationID: id, Error: err.Error()})
 		return nil, err
 	}
-	publish(ctx, next.bus, event.SubjectRebuildCompleted(), event.RebuildPayload{
+	rt.publish(ctx, event.SubjectRebuildCompleted(), event.RebuildPayload{
 		GenerationID: id, PreviousGenerationID: cur.id, ReboundAgents: res.ReboundAgents, DrainedAgents: res.DrainedAgents,
 	})
 	return res, nil
@@ -97,7 +97,7 @@ func (rt *Runtime) allocateGeneration() uint64 {
 
 // reload builds the next generation and swaps it in. On failure it undoes
 // what the attempt changed in the session manager.
-func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *deploy.Document) (_ *ReloadResult, _ *generation, err error) {
+func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *deploy.Document) (_ *ReloadResult, err error) {
 	prevTunables := rt.sessions.Tunables()
 	var drained []string
 	tuned := false
@@ -114,18 +114,18 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	}()
 	next, rebound, drained, err := rt.buildNext(ctx, id, cur, doc)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// REF 1.10.3.11: idle_timeout and max_sessions apply at once, the
 	// rest to sessions created later.
 	if err := rt.sessions.UpdateTunables(next.cfg.Sessions.Tunables); err != nil {
-		return nil, nil, errors.Join(err, next.close())
+		return nil, errors.Join(err, next.close())
 	}
 	tuned = true
 	if err := rt.swap(cur, next); err != nil {
-		return nil, nil, errors.Join(err, next.close())
+		return nil, errors.Join(err, next.close())
 	}
-	return &ReloadResult{GenerationID: id, PreviousID: cur.id, ReboundAgents: rebound, DrainedAgents: drained}, next, nil
+	return &ReloadResult{GenerationID: id, PreviousID: cur.id, ReboundAgents: rebound, DrainedAgents: drained}, nil
 }
 
 // buildNext is the build half of a reload (REF 1.10.3): the new

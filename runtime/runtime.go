@@ -34,7 +34,12 @@ type Runtime struct {
 	resultDecorate ResultHostDecorator
 	external       map[string]ExternalResource
 	router         *event.Router
-	sessions       *session.Manager
+	// events is the runtime's own bus, for its lifecycle events (rebuild,
+	// agent registered and removed): the router holds it for the
+	// runtime's whole life, so that one attachment sees them in the order
+	// they were published, across reloads that replace the document's bus.
+	events   *event.MemoryBus
+	sessions *session.Manager
 
 	// lifecycle serializes Close, Drain, Reload, RegisterAgent and
 	// UnregisterAgent (REF 1.9.5, 1.10.1, 1.11.3).
@@ -83,10 +88,12 @@ func (rt *Runtime) usable(op string, refuseDraining bool) error {
 	return nil
 }
 
-// publish sends a runtime event on bus, best-effort: it is bounded by
+// publish sends a runtime lifecycle event on the runtime's own bus (see
+// Runtime.events), best-effort: it is bounded by
 // publishTimeout, survives the caller's cancellation, and a failure is
 // only logged (REF 1.10.8, 1.11.13).
-func publish(ctx context.Context, bus event.Bus, subject string, payload any) {
+func (rt *Runtime) publish(ctx context.Context, subject string, payload any) {
+	bus := rt.events
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	env, err := event.NewEnvelope(ctx, subject, payload)
@@ -173,7 +180,7 @@ func (rt *Runtime) Close() error {
 		rt.closed = true
 		gen := rt.gen
 		rt.mu.Unlock()
-		rt.closeErr = errors.Join(rt.sessions.Close(), rt.router.Close(), gen.close())
+		rt.closeErr = errors.Join(rt.sessions.Close(), rt.router.Close(), gen.close(), rt.events.Close())
 	})
 	return rt.closeErr
 }
