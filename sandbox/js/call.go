@@ -105,6 +105,35 @@ func (doneSignal) Error() string { return "done" }
 // stopMark is the value the VM is interrupted with; the reason is in call.
 type stopMark struct{}
 
+// bind readies the VM for one invocation or evaluation: a new generation,
+// the call's limits, node and deadline, and nothing left of the last call
+// (release dropped its board, ABI and invocation). op is the prefix of
+// the call's errors.
+func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limits) {
+	c.bindOp(parent, opName{verb: op}, node, limits)
+}
+
+// bindOp is bind with the call's name in errors.
+func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
+	c.vm.SetMaxCallStackSize(limits.StackDepth)
+	// From the runtime's epoch, reading only the monotonic clock: half
+	// the cost of time.Now, the same deadline. Two Adds, not a sum of the
+	// durations, so that a huge wall time saturates rather than overflows.
+	deadline := c.rt.epoch.Add(time.Since(c.rt.epoch)).Add(limits.WallTime)
+	c.mu.Lock()
+	c.gen++
+	c.parent, c.deadline = parent, deadline
+	c.op, c.node, c.limits = op, node, limits
+	c.reason, c.ended = nil, false
+	c.ctx, c.cancel = nil, noCancel
+	c.stopped.Store(false)
+	c.mu.Unlock()
+	c.prefixLen = 0
+	c.board = sandbox.BoardView{}
+	clear(c.hostErrors)
+	c.joining = c.joining[:0]
+}
+
 // stop ends the call with reason (the first reason wins): the VM stops at
 // its next instruction and every guarded built-in refuses to continue. It
 // is safe to call from any goroutine.
@@ -356,4 +385,13 @@ func (c *call) throw(err error) {
 	}
 	c.hostErrors[obj] = err
 	panic(obj)
+}
+
+// rethrow re-raises an error returned by a goja.Callable inside the VM: a
+// script exception stays catchable, an interrupt or stack overflow stays
+// uncatchable.
+func rethrow(err error) {
+	if err != nil {
+		panic(err)
+	}
 }

@@ -348,16 +348,6 @@ func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	return v
 }
 
-// guardJSON bounds JSON.parse (nesting) and JSON.stringify (output size,
-// nesting).
-func (c *call) guardJSON() {
-	json := c.object("JSON")
-	c.wrap(json, "parse", c.parseJSON)
-	c.wrap(json, "stringify", func(_ goja.Callable, fc goja.FunctionCall) goja.Value {
-		return c.stringify(fc.Argument(0), fc.Argument(1), fc.Argument(2), c.budget(), sandbox.LimitMemory)
-	})
-}
-
 // guardCode routes code a script makes at run time (eval, the Function
 // constructor) through the same compiler as node scripts: source maps off,
 // with statements refused, spreads guarded. eval is indirect eval (it runs

@@ -1,23 +1,14 @@
 package js
 
 import (
-	"context"
+	"math"
+	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
-	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
-
-// realmUses is how many calls (scripts and expressions) one VM runs
-// before it is replaced. What a VM gathers across calls that no call can
-// read is bounded otherwise (the Symbol.for registry by
-// maxSymbolKeyBytes, a script's functions by maxScriptFuncs): the count
-// only renews VMs now and then, and a larger one spares the lock-down of
-// a new VM (prepare: about 2 MB allocated, some milliseconds) and the
-// garbage collection it makes.
-const realmUses = 100_000
 
 // maxSymbolKeyBytes bounds the registry of Symbol.for symbols of one VM,
 // the only store of the engine that outlives a call and grows with what
@@ -178,35 +169,6 @@ func (c *call) enableOverride(home *goja.Object, name string) {
 	}
 }
 
-// bind readies the VM for one invocation or evaluation: a new generation,
-// the call's limits, node and deadline, and nothing left of the last call
-// (release dropped its board, ABI and invocation). op is the prefix of
-// the call's errors.
-func (c *call) bind(parent context.Context, op, node string, limits sandbox.Limits) {
-	c.bindOp(parent, opName{verb: op}, node, limits)
-}
-
-// bindOp is bind with the call's name in errors.
-func (c *call) bindOp(parent context.Context, op opName, node string, limits sandbox.Limits) {
-	c.vm.SetMaxCallStackSize(limits.StackDepth)
-	// From the runtime's epoch, reading only the monotonic clock: half
-	// the cost of time.Now, the same deadline. Two Adds, not a sum of the
-	// durations, so that a huge wall time saturates rather than overflows.
-	deadline := c.rt.epoch.Add(time.Since(c.rt.epoch)).Add(limits.WallTime)
-	c.mu.Lock()
-	c.gen++
-	c.parent, c.deadline = parent, deadline
-	c.op, c.node, c.limits = op, node, limits
-	c.reason, c.ended = nil, false
-	c.ctx, c.cancel = nil, noCancel
-	c.stopped.Store(false)
-	c.mu.Unlock()
-	c.prefixLen = 0
-	c.board = sandbox.BoardView{}
-	clear(c.hostErrors)
-	c.joining = c.joining[:0]
-}
-
 // newGlobal gives the call a new, empty global object whose prototype is
 // the frozen one: whatever the call defines or assigns at the top level is
 // gone with it.
@@ -226,62 +188,6 @@ func (c *call) installGlobalThis() {
 		return goja.Undefined()
 	})
 	_ = c.template.DefineAccessorProperty("globalThis", get, set, goja.FLAG_TRUE, goja.FLAG_FALSE)
-}
-
-// fresh returns a realm no other call is using: a pooled one when one is
-// ready, else a spare prepared ahead (spare.go), else one made now.
-func (r *Runtime) fresh() (*call, error) {
-	if c := r.realms.get(); c != nil {
-		return c, nil
-	}
-	select {
-	case c := <-r.spares:
-		return c, nil
-	default:
-		return r.prepare()
-	}
-}
-
-// finish ends c's call: the realm goes back to the pool (release) and
-// the call leaves the runtime, freeing its slot if it holds one.
-func (r *Runtime) finish(c *call) {
-	held := c.slotHeld
-	c.slotHeld = false
-	r.release(c)
-	r.leave(held)
-}
-
-// release ends c's call and returns the VM to the pool when it may run
-// another: not after a stop (a limit, a signal, a cancel), an engine
-// failure or code run by eval or Function (a global let, const or class it
-// declared would outlive the global object), nor once its calls gave
-// Symbol.for more than maxSymbolKeyBytes of keys, nor after realmUses
-// calls.
-func (r *Runtime) release(c *call) {
-	c.uses++
-	c.mu.Lock()
-	c.ctx, c.parent = nil, nil
-	c.mu.Unlock()
-	c.board, c.abi, c.parallel, c.nodeType = sandbox.BoardView{}, nil, nil, ""
-	if c.runInfo != (sandbox.RunInfo{}) {
-		c.runInfo = sandbox.RunInfo{}
-	}
-	clear(c.hostErrors)
-	if len(c.varKeys) > 0 {
-		clear(c.varKeys)
-		c.varKeys = c.varKeys[:0]
-	}
-	c.vm.SetGlobalObject(c.template)
-	switch {
-	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
-		r.wantSpare()
-		return
-	case c.uses >= realmUses:
-		return // its replacement was asked for at half its calls
-	case c.uses == realmUses/2:
-		r.wantSpare()
-	}
-	r.realms.put(c)
 }
 
 // guardSymbolRegistry counts what Symbol.for may add to the VM's registry
@@ -333,4 +239,147 @@ func (c *call) deepFreezeAll(roots ...*goja.Object) {
 		queue = append(queue, o.Prototype())
 		c.freeze(o)
 	}
+}
+
+// intrinsics are built-ins captured before the script (or a guard) can
+// replace them; the runner's own code uses only these.
+type intrinsics struct {
+	parse             goja.Callable // JSON.parse
+	stringify         goja.Callable // JSON.stringify
+	freeze            goja.Callable // Object.freeze
+	preventExtensions goja.Callable // Object.preventExtensions
+	construct         goja.Callable // Reflect.construct
+	isArray           goja.Callable // Array.isArray
+	descriptor        goja.Callable // Object.getOwnPropertyDescriptor
+	toString          goja.Callable // String
+	errorCtor         *goja.Object  // Error
+}
+
+func captureIntrinsics(vm *goja.Runtime) intrinsics {
+	obj := func(name string) *goja.Object { return vm.Get(name).ToObject(vm) }
+	fn := func(o *goja.Object, name string) goja.Callable {
+		f, _ := goja.AssertFunction(o.Get(name))
+		return f
+	}
+	json, object, reflect, array := obj("JSON"), obj("Object"), obj("Reflect"), obj("Array")
+	str, _ := goja.AssertFunction(vm.Get("String"))
+	return intrinsics{
+		parse: fn(json, "parse"), stringify: fn(json, "stringify"), freeze: fn(object, "freeze"),
+		preventExtensions: fn(object, "preventExtensions"),
+		construct:         fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
+		descriptor: fn(object, "getOwnPropertyDescriptor"), toString: str,
+	}
+}
+
+// freeze freezes o (Object.freeze as the VM started).
+func (c *call) freeze(o *goja.Object) *goja.Object {
+	_, err := c.in.freeze(goja.Undefined(), o)
+	rethrow(err)
+	return o
+}
+
+// Date layouts, as goja formats them, applied in UTC.
+const (
+	dateTimeLayout       = "Mon Jan 02 2006 15:04:05 GMT-0700 (MST)"
+	dateLayout           = "Mon Jan 02 2006"
+	timeLayout           = "15:04:05 GMT-0700 (MST)"
+	localeDateTimeLayout = "01/02/2006, 15:04:05"
+	localeDateLayout     = "01/02/2006"
+	localeTimeLayout     = "15:04:05"
+)
+
+var (
+	// isoDateOnly matches the date-only ISO forms, which JavaScript
+	// already reads as UTC.
+	isoDateOnly = regexp.MustCompile(`^\s*[+-]?\d{4,6}(-\d\d(-\d\d)?)?\s*$`)
+	// hasZone matches a date string that names its offset or zone.
+	hasZone = regexp.MustCompile(`(?i)(z|gmt|utc|\but|[+-]\d\d:?\d\d)\s*(\([^)]*\))?\s*$`)
+)
+
+// localMethods maps each local-time Date method to its UTC twin.
+var localMethods = [...][2]string{
+	{"getFullYear", "getUTCFullYear"}, {"getMonth", "getUTCMonth"}, {"getDate", "getUTCDate"},
+	{"getDay", "getUTCDay"}, {"getHours", "getUTCHours"}, {"getMinutes", "getUTCMinutes"},
+	{"getSeconds", "getUTCSeconds"}, {"getMilliseconds", "getUTCMilliseconds"},
+	{"setFullYear", "setUTCFullYear"}, {"setMonth", "setUTCMonth"}, {"setDate", "setUTCDate"},
+	{"setHours", "setUTCHours"}, {"setMinutes", "setUTCMinutes"}, {"setSeconds", "setUTCSeconds"},
+	{"setMilliseconds", "setUTCMilliseconds"},
+}
+
+// installUTCDates makes Date keep and show time in UTC whatever the
+// host's time zone: local-time methods are their UTC twins, the string
+// forms are formatted in UTC, dates built from parts or parsed from a
+// string without a zone are UTC, and getTimezoneOffset is 0.
+func (c *call) installUTCDates() {
+	date := c.object("Date")
+	proto := c.object("Date", "prototype")
+	if date == nil || proto == nil {
+		return
+	}
+	for _, m := range localMethods {
+		_ = proto.Set(m[0], proto.Get(m[1]))
+	}
+	getTime, _ := goja.AssertFunction(proto.Get("getTime"))
+	format := func(layout string) func(goja.FunctionCall) goja.Value {
+		return func(fc goja.FunctionCall) goja.Value {
+			ms := callOrig(getTime, fc.This).ToFloat()
+			return c.vm.ToValue(formatMillis(ms, layout))
+		}
+	}
+	for _, f := range [...][2]string{
+		{"toString", dateTimeLayout}, {"toDateString", dateLayout}, {"toTimeString", timeLayout},
+		{"toLocaleString", localeDateTimeLayout}, {"toLocaleDateString", localeDateLayout},
+		{"toLocaleTimeString", localeTimeLayout},
+	} {
+		_ = proto.Set(f[0], format(f[1]))
+	}
+	_ = proto.Set("getTimezoneOffset", func(fc goja.FunctionCall) goja.Value {
+		if math.IsNaN(callOrig(getTime, fc.This).ToFloat()) {
+			return c.vm.ToValue(math.NaN())
+		}
+		return c.vm.ToValue(0)
+	})
+	c.utcDateStatics(date)
+}
+
+func formatMillis(ms float64, layout string) string {
+	if math.IsNaN(ms) {
+		return "Invalid Date"
+	}
+	return time.UnixMilli(int64(ms)).UTC().Format(layout)
+}
+
+// utcDateStatics replaces Date.parse and the Date constructor so that a
+// string without a zone, and a date built from parts, are read as UTC.
+func (c *call) utcDateStatics(date *goja.Object) {
+	origParse, _ := goja.AssertFunction(date.Get("parse"))
+	utc, _ := goja.AssertFunction(date.Get("UTC"))
+	parse := func(v goja.Value) goja.Value {
+		s := c.toStr(v)
+		ms := callOrig(origParse, goja.Undefined(), s).ToFloat()
+		if math.IsNaN(ms) || isoDateOnly.MatchString(s.String()) || hasZone.MatchString(s.String()) {
+			return c.vm.ToValue(ms)
+		}
+		_, offset := time.UnixMilli(int64(ms)).In(time.Local).Zone()
+		return c.vm.ToValue(ms + float64(offset)*1000)
+	}
+	c.wrap(date, "parse", func(_ goja.Callable, fc goja.FunctionCall) goja.Value { return parse(fc.Argument(0)) })
+	c.proxyConstructor("Date",
+		func(target *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+			switch {
+			case len(args) >= 2:
+				args = []goja.Value{callOrig(utc, goja.Undefined(), args...)}
+			case len(args) == 1:
+				if _, isObj := args[0].(*goja.Object); !isObj {
+					if s, ok := args[0].(goja.String); ok {
+						args = []goja.Value{parse(s)}
+					}
+				}
+			}
+			return c.construct(target, args, newTarget)
+		},
+		func(target *goja.Object, _ goja.Value, _ []goja.Value) goja.Value {
+			now := c.construct(target, nil, target)
+			return c.vm.ToValue(formatMillis(now.ToNumber().ToFloat(), dateTimeLayout))
+		})
 }

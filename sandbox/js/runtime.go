@@ -2,7 +2,6 @@ package js
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
@@ -59,7 +59,7 @@ type Runtime struct {
 	// (bindOp).
 	epoch    time.Time
 	watchdog *watchdog
-	// spares are VMs prepared ahead (spare.go) by the preparer goroutine,
+	// spares are VMs prepared ahead (pool.go) by the preparer goroutine,
 	// which takes its requests from want and closes preparerDone when it
 	// ends.
 	spares       chan *call
@@ -174,56 +174,6 @@ func (r *Runtime) Close() error {
 	return r.closeErr
 }
 
-// acquire admits one call and takes a slot for it; leave must follow,
-// told whether the call still holds its slot.
-func (r *Runtime) acquire(ctx context.Context, op opName) error {
-	if !r.admit() {
-		return fault.New(fault.NotAvailable, op.String(), "runtime closed")
-	}
-	if err := r.slots.Take(ctx); err != nil {
-		r.calls.Done()
-		if errors.Is(err, sandbox.ErrSlotsClosed) {
-			return fault.New(fault.NotAvailable, op.String(), "runtime closed")
-		}
-		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op.String()), op.String(),
-			"no free slot in a pool of %d", r.slots.Size())
-	}
-	return nil
-}
-
-// tryAcquire is acquire without waiting: it reports false, admitting
-// nothing, when the runtime is closed or no slot is free at once.
-func (r *Runtime) tryAcquire() bool {
-	if !r.admit() {
-		return false
-	}
-	if !r.slots.TryTake() {
-		r.calls.Done()
-		return false
-	}
-	return true
-}
-
-// admit counts a call in, for Close to wait for; it reports false, counting
-// nothing, when the runtime is closed.
-func (r *Runtime) admit() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.calls.Add(1)
-	return true
-}
-
-// leave ends a call acquire admitted, freeing its slot when it holds one.
-func (r *Runtime) leave(held bool) {
-	if held {
-		r.slots.Leave()
-	}
-	r.calls.Done()
-}
-
 // callLimits is the runtime's limits tightened by a call's own.
 func (r *Runtime) callLimits(l sandbox.Limits, op opName, node string) (sandbox.Limits, error) {
 	if l == (sandbox.Limits{}) || l == r.limits {
@@ -269,3 +219,42 @@ func (r *Runtime) opFor(verb, node string) string {
 
 // maxOps bounds the error prefixes a runtime keeps.
 const maxOps = 1024
+
+// Settings are the settings of a "sandbox.Runtime"/"js" resource.
+type Settings struct {
+	// Limits are the runtime's limits; unset fields take the defaults.
+	Limits LimitSettings `json:"limits"`
+	// PoolSize is how many calls run at once (0: GOMAXPROCS).
+	PoolSize int `json:"pool_size"`
+	// ProgramCacheSize is how many compiled scripts are kept (0: 256).
+	ProgramCacheSize int `json:"program_cache_size"`
+}
+
+// LimitSettings are sandbox.Limits as a document writes them.
+type LimitSettings = sandbox.LimitSettings
+
+// Factory returns the factory of kind "sandbox.Runtime", impl "js". It
+// has no dependencies; its value is a *Runtime, closed with the resource.
+func Factory() resource.Factory {
+	return resource.FactoryFunc(resource.Spec{Kind: sandbox.Kind, Impl: Name}, newFromInput)
+}
+
+func newFromInput(ctx context.Context, in resource.Input) (any, error) {
+	op := fmt.Sprintf("build script runtime %q", in.Name)
+	if err := ctx.Err(); err != nil {
+		return nil, fault.FromContext(err, op)
+	}
+	s, err := resource.DecodeTyped[Settings](in.Settings)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	limits, err := s.Limits.Limits()
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, ProgramCacheSize: s.ProgramCacheSize})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return rt, nil
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,45 +13,6 @@ import (
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
-
-// intrinsics are built-ins captured before the script (or a guard) can
-// replace them; the runner's own code uses only these.
-type intrinsics struct {
-	parse             goja.Callable // JSON.parse
-	stringify         goja.Callable // JSON.stringify
-	freeze            goja.Callable // Object.freeze
-	preventExtensions goja.Callable // Object.preventExtensions
-	construct         goja.Callable // Reflect.construct
-	isArray           goja.Callable // Array.isArray
-	descriptor        goja.Callable // Object.getOwnPropertyDescriptor
-	toString          goja.Callable // String
-	errorCtor         *goja.Object  // Error
-}
-
-func captureIntrinsics(vm *goja.Runtime) intrinsics {
-	obj := func(name string) *goja.Object { return vm.Get(name).ToObject(vm) }
-	fn := func(o *goja.Object, name string) goja.Callable {
-		f, _ := goja.AssertFunction(o.Get(name))
-		return f
-	}
-	json, object, reflect, array := obj("JSON"), obj("Object"), obj("Reflect"), obj("Array")
-	str, _ := goja.AssertFunction(vm.Get("String"))
-	return intrinsics{
-		parse: fn(json, "parse"), stringify: fn(json, "stringify"), freeze: fn(object, "freeze"),
-		preventExtensions: fn(object, "preventExtensions"),
-		construct:         fn(reflect, "construct"), isArray: fn(array, "isArray"), errorCtor: obj("Error"),
-		descriptor: fn(object, "getOwnPropertyDescriptor"), toString: str,
-	}
-}
-
-// rethrow re-raises an error returned by a goja.Callable inside the VM: a
-// script exception stays catchable, an interrupt or stack overflow stays
-// uncatchable.
-func rethrow(err error) {
-	if err != nil {
-		panic(err)
-	}
-}
 
 // fromJSON turns JSON text (made by Go) into a fresh JS value with the VM's
 // own JSON.parse; nothing Go-backed reaches the script.
@@ -81,6 +43,127 @@ func (c *call) fromGoFrozen(v any, max int64, limit string) goja.Value {
 		return tv
 	}
 	return c.deepFreeze(c.fromGo(v, max, limit))
+}
+
+// deepFreeze freezes v and every object reachable through its own
+// properties (v is a fresh JSON value).
+func (c *call) deepFreeze(v goja.Value) goja.Value {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return v
+	}
+	for _, k := range o.Keys() {
+		c.deepFreeze(o.Get(k))
+	}
+	c.freeze(o)
+	return v
+}
+
+// maxTreeDepth is how deep fromTree goes before it leaves a value to the
+// JSON route.
+const maxTreeDepth = 64
+
+// fromGoTree is fromGo for a map[string]any or []any of JSON values,
+// made into script objects and arrays directly rather than through JSON
+// text (json.Marshal and the VM's JSON.parse, several times slower): the
+// same value, with an object's keys in the sorted order JSON.parse of
+// json.Marshal's text gives them, made only when its JSON fits in max.
+// frozen freezes every object and array made. ok is false for a value it
+// leaves to the JSON route: another Go type, NaN or an infinity, text that
+// is not UTF-8, nesting deeper than maxTreeDepth.
+func (c *call) fromGoTree(v any, max int64, limit string, frozen bool) (goja.Value, bool) {
+	switch v.(type) {
+	case map[string]any, []any:
+	default:
+		return nil, false
+	}
+	size, err := sandbox.JSONBytes(v)
+	if err != nil {
+		return nil, false
+	}
+	if size > max {
+		c.abort(c.limitError(limit))
+	}
+	if !plainTree(v, 0) {
+		return nil, false
+	}
+	return c.tree(v, frozen), true
+}
+
+// plainTree reports whether fromGoTree can make v directly.
+func plainTree(v any, depth int) bool {
+	if depth > maxTreeDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool:
+		return true
+	case float64:
+		return x == x && x-x == 0 // neither NaN nor an infinity
+	case string:
+		return utf8.ValidString(x)
+	case map[string]any:
+		if x == nil {
+			return false // null in JSON: left to the JSON route
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) || !plainTree(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !plainTree(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// tree makes a value plainTree accepted.
+func (c *call) tree(v any, frozen bool) goja.Value {
+	switch x := v.(type) {
+	case nil:
+		return goja.Null()
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		o := c.vm.NewObject()
+		if !frozen {
+			for _, k := range keys {
+				_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+			}
+			return o
+		}
+		// Frozen from the start: read-only, fixed properties, then no new
+		// ones (what Object.freeze makes, without its walk over them).
+		for _, k := range keys {
+			_ = o.DefineDataProperty(k, c.tree(x[k], frozen), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		}
+		_, err := c.in.preventExtensions(goja.Undefined(), o)
+		rethrow(err)
+		return o
+	case []any:
+		items := make([]any, len(x))
+		for i, e := range x {
+			items[i] = c.tree(e, frozen)
+		}
+		a := c.vm.NewArray(items...)
+		if frozen {
+			c.freeze(a)
+		}
+		return a
+	}
+	return c.vm.ToValue(v) // bool, float64, string
 }
 
 // fromGoJSON is fromGo through JSON text: json.Marshal, then the VM's
@@ -228,268 +311,9 @@ func (c *call) decodeValue(data []byte) any {
 	return out
 }
 
-// maxNesting is how deep JSON text, JSON values, joined arrays and
-// flattened arrays may nest, as a multiple of the stack-depth limit: the
-// built-ins that walk them recurse on the Go stack, out of reach of the
-// VM's own stack limit.
-const nestingPerFrame = 16
-
-func (c *call) maxNesting() int { return nestingPerFrame * c.limits.StackDepth }
-
-// jsonBudget counts the bytes JSON.stringify is producing, through a
-// replacer function it installs, and stops the call when they pass max.
-type jsonBudget struct {
-	c     *call
-	max   int64
-	limit string
-	n     int64
-	gap   int64
-	depth map[*goja.Object]int
-	user  goja.Callable // the script's replacer function, if any
-	keys  []string      // the script's property list, if any
-	num   []byte
-}
-
-// stringify is JSON.stringify(value, replacer, space) with a byte budget:
-// output past max bytes, or nesting past maxNesting, stops the call with
-// limit (memory_bytes for the script's own JSON.stringify,
-// max_value_bytes for a value crossing to the host).
-func (c *call) stringify(value, replacer, space goja.Value, max int64, limit string) goja.Value {
-	b := &jsonBudget{c: c, max: max, limit: limit, depth: map[*goja.Object]int{}}
-	b.gap = gapLen(space)
-	if r, ok := replacer.(*goja.Object); ok {
-		if f, ok := goja.AssertFunction(r); ok {
-			b.user = f
-		} else if c.isArray(r) {
-			b.keys = c.propertyList(r)
-		}
-	}
-	fn := c.vm.ToValue(b.replace)
-	if space == nil {
-		space = goja.Undefined()
-	}
-	out, err := c.in.stringify(goja.Undefined(), value, fn, space)
-	rethrow(err)
-	if s, ok := out.(goja.String); ok && int64(s.Length()) > max {
-		c.abort(c.limitError(limit))
-	}
-	return out
-}
-
-func gapLen(space goja.Value) int64 {
-	if space == nil || goja.IsUndefined(space) || goja.IsNull(space) {
-		return 0
-	}
-	if s, ok := space.(goja.String); ok {
-		return int64(min(s.Length(), 10))
-	}
-	if o, ok := space.(*goja.Object); ok && (o.ClassName() == "String") {
-		return int64(min(len(o.String()), 10))
-	}
-	n := space.ToInteger()
-	return max(0, min(n, 10))
-}
-
 func (c *call) isArray(v goja.Value) bool {
 	r, err := c.in.isArray(goja.Undefined(), v)
 	return err == nil && r.ToBoolean()
-}
-
-// propertyList reads an array replacer into its list of keys.
-func (c *call) propertyList(arr *goja.Object) []string {
-	n := c.arrayLength(arr)
-	seen := make(map[string]bool)
-	var keys []string
-	for i := int64(0); i < n; i++ {
-		v := arr.Get(strconv.FormatInt(i, 10))
-		if !isPropertyKey(v) {
-			continue
-		}
-		k := v.String()
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-func isPropertyKey(v goja.Value) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case goja.String:
-		return true
-	case *goja.Object:
-		cls := t.ClassName()
-		return cls == "String" || cls == "Number"
-	}
-	return isNumber(v)
-}
-
-func isNumber(v goja.Value) bool {
-	switch v.Export().(type) {
-	case int64, float64:
-		return true
-	}
-	return false
-}
-
-// replace is the replacer JSON.stringify calls for every value.
-func (b *jsonBudget) replace(fc goja.FunctionCall) goja.Value {
-	c := b.c
-	c.checkStop()
-	holder, _ := fc.This.(*goja.Object)
-	key, val := fc.Argument(0), fc.Argument(1)
-	if b.user != nil {
-		v, err := b.user(fc.This, key, val)
-		rethrow(err)
-		val = v
-	}
-	depth := b.depth[holder]
-	obj, isObj := val.(*goja.Object)
-	if isObj && b.keys != nil && !c.isArray(obj) && !isBoxed(obj) {
-		if _, callable := goja.AssertFunction(obj); !callable {
-			obj = b.project(obj)
-			val = obj
-		}
-	}
-	b.count(holder, key, val, depth)
-	if isObj {
-		if _, callable := goja.AssertFunction(obj); !callable && !isBoxed(obj) {
-			if depth+1 > c.maxNesting() {
-				c.abort(c.limitError(sandbox.LimitStack))
-			}
-			b.depth[obj] = depth + 1
-		}
-	}
-	if b.n > b.max {
-		c.abort(c.limitError(b.limit))
-	}
-	return val
-}
-
-func isBoxed(o *goja.Object) bool {
-	switch o.ClassName() {
-	case "String", "Number", "Boolean", "BigInt":
-		return true
-	}
-	return false
-}
-
-// project returns a new object with only the property list's keys of o,
-// in the list's order.
-func (b *jsonBudget) project(o *goja.Object) *goja.Object {
-	out := b.c.vm.NewObject()
-	for _, k := range b.keys {
-		if v := o.Get(k); v != nil {
-			_ = out.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
-		}
-	}
-	return out
-}
-
-// count adds the bytes val will take in the output.
-func (b *jsonBudget) count(holder *goja.Object, key, val goja.Value, depth int) {
-	inArray := holder != nil && holder.ClassName() == "Array"
-	if val == nil || goja.IsUndefined(val) {
-		if inArray {
-			b.n += 5 // null,
-		}
-		return
-	}
-	if o, ok := val.(*goja.Object); ok {
-		if _, callable := goja.AssertFunction(o); callable {
-			if inArray {
-				b.n += 5
-			}
-			return
-		}
-	}
-	if !inArray {
-		b.n += jsonQuotedLen(key.String()) + 2 // "key": and a comma
-	} else {
-		b.n++
-	}
-	if b.gap > 0 {
-		b.n += 1 + b.gap*int64(depth+1)
-	}
-	b.n += b.valueLen(val)
-}
-
-func (b *jsonBudget) valueLen(val goja.Value) int64 {
-	switch t := val.(type) {
-	case goja.String:
-		return jsonQuotedLen(t.String())
-	case *goja.Object:
-		if isBoxed(t) {
-			return jsonQuotedLen(t.String())
-		}
-		return 2
-	}
-	switch e := val.Export().(type) {
-	case bool:
-		return 5
-	case int64:
-		b.num = strconv.AppendInt(b.num[:0], e, 10)
-		return int64(len(b.num))
-	case float64:
-		b.num = strconv.AppendFloat(b.num[:0], e, 'g', -1, 64)
-		return int64(len(b.num))
-	}
-	return 4 // null
-}
-
-// jsonQuotedLen is the length of s as a JSON string, quotes included.
-func jsonQuotedLen(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); i++ {
-		switch ch := s[i]; {
-		case ch == '"' || ch == '\\' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\b' || ch == '\f':
-			n += 2
-		case ch < 0x20:
-			n += 6
-		default:
-			n++
-		}
-	}
-	return n
-}
-
-// parseJSON is JSON.parse with checks first: text longer than the budget
-// allows for what it parses into (bytesPerJSONByte per byte) stops the
-// call, as does text nested deeper than maxNesting (the parser recurses
-// on the Go stack). The parser is one step the VM cannot interrupt.
-func (c *call) parseJSON(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	text := c.toStr(fc.Argument(0))
-	c.need(float64(text.Length()) * bytesPerJSONByte)
-	if jsonDepth(text.String()) > c.maxNesting() {
-		c.abort(c.limitError(sandbox.LimitStack))
-	}
-	out, err := orig(goja.Undefined(), text, fc.Argument(1))
-	rethrow(err)
-	return out
-}
-
-// jsonDepth returns the deepest nesting of [ and { in s outside strings.
-func jsonDepth(s string) int {
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case inString && ch == '\\':
-			i++
-		case ch == '"':
-			inString = !inString
-		case inString:
-		case ch == '[' || ch == '{':
-			depth++
-			deepest = max(deepest, depth)
-		case ch == ']' || ch == '}':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // smallNumbers is how many integers, from 0, newNumbers holds.

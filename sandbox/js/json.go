@@ -1,0 +1,277 @@
+package js
+
+import (
+	"strconv"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/dop251/goja"
+)
+
+// guardJSON bounds JSON.parse (nesting) and JSON.stringify (output size,
+// nesting).
+func (c *call) guardJSON() {
+	json := c.object("JSON")
+	c.wrap(json, "parse", c.parseJSON)
+	c.wrap(json, "stringify", func(_ goja.Callable, fc goja.FunctionCall) goja.Value {
+		return c.stringify(fc.Argument(0), fc.Argument(1), fc.Argument(2), c.budget(), sandbox.LimitMemory)
+	})
+}
+
+// maxNesting is how deep JSON text, JSON values, joined arrays and
+// flattened arrays may nest, as a multiple of the stack-depth limit: the
+// built-ins that walk them recurse on the Go stack, out of reach of the
+// VM's own stack limit.
+const nestingPerFrame = 16
+
+func (c *call) maxNesting() int { return nestingPerFrame * c.limits.StackDepth }
+
+// jsonBudget counts the bytes JSON.stringify is producing, through a
+// replacer function it installs, and stops the call when they pass max.
+type jsonBudget struct {
+	c     *call
+	max   int64
+	limit string
+	n     int64
+	gap   int64
+	depth map[*goja.Object]int
+	user  goja.Callable // the script's replacer function, if any
+	keys  []string      // the script's property list, if any
+	num   []byte
+}
+
+// stringify is JSON.stringify(value, replacer, space) with a byte budget:
+// output past max bytes, or nesting past maxNesting, stops the call with
+// limit (memory_bytes for the script's own JSON.stringify,
+// max_value_bytes for a value crossing to the host).
+func (c *call) stringify(value, replacer, space goja.Value, max int64, limit string) goja.Value {
+	b := &jsonBudget{c: c, max: max, limit: limit, depth: map[*goja.Object]int{}}
+	b.gap = gapLen(space)
+	if r, ok := replacer.(*goja.Object); ok {
+		if f, ok := goja.AssertFunction(r); ok {
+			b.user = f
+		} else if c.isArray(r) {
+			b.keys = c.propertyList(r)
+		}
+	}
+	fn := c.vm.ToValue(b.replace)
+	if space == nil {
+		space = goja.Undefined()
+	}
+	out, err := c.in.stringify(goja.Undefined(), value, fn, space)
+	rethrow(err)
+	if s, ok := out.(goja.String); ok && int64(s.Length()) > max {
+		c.abort(c.limitError(limit))
+	}
+	return out
+}
+
+func gapLen(space goja.Value) int64 {
+	if space == nil || goja.IsUndefined(space) || goja.IsNull(space) {
+		return 0
+	}
+	if s, ok := space.(goja.String); ok {
+		return int64(min(s.Length(), 10))
+	}
+	if o, ok := space.(*goja.Object); ok && (o.ClassName() == "String") {
+		return int64(min(len(o.String()), 10))
+	}
+	n := space.ToInteger()
+	return max(0, min(n, 10))
+}
+
+// propertyList reads an array replacer into its list of keys.
+func (c *call) propertyList(arr *goja.Object) []string {
+	n := c.arrayLength(arr)
+	seen := make(map[string]bool)
+	var keys []string
+	for i := int64(0); i < n; i++ {
+		v := arr.Get(strconv.FormatInt(i, 10))
+		if !isPropertyKey(v) {
+			continue
+		}
+		k := v.String()
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func isPropertyKey(v goja.Value) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case goja.String:
+		return true
+	case *goja.Object:
+		cls := t.ClassName()
+		return cls == "String" || cls == "Number"
+	}
+	return isNumber(v)
+}
+
+func isNumber(v goja.Value) bool {
+	switch v.Export().(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// replace is the replacer JSON.stringify calls for every value.
+func (b *jsonBudget) replace(fc goja.FunctionCall) goja.Value {
+	c := b.c
+	c.checkStop()
+	holder, _ := fc.This.(*goja.Object)
+	key, val := fc.Argument(0), fc.Argument(1)
+	if b.user != nil {
+		v, err := b.user(fc.This, key, val)
+		rethrow(err)
+		val = v
+	}
+	depth := b.depth[holder]
+	obj, isObj := val.(*goja.Object)
+	if isObj && b.keys != nil && !c.isArray(obj) && !isBoxed(obj) {
+		if _, callable := goja.AssertFunction(obj); !callable {
+			obj = b.project(obj)
+			val = obj
+		}
+	}
+	b.count(holder, key, val, depth)
+	if isObj {
+		if _, callable := goja.AssertFunction(obj); !callable && !isBoxed(obj) {
+			if depth+1 > c.maxNesting() {
+				c.abort(c.limitError(sandbox.LimitStack))
+			}
+			b.depth[obj] = depth + 1
+		}
+	}
+	if b.n > b.max {
+		c.abort(c.limitError(b.limit))
+	}
+	return val
+}
+
+func isBoxed(o *goja.Object) bool {
+	switch o.ClassName() {
+	case "String", "Number", "Boolean", "BigInt":
+		return true
+	}
+	return false
+}
+
+// project returns a new object with only the property list's keys of o,
+// in the list's order.
+func (b *jsonBudget) project(o *goja.Object) *goja.Object {
+	out := b.c.vm.NewObject()
+	for _, k := range b.keys {
+		if v := o.Get(k); v != nil {
+			_ = out.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+		}
+	}
+	return out
+}
+
+// count adds the bytes val will take in the output.
+func (b *jsonBudget) count(holder *goja.Object, key, val goja.Value, depth int) {
+	inArray := holder != nil && holder.ClassName() == "Array"
+	if val == nil || goja.IsUndefined(val) {
+		if inArray {
+			b.n += 5 // null,
+		}
+		return
+	}
+	if o, ok := val.(*goja.Object); ok {
+		if _, callable := goja.AssertFunction(o); callable {
+			if inArray {
+				b.n += 5
+			}
+			return
+		}
+	}
+	if !inArray {
+		b.n += jsonQuotedLen(key.String()) + 2 // "key": and a comma
+	} else {
+		b.n++
+	}
+	if b.gap > 0 {
+		b.n += 1 + b.gap*int64(depth+1)
+	}
+	b.n += b.valueLen(val)
+}
+
+func (b *jsonBudget) valueLen(val goja.Value) int64 {
+	switch t := val.(type) {
+	case goja.String:
+		return jsonQuotedLen(t.String())
+	case *goja.Object:
+		if isBoxed(t) {
+			return jsonQuotedLen(t.String())
+		}
+		return 2
+	}
+	switch e := val.Export().(type) {
+	case bool:
+		return 5
+	case int64:
+		b.num = strconv.AppendInt(b.num[:0], e, 10)
+		return int64(len(b.num))
+	case float64:
+		b.num = strconv.AppendFloat(b.num[:0], e, 'g', -1, 64)
+		return int64(len(b.num))
+	}
+	return 4 // null
+}
+
+// jsonQuotedLen is the length of s as a JSON string, quotes included.
+func jsonQuotedLen(s string) int64 {
+	n := int64(2)
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '"' || ch == '\\' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\b' || ch == '\f':
+			n += 2
+		case ch < 0x20:
+			n += 6
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// parseJSON is JSON.parse with checks first: text longer than the budget
+// allows for what it parses into (bytesPerJSONByte per byte) stops the
+// call, as does text nested deeper than maxNesting (the parser recurses
+// on the Go stack). The parser is one step the VM cannot interrupt.
+func (c *call) parseJSON(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	text := c.toStr(fc.Argument(0))
+	c.need(float64(text.Length()) * bytesPerJSONByte)
+	if jsonDepth(text.String()) > c.maxNesting() {
+		c.abort(c.limitError(sandbox.LimitStack))
+	}
+	out, err := orig(goja.Undefined(), text, fc.Argument(1))
+	rethrow(err)
+	return out
+}
+
+// jsonDepth returns the deepest nesting of [ and { in s outside strings.
+func jsonDepth(s string) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case inString && ch == '\\':
+			i++
+		case ch == '"':
+			inString = !inString
+		case inString:
+		case ch == '[' || ch == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ch == ']' || ch == '}':
+			depth--
+		}
+	}
+	return deepest
+}
