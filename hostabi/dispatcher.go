@@ -189,34 +189,6 @@ func (l *InterruptLatch) Done() <-chan struct{} {
 	return l.done
 }
 
-// Wait blocks until the latch remembers an interrupt, taking one from ch
-// (and remembering it) when one arrives there, and returns it; it returns
-// false when ctx ends first. A nil or closed ch never interrupts, but an
-// interrupt another poller remembers still ends the wait.
-func (l *InterruptLatch) Wait(ctx context.Context, ch <-chan agent.Interrupt) (agent.Interrupt, bool) {
-	done := l.Done()
-	for {
-		select {
-		case <-done:
-			return l.Poll(nil)
-		case <-ctx.Done():
-			return agent.Interrupt{}, false
-		case intr, ok := <-ch:
-			if !ok {
-				ch = nil // closed: only another poller can still interrupt
-				continue
-			}
-			l.mu.Lock()
-			if l.seen == nil {
-				l.setLocked(intr)
-			}
-			seen := *l.seen
-			l.mu.Unlock()
-			return seen, true
-		}
-	}
-}
-
 // Poll returns the remembered interrupt, or takes one from ch without
 // blocking and remembers it. A nil or closed ch never interrupts.
 func (l *InterruptLatch) Poll(ch <-chan agent.Interrupt) (agent.Interrupt, bool) {

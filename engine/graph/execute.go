@@ -46,6 +46,12 @@ type runState struct {
 	waveLen int
 	retries atomic.Int64
 	running runningNodes
+	// watch stops the nodes of a wave interrupt_grace after an interrupt;
+	// nil when the host has no interrupts.
+	watch *waveWatch
+	// meter charges the run's script time to its tenant (agent.Meter);
+	// nil when the host has none.
+	meter agent.Meter
 	// save is the context of the run's checkpoint saves and its run-end
 	// publish, made at the first: without the run's cancellation (the
 	// checkpoints of a run being cancelled are still saved, its run end
@@ -144,6 +150,7 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 		cache: runCaches{runPart: event.SanitiseID(run.ID)}}
 	r.latch = &r.own.latch
 	r.running.ids = r.own.running[:0]
+	r.meter, _ = agent.CapabilityFromHost[agent.Meter](host)
 	if p, ok := agent.CapabilityFromHost[JournalProvider](host); ok {
 		r.journal = p.Journal()
 	}
@@ -198,7 +205,9 @@ func (r *runState) loop(ctx context.Context) error {
 		if err := r.beforeWave(ctx, wave); err != nil {
 			return err
 		}
+		r.watch.begin()
 		routes, err := r.runWave(ctx, wave)
+		r.watch.end()
 		if err != nil {
 			return r.failed(ctx, err)
 		}
@@ -262,42 +271,6 @@ func (r *runState) failed(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// watchInterrupts returns ctx made to end, with the interrupt as its
-// cause, interrupt_grace after the run's host interrupts it, so that a
-// node that runs on (a loop that never calls host.checkInterrupt) is
-// stopped rather than left to its wall time; the run then ends
-// Interrupted at its last checkpoint. stop ends the watch and waits for
-// its goroutine. A host without interrupts is not watched.
-func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop func()) {
-	ch := r.host.Interrupts()
-	if ch == nil {
-		return ctx, func() {}
-	}
-	wctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		intr, ok := r.latch.Wait(wctx, ch)
-		if !ok {
-			return
-		}
-		t := time.NewTimer(r.e.opts.InterruptGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancel(agent.Interrupted(intr))
-		case <-wctx.Done():
-		}
-	}()
-	return wctx, func() {
-		cancel(errRunEnded)
-		<-done
-	}
-}
-
-// errRunEnded is the cause of a run's watch context once the run ended.
-var errRunEnded = errors.New("the run ended")
 
 // contextError classifies the end of ctx by its cause: an interrupt stays
 // Interrupted, a deadline is Timeout, a cancel is Aborted (keeping

@@ -125,14 +125,15 @@ func (h *inferenceHandler) failed(ctx context.Context, c *Call, out *inferenceOu
 }
 
 // report writes the usage to usage_key and reports it to the host. Only a
-// BudgetExceeded answer fails the node; other errors are for
-// observability.
+// BudgetExceeded or RateLimit answer (a quota) fails the node; other errors
+// are for observability.
 func (h *inferenceHandler) report(ctx context.Context, c *Call, u agent.Usage) error {
 	if h.usageKey != "" {
 		c.Board.Vars[h.usageKey] = map[string]any{
 			"input": float64(u.InputTokens), "output": float64(u.OutputTokens), "total": float64(u.TotalTokens)}
 	}
-	if err := c.Host.ReportUsage(ctx, u); err != nil && (fault.Is(err, fault.BudgetExceeded) || ctx.Err() != nil) {
+	if err := c.Host.ReportUsage(ctx, u); err != nil &&
+		(fault.Is(err, fault.BudgetExceeded) || fault.Is(err, fault.RateLimit) || ctx.Err() != nil) {
 		return fault.Wrap(fault.KindOr(err, fault.BudgetExceeded), err, opInference, "node %q: report usage", c.Node)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -187,12 +188,22 @@ func (h *scriptHandler) Run(ctx context.Context, c *Call) error {
 	return c.invokeScript(ctx, h.rt, h.script, cfg, c.static)
 }
 
+// meter is the run host's agent.Meter, nil when it has none.
+func (c *Call) meter() agent.Meter {
+	if c.rs == nil {
+		return nil
+	}
+	return c.rs.meter
+}
+
 // invokeScript runs script on rt as c's node, with cfg as its config (in
 // the script when static, the same map at every call: the runtime may
 // keep what it made of it), and makes the call's board writes on c.Board.
 // The engine measures the board as it applies them, from the size it
 // knew, so that it need not measure the board after the wave: nothing the
-// runtime reports is taken on trust.
+// runtime reports is taken on trust. The call's time is charged to the
+// host's agent.Meter, when it has one (a tenant's quotas); a charge past a
+// quota fails the node.
 func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sandbox.Script, cfg map[string]any, static bool) error {
 	inv := sandbox.Invocation{Node: c.Node, Type: c.Type, Script: script, Board: *c.Board, BoardBytes: c.boardBytes,
 		ABI: c.ABI(), Run: c.RunInfo, Limits: c.Limits, Parallel: c.Parallel}
@@ -201,7 +212,17 @@ func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sand
 	} else {
 		inv.Config = cfg
 	}
+	var start time.Time
+	meter := c.meter()
+	if meter != nil {
+		start = time.Now()
+	}
 	out, err := rt.Invoke(ctx, inv)
+	if meter != nil {
+		if qerr := meter.ChargeCPU(time.Since(start)); qerr != nil && err == nil {
+			err = fmt.Errorf("invoke node %q: %w", c.Node, qerr)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		return err // stopped by the run's end (an interrupt past its grace, a cancel, a deadline): its writes are dropped
 	}

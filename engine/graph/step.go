@@ -327,3 +327,98 @@ func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (
 	a.once.Do(func() { a.d = hostabi.NewDispatcher(a.config()) })
 	return a.d.Call(ctx, name, args)
 }
+
+// interruptPoll is how often the engine looks for an interrupt while a
+// wave runs past it; a wave shorter than it is never looked at.
+const interruptPoll = 2 * time.Millisecond
+
+// watchInterrupts returns ctx made to end, with the interrupt as its
+// cause, interrupt_grace after the run's host interrupts it while a wave
+// runs, so that a node that runs on (a loop that never calls
+// host.checkInterrupt) is stopped rather than left to its wall time; the
+// run then ends Interrupted at its last checkpoint. The watch polls the
+// run's latch (no other reader of the host's channel, so no interrupt is
+// ever taken out of sight of the wave boundaries' polls). stop ends the
+// watch. A host without interrupts is not watched.
+func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop func()) {
+	ch := r.host.Interrupts()
+	if ch == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	r.watch = &waveWatch{latch: r.latch, ch: ch, grace: r.e.opts.InterruptGrace, cancel: cancel}
+	return wctx, func() {
+		r.watch.end()
+		cancel(errRunEnded)
+	}
+}
+
+// errRunEnded is the cause of a run's watch context once the run ended.
+var errRunEnded = errors.New("the run ended")
+
+// waveWatch looks for an interrupt while a wave runs, every interruptPoll,
+// and stops the run interrupt_grace after one.
+type waveWatch struct {
+	latch  *hostabi.InterruptLatch
+	ch     <-chan agent.Interrupt
+	grace  time.Duration
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	running bool
+	tick    *time.Timer
+	stop    *time.Timer // the grace, once an interrupt was seen
+}
+
+// begin starts watching a wave; a nil watch watches nothing.
+func (w *waveWatch) begin() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = true
+	if w.tick == nil {
+		w.tick = time.AfterFunc(interruptPoll, w.check)
+	} else {
+		w.tick.Reset(interruptPoll)
+	}
+}
+
+// end stops watching the wave.
+func (w *waveWatch) end() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = false
+	if w.tick != nil {
+		w.tick.Stop()
+	}
+	if w.stop != nil {
+		w.stop.Stop()
+		w.stop = nil
+	}
+}
+
+// check polls the latch; an interrupt starts the grace, else the next
+// poll is armed.
+func (w *waveWatch) check() {
+	intr, interrupted := w.latch.Poll(w.ch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !w.running:
+	case !interrupted:
+		w.tick.Reset(interruptPoll)
+	case w.stop == nil:
+		w.stop = time.AfterFunc(w.grace, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.running {
+				w.cancel(agent.Interrupted(intr))
+			}
+		})
+	}
+}

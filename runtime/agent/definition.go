@@ -12,7 +12,11 @@ import (
 // Definition describes an agent: its card, its engine, its hooks and the
 // host capabilities its scripts are granted.
 type Definition struct {
-	Card         AgentCard `json:"card"`
+	Card AgentCard `json:"card"`
+	// Tenant names the tenant the agent belongs to: its quotas bound the
+	// agent's sessions and turns, and its scripts never share a worker, a
+	// VM or a journal with another tenant's. "": DefaultTenant.
+	Tenant       string    `json:"tenant,omitempty"`
 	Tools        []string  `json:"tools,omitempty"`
 	Engine       EngineRef `json:"engine"`
 	Policy       Policy    `json:"policy,omitzero"`
@@ -21,6 +25,18 @@ type Definition struct {
 	Observe      []HookRef `json:"observe,omitempty"`
 	Referees     []HookRef `json:"referees,omitempty"`
 	Commit       []HookRef `json:"commit,omitempty"`
+}
+
+// DefaultTenant is the tenant of an agent whose definition names none.
+const DefaultTenant = "default"
+
+// TenantID returns the tenant the agent belongs to: Tenant, or
+// DefaultTenant.
+func (d Definition) TenantID() string {
+	if d.Tenant == "" {
+		return DefaultTenant
+	}
+	return d.Tenant
 }
 
 // AgentCard is what an agent tells about itself.

@@ -175,7 +175,8 @@ func newExecution(ctx context.Context, a *Agent, host Host, req Request, cfg Exe
 		return nil, err
 	}
 	x.req.RunID = runID
-	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, ParentRunID: cfg.ParentRunID, StartedAt: x.startedAt(),
+	x.base = Run{ID: runID, AgentID: a.ID, ContextID: req.ContextID, Tenant: a.Definition.TenantID(),
+		ParentRunID: cfg.ParentRunID, StartedAt: x.startedAt(),
 		Capabilities: slices.Clone(a.Definition.Capabilities)}
 	x.host = x.usage.wrap(host)
 	x.referees = appendPresent(appendPresent(nil, a.Referees), cfg.Referees)

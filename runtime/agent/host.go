@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
@@ -50,6 +51,16 @@ type Checkpointer interface {
 // stop spending; other errors are only for observability.
 type UsageReporter interface {
 	ReportUsage(ctx context.Context, u Usage) error
+}
+
+// Meter is a host capability (CapabilityFromHost) through which an engine
+// charges the work of a turn to its tenant's quotas: ChargeCPU after each
+// script call with the CPU time the call took (or its duration when the
+// runner cannot tell CPU time). An error is a quota the charge passed —
+// BudgetExceeded for the turn's own amount, RateLimit for the tenant's
+// rate — and the work must stop; it names the quota and the tenant.
+type Meter interface {
+	ChargeCPU(d time.Duration) error
 }
 
 // Interrupt asks a run to stop at its next safe point.

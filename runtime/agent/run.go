@@ -59,9 +59,11 @@ type Result struct {
 
 // Run is the identity of one engine execution.
 type Run struct {
-	ID          string
-	AgentID     string
-	ContextID   string
+	ID        string
+	AgentID   string
+	ContextID string
+	// Tenant is the tenant the agent belongs to (Definition.TenantID).
+	Tenant      string
 	ParentRunID string
 	Attempt     int
 	ResumeFrom  *Checkpoint // set when the run resumes a parked checkpoint

@@ -160,6 +160,13 @@ type Config struct {
 	// run-end events before it detaches the sinks. 0: 5 s; negative: a
 	// Validation error.
 	FinalizeBudget time.Duration
+	// Quotas bound each tenant's agents, by tenant id (an agent's
+	// Definition.TenantID; UpdateQuotas replaces them). A tenant without an
+	// entry is bounded only by Tunables. A negative bound is a Validation
+	// error.
+	Quotas map[string]Quotas
+	// Clock tells the time of the tenants' per-minute rates. nil: time.Now.
+	Clock func() time.Time
 }
 
 // resolve fills in the defaults and checks what remains.
@@ -188,7 +195,21 @@ func (c Config) resolve() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return c, nil
+	var err error
+	c.Quotas, err = checkQuotas(c.Quotas)
+	return c, err
+}
+
+// checkQuotas copies quotas, refusing a negative bound.
+func checkQuotas(quotas map[string]Quotas) (map[string]Quotas, error) {
+	out := make(map[string]Quotas, len(quotas))
+	for tenant, q := range quotas {
+		if err := q.validate(tenant); err != nil {
+			return nil, err
+		}
+		out[tenant] = q
+	}
+	return out, nil
 }
 
 // SessionObserver sees session lifecycle events. Callbacks must not block

@@ -78,6 +78,9 @@ func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error
 	if ephemeral {
 		h = &ephemeralHost{Host: h}
 	}
+	if t.quota != nil && t.quota.q != (Quotas{}) { // the tenant's quotas, when it has any
+		h = &quotaHost{Host: h, tq: t.quota}
+	}
 	return &steerHost{Host: h, turn: t}, nil
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ type Manager struct {
 	draining   bool
 	tun        Tunables
 	cur        *epoch
+	tenants    *tenants
 
 	closeOnce sync.Once
 	closeErr  error
@@ -48,6 +50,7 @@ type testHooks struct {
 // entry is a live session with its lease count and idle timer.
 type entry struct {
 	s        *Session
+	tenant   string // the agent's tenant (agent.Definition.TenantID)
 	leases   int
 	timer    *time.Timer
 	timerGen uint64
@@ -90,6 +93,7 @@ func NewManagerWithConfig(deps Deps, cfg Config) (*Manager, error) {
 		deleting:     map[Key]*deleteMark{},
 		tun:          cfg.Tunables,
 		cur:          &epoch{deps: deps},
+		tenants:      newTenants(cfg.Quotas, cfg.Clock),
 	}, nil
 }
 
@@ -129,12 +133,49 @@ func (m *Manager) Open(ctx context.Context, key Key) (*Lease, error) {
 	if len(m.entries) >= m.tun.MaxSessions {
 		return nil, fault.New(fault.RateLimit, "open session", "max sessions reached (%d)", m.tun.MaxSessions)
 	}
-	if _, ok := m.cur.deps.Resolver.Agent(key.AgentID); !ok {
+	ag, ok := m.cur.deps.Resolver.Agent(key.AgentID)
+	if !ok {
 		return nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
 	}
-	e := &entry{s: newSession(m, key, m.tun), leases: 1}
+	tenant := ag.Definition.TenantID()
+	if err := m.tenantSessionsLocked(tenant); err != nil {
+		return nil, fmt.Errorf("open session %s: %w", key, err)
+	}
+	e := &entry{s: newSession(m, key, m.tun), tenant: tenant, leases: 1}
 	m.entries[key] = e
 	return &Lease{m: m, e: e}, nil
+}
+
+// tenantSessionsLocked refuses a session past the tenant's sessions
+// quota; m.mu is held.
+func (m *Manager) tenantSessionsLocked(tenant string) error {
+	q := m.tenants.quota(tenant)
+	if q.Sessions <= 0 {
+		return nil
+	}
+	n := 0
+	for _, e := range m.entries {
+		if e.tenant == tenant {
+			n++
+		}
+	}
+	if n >= q.Sessions {
+		return amountError(tenant, "sessions", int64(q.Sessions))
+	}
+	return nil
+}
+
+// UpdateQuotas replaces the tenants' quotas; what they hold and have spent
+// stays, and a new bound applies from the next session or turn (a running
+// turn keeps the bounds it started with). A negative bound is a
+// Validation error.
+func (m *Manager) UpdateQuotas(quotas map[string]Quotas) error {
+	q, err := checkQuotas(quotas)
+	if err != nil {
+		return err
+	}
+	m.tenants.set(q)
+	return nil
 }
 
 // GetOrCreate is Open.

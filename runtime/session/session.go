@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -267,7 +268,14 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	if err := s.ensureCatalog(ctx, ep); err != nil {
 		return nil, err
 	}
+	tenant := ag.Definition.TenantID()
+	endQuota, err := s.m.tenants.beginTurn(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("start turn: %w", err)
+	}
 	t = newTurn(s, ep, runID, cfg, req)
+	t.quota = &turnQuota{ts: s.m.tenants, tenant: tenant, q: s.m.tenants.quota(tenant)}
+	t.endQuota = endQuota
 	if err := t.prepare(ctx, cfg.Ephemeral); err != nil {
 		t.abortStart()
 		return nil, err

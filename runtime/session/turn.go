@@ -57,6 +57,10 @@ type Turn struct {
 	host   agent.Host
 	stream *stream
 	done   chan struct{}
+	// quota is what the turn spends of its tenant's quotas, and endQuota
+	// releases its place among the tenant's running turns.
+	quota    *turnQuota
+	endQuota func()
 
 	mu      sync.Mutex
 	state   TurnState
@@ -99,6 +103,7 @@ func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 // abortStart releases what a failed start built.
 func (t *Turn) abortStart() {
 	t.cancel()
+	t.endQuota()
 	if t.stream != nil {
 		t.stream.close()
 	}
@@ -249,6 +254,7 @@ func (t *Turn) settle(res *agent.Result, err, finErr error, durable bool) {
 		t.persist(res)
 	}
 	t.cancel()
+	t.endQuota()
 	t.s.m.releaseEpoch(t.ep)
 	// Observers hear of the end before Wait returns and before the session
 	// counts as idle, so OnTurnFinished always precedes OnSessionClosing.
