@@ -410,3 +410,39 @@ func TestBuildPlacesSessionTunableErrors(t *testing.T) {
 	tun.IdleTimeout, tun.SinkBuffer = 90*time.Second, 16
 	assert.Equal(t, tun, rt.Sessions().Tunables(), "the keys left out keep session.DefaultTunables")
 }
+
+// Tenants are declared in runtime.tenants with their quotas; an agent that
+// names an undeclared tenant, a negative quota and an unknown quota key
+// are Validation errors at their own line; a declared tenant's quota holds
+// for its agents.
+func TestBuildTenants(t *testing.T) {
+	doc := func(tenant, quotas string) string {
+		return "version: v1\nresources:\n  events: {kind: event.Bus, impl: memory}\nagents:\n  bot:\n" +
+			"    tenant: " + tenant + "\n    card: {name: Bot}\n    engine: {kind: agent.Engine, impl: lab, deps: {bus: events}}\n" +
+			"runtime:\n  event_bus: events\n  tenants:\n    acme:\n" + quotas
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"undeclared tenant", doc("bravo", "      sessions: 1\n"),
+			`deploy.yaml:6: agents.bot.tenant: tenant "bravo" is not declared in runtime.tenants (declared: acme)`},
+		{"negative quota", doc("acme", "      sessions: -1\n"),
+			`deploy.yaml:13: runtime.tenants.acme.sessions: sessions must be >= 0, got -1`},
+		{"unknown quota", doc("acme", "      session: 1\n"),
+			`deploy.yaml:13: runtime.tenants.acme: unknown field "session"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err, _ := buildErr(t, tt.src)
+			assert.ErrorIs(t, err, fault.Validation)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+	rt, _ := buildLab(t, newLab(), nil, doc("acme", "      sessions: 1\n"))
+	lease, err := rt.Sessions().Open(context.Background(), session.Key{AgentID: "bot", ContextID: "c1"})
+	require.NoError(t, err)
+	defer lease.Close()
+	_, err = rt.Sessions().Open(context.Background(), session.Key{AgentID: "bot", ContextID: "c2"})
+	assert.ErrorIs(t, err, fault.BudgetExceeded)
+	assert.ErrorContains(t, err, `tenant "acme": quota sessions of 1 reached`)
+}

@@ -193,6 +193,9 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 	if err := matchExternals(cfg.ExternalDeps, rt.external, prev != nil); err != nil {
 		return nil, placeConfigErr(doc, err)
 	}
+	if err := checkAgentTenants(doc, cfg); err != nil {
+		return nil, err
+	}
 	result, err := deploy.Deploy(ctx, doc, deploy.Options{Registry: rt.reg, Loader: loader, External: rt.deployExternals(cfg)})
 	if err != nil {
 		return nil, err
@@ -288,7 +291,7 @@ func parentPath(p string) string {
 // newSessionManager builds the session manager for the first generation
 // with the tunables of its runtime: section.
 func newSessionManager(g *generation) (*session.Manager, error) {
-	return session.NewManagerWithConfig(g.sessionDeps(), session.Config{Tunables: g.cfg.Sessions.Tunables})
+	return session.NewManagerWithConfig(g.sessionDeps(), session.Config{Tunables: g.cfg.Sessions.Tunables, Quotas: g.cfg.Tenants})
 }
 
 // bindManager hands the manager to the one resource that implements

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/session"
@@ -35,6 +36,11 @@ type Config struct {
 	Sessions SessionsConfig `json:"sessions"`
 	// DynamicCatalog is nil when the section is absent.
 	DynamicCatalog *DynamicCatalog `json:"dynamic_catalog"`
+	// Tenants declares the tenants agents may name (agents.<id>.tenant)
+	// and their quotas (session.Quotas; a zero quota is no bound). An agent
+	// naming no tenant belongs to agent.DefaultTenant, which needs no
+	// declaration.
+	Tenants map[string]session.Quotas `json:"tenants"`
 }
 
 // SessionsConfig is the sessions: subsection. Its keys are those of
@@ -133,8 +139,47 @@ func (cfg *Config) normalize() error {
 	if cfg.Sessions.Resume && cfg.CheckpointStore == "" {
 		return configErr("runtime.sessions.resume", fault.Validation, "sessions.resume requires checkpoint_store")
 	}
-	cfg.DynamicCatalog, err = normalizeCatalog(cfg.DynamicCatalog)
-	return err
+	if cfg.DynamicCatalog, err = normalizeCatalog(cfg.DynamicCatalog); err != nil {
+		return err
+	}
+	return checkTenants(cfg.Tenants)
+}
+
+// checkTenants refuses a blank tenant id and a negative quota.
+func checkTenants(tenants map[string]session.Quotas) error {
+	for _, id := range sortedKeys(tenants) {
+		path := "runtime.tenants." + id
+		if strings.TrimSpace(id) == "" || strings.TrimSpace(id) != id {
+			return configErr("runtime.tenants", fault.Validation, "tenant id %q must be non-empty without surrounding spaces", id)
+		}
+		if key := tenants[id].InvalidKey(); key != "" {
+			return &ConfigError{Path: path + "." + key, Err: tenants[id].Validate()}
+		}
+	}
+	return nil
+}
+
+// checkAgentTenants refuses an agent that names a tenant the runtime
+// section does not declare.
+func checkAgentTenants(doc *deploy.Document, cfg Config) error {
+	for _, id := range sortedKeys(doc.Agents) {
+		if err := checkTenant(cfg, doc.Agents[id].Tenant); err != nil {
+			return placeConfigErr(doc, &ConfigError{Path: "agents." + id + ".tenant", Err: err})
+		}
+	}
+	return nil
+}
+
+// checkTenant refuses a tenant the runtime section does not declare.
+func checkTenant(cfg Config, tenant string) error {
+	if tenant == "" || tenant == agent.DefaultTenant {
+		return nil
+	}
+	if _, ok := cfg.Tenants[tenant]; !ok {
+		return fault.New(fault.Validation, "", "tenant %q is not declared in runtime.tenants (declared: %s)",
+			tenant, strings.Join(sortedKeys(cfg.Tenants), ", "))
+	}
+	return nil
 }
 
 // check applies the bounds of the sessions keys (REF 1.2.7).

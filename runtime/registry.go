@@ -98,6 +98,9 @@ func (rt *Runtime) RegisterAgent(ctx context.Context, id string, def agent.Defin
 	if _, ok := g.result.Agent(id); ok {
 		return nil, fault.New(fault.Conflict, op, "agent %q is a deployed agent", id)
 	}
+	if err := checkTenant(g.cfg, def.Tenant); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "%q", id)
+	}
 	e, err := bindDynamic(ctx, op, g, id, def, cfg.assembly)
 	if err != nil {
 		return nil, err

@@ -125,6 +125,7 @@ func (rt *Runtime) reload(ctx context.Context, id uint64, cur *generation, doc *
 	if err := rt.swap(cur, next); err != nil {
 		return nil, errors.Join(err, next.close())
 	}
+	_ = rt.sessions.UpdateQuotas(next.cfg.Tenants) // checked when the section was decoded
 	return &ReloadResult{GenerationID: id, PreviousID: cur.id, ReboundAgents: rebound, DrainedAgents: drained}, nil
 }
 

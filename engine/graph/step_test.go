@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/sandbox"
@@ -210,4 +212,37 @@ func TestScriptLimits(t *testing.T) {
 	inv := rt.invocations()[0]
 	assert.Equal(t, 1, inv.Limits.MaxEvents)
 	assert.Equal(t, time.Second, inv.Limits.WallTime)
+}
+
+// meterHost is a host whose agent.Meter records the charges and refuses
+// the one past limit.
+type meterHost struct {
+	*agenttest.Host
+	mu      sync.Mutex
+	charges []time.Duration
+	limit   int
+}
+
+func (h *meterHost) ChargeCPU(d time.Duration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.charges = append(h.charges, d)
+	if len(h.charges) > h.limit {
+		return fault.New(fault.BudgetExceeded, "", "tenant %q: quota cpu_ms_per_turn of 1 reached", "acme")
+	}
+	return nil
+}
+
+// Every script call is charged to the host's agent.Meter; a refused
+// charge fails the node with it, and the run stops there.
+func TestScriptCallsChargedToTheMeter(t *testing.T) {
+	t.Parallel()
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: set a 1}}, {id: b, type: script, config: {source: set b 1}}, {id: c, type: script, config: {source: set c 1}}]\nedges: [{from: a, to: b}, {from: b, to: c}]")
+	host := &meterHost{Host: newHost(), limit: 1}
+	board, err := buildWith(t, doc, newFake(), graph.Options{}).Execute(context.Background(), testRun(), host, nil)
+	require.ErrorIs(t, err, fault.BudgetExceeded)
+	assert.ErrorContains(t, err, `node "b"`)
+	assert.ErrorContains(t, err, "cpu_ms_per_turn")
+	assert.Len(t, host.charges, 2)
+	assert.NotContains(t, board.Vars, "c")
 }

@@ -204,8 +204,8 @@ func (c Config) resolve() (Config, error) {
 func checkQuotas(quotas map[string]Quotas) (map[string]Quotas, error) {
 	out := make(map[string]Quotas, len(quotas))
 	for tenant, q := range quotas {
-		if err := q.validate(tenant); err != nil {
-			return nil, err
+		if err := q.Validate(); err != nil {
+			return nil, fault.Wrap(fault.Validation, err, "quotas", "tenant %q", tenant)
 		}
 		out[tenant] = q
 	}

@@ -40,8 +40,21 @@ type Quotas struct {
 	ModelTokensPerMinute int64 `json:"model_tokens_per_minute"`
 }
 
-// validate refuses a negative bound.
-func (q Quotas) validate(tenant string) error {
+// Validate refuses a negative bound (Validation, naming the key).
+func (q Quotas) Validate() error {
+	if key, v := q.negative(); key != "" {
+		return fault.New(fault.Validation, "", "%s must be >= 0, got %d", key, v)
+	}
+	return nil
+}
+
+// InvalidKey is the key of the first negative bound, or "".
+func (q Quotas) InvalidKey() string {
+	key, _ := q.negative()
+	return key
+}
+
+func (q Quotas) negative() (string, int64) {
 	for _, f := range []struct {
 		key string
 		v   int64
@@ -52,10 +65,10 @@ func (q Quotas) validate(tenant string) error {
 		{"event_bytes_per_turn", q.EventBytesPerTurn}, {"model_tokens_per_minute", q.ModelTokensPerMinute},
 	} {
 		if f.v < 0 {
-			return fault.New(fault.Validation, "quotas", "tenant %q: %s must be >= 0, got %d", tenant, f.key, f.v)
+			return f.key, f.v
 		}
 	}
-	return nil
+	return "", 0
 }
 
 // QuotaError is a quota a tenant's agents passed. It carries the kind
