@@ -407,9 +407,9 @@ func (r *runState) maxBoardBytes() int64 {
 
 // checkBoard refuses a board past max_board_bytes at a wave boundary,
 // before the checkpoint: the LimitError names the wave's node, or the
-// graph for a wave of several. The board is measured unless the wave's
-// last node reported its size (a script node: the runner counted every
-// write, sandbox.Invocation.BoardBytesAfter).
+// graph for a wave of several. The board is measured unless the engine
+// counted its size from the last node's writes (a script node:
+// Writes.ApplyMeasured) or the node was skipped.
 func (r *runState) checkBoard(wave []string) error {
 	max := r.maxBoardBytes()
 	size := r.boardBytes
