@@ -91,6 +91,9 @@ func load(t *testing.T) *graph {
 
 // match reports whether the import path p matches pattern.
 func (g *graph) match(pattern, p string) bool {
+	if std, ok := strings.CutPrefix(pattern, "std:"); ok { // a standard library package
+		return p == std
+	}
 	full := pattern
 	if first, _, _ := strings.Cut(pattern, "/"); first == "..." || !strings.Contains(first, ".") {
 		full = g.module + "/" + pattern

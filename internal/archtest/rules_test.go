@@ -10,7 +10,8 @@ package archtest
 // Patterns are Go package patterns relative to the module: "runtime" is
 // the package runtime alone, "runtime/..." it and every package below it,
 // "..." every package of the module. A pattern whose first element holds a
-// dot is a full import path ("github.com/dop251/goja/...").
+// dot is a full import path ("github.com/dop251/goja/..."), and "std:" names
+// a package of the standard library ("std:reflect").
 
 // rule says that no package of pkgs, but those of except, reaches a
 // package of forbid: as any dependency, direct or not, or only as a direct
@@ -120,6 +121,13 @@ var rules = []rule{{
 	forbid: []string{"examples/..."},
 	why: "examples are leaves: no library package and no command depends on one (the demo that " +
 		"corral embeds is cmd/corral/internal/demo)",
+}, {
+	name:   "plain sandbox contract",
+	pkgs:   []string{"sandbox"},
+	forbid: []string{"std:reflect"},
+	direct: true,
+	why: "the sandbox contract carries plain values and trusts nothing it cannot check " +
+		"(docs/RATIONALE.md): it needs no reflection",
 }}
 
 // cat joins pattern lists.

@@ -146,38 +146,6 @@ func (m *Manager) Open(ctx context.Context, key Key) (*Lease, error) {
 	return &Lease{m: m, e: e}, nil
 }
 
-// tenantSessionsLocked refuses a session past the tenant's sessions
-// quota; m.mu is held.
-func (m *Manager) tenantSessionsLocked(tenant string) error {
-	q := m.tenants.quota(tenant)
-	if q.Sessions <= 0 {
-		return nil
-	}
-	n := 0
-	for _, e := range m.entries {
-		if e.tenant == tenant {
-			n++
-		}
-	}
-	if n >= q.Sessions {
-		return amountError(tenant, "sessions", int64(q.Sessions))
-	}
-	return nil
-}
-
-// UpdateQuotas replaces the tenants' quotas; what they hold and have spent
-// stays, and a new bound applies from the next session or turn (a running
-// turn keeps the bounds it started with). A negative bound is a
-// Validation error.
-func (m *Manager) UpdateQuotas(quotas map[string]Quotas) error {
-	q, err := checkQuotas(quotas)
-	if err != nil {
-		return err
-	}
-	m.tenants.set(q)
-	return nil
-}
-
 // GetOrCreate is Open.
 func (m *Manager) GetOrCreate(ctx context.Context, key Key) (*Lease, error) { return m.Open(ctx, key) }
 
