@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/corral-rt/corral/fault"
@@ -22,11 +23,13 @@ const (
 const usage = `usage:
   corral run [DOC] [--agent ID] [--context ID] --message TEXT [--json] [--timeout D]
   corral validate [DOC]
+  corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
              each line typed on stdin steers the turn, or answers its pending question;
              Ctrl-C interrupts the turn, a second Ctrl-C cancels it
   validate   build the deployment DOC, print what it holds, close it
+  version    print the version of corral
 
 Without DOC both use the embedded demo deployment (cmd/corral/internal/demo).
 Exit codes: 0 done (for run: the turn completed), 1 not done, 2 bad input.
@@ -44,14 +47,17 @@ type stdio struct {
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, sio stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(sio.err, usage)
-		if len(args) == 0 {
-			return exitBadInput
-		}
-		return exitOK
+		return exitBadInput
 	}
 	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(sio.out, usage)
+		return exitOK
+	case "version", "--version", "-version":
+		fmt.Fprintln(sio.out, "corral", version())
+		return exitOK
 	case "run":
 		return runCommand(ctx, args[1:], sio)
 	case "validate":
@@ -62,6 +68,25 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	}
 	fmt.Fprintf(sio.err, "corral: unknown command %q\n%s", args[0], usage)
 	return exitBadInput
+}
+
+// version is the module's version as the build recorded it, with the
+// commit for a build from a checkout.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
+			v = "(devel) " + s.Value[:12]
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v
 }
 
 // loadDocument parses path, or the embedded demo deployment extracted into

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +48,6 @@ func TestValidateExitCodes(t *testing.T) {
 		want string
 	}{
 		{"no command", nil, exitBadInput, "usage"},
-		{"help", []string{"help"}, exitOK, "usage"},
 		{"unknown command", []string{"fly"}, exitBadInput, `unknown command "fly"`},
 		{"missing file", []string{"validate", filepath.Join(dir, "nope.yaml")}, exitBadInput, "nope.yaml"},
 		{"bad document names file and line", []string{"validate", bad}, exitBadInput, "bad.yaml:6: runtime.sessions.sink_buffer"},
@@ -62,6 +62,54 @@ func TestValidateExitCodes(t *testing.T) {
 			assert.Equal(t, tt.code, code)
 			assert.Contains(t, errOut.String(), tt.want)
 		})
+	}
+}
+
+// One convention for help, version and errors, held by the built binary:
+// -h, --help and help print the usage on stdout and exit 0, for corral and
+// for each command; corral version and --version print the version; an
+// error goes to stderr prefixed by "corral: " and exits 2.
+func TestCLIConventions(t *testing.T) {
+	t.Parallel()
+	bin := corralBinary(t)
+	tests := []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"-h"}, exitOK, "usage:", ""},
+		{[]string{"--help"}, exitOK, "corral validate [DOC]", ""},
+		{[]string{"help"}, exitOK, "corral version", ""},
+		{[]string{"validate", "-h"}, exitOK, "usage: corral validate [DOC]", ""},
+		{[]string{"validate", "--help"}, exitOK, "usage: corral validate [DOC]", ""},
+		{[]string{"run", "-h"}, exitOK, "usage: corral run [DOC] [flags]", ""},
+		{[]string{"version"}, exitOK, "corral ", ""},
+		{[]string{"--version"}, exitOK, "corral ", ""},
+		{[]string{"fly"}, exitBadInput, "", `corral: unknown command "fly"`},
+		{[]string{"validate", "--bogus"}, exitBadInput, "", "corral: validate: flag provided but not defined: -bogus"},
+		{[]string{"validate", "a.yaml", "b.yaml"}, exitBadInput, "", "corral: validate: want at most one document"},
+		{[]string{"run", "--bogus"}, exitBadInput, "", "corral: "},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command(bin, tt.args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else {
+			require.NoError(t, err, "%v", tt.args)
+		}
+		assert.Equal(t, tt.code, code, "%v: exit code (stderr %q)", tt.args, stderr.String())
+		assert.Contains(t, stdout.String(), tt.stdout, "%v: stdout", tt.args)
+		assert.Contains(t, stderr.String(), tt.stderr, "%v: stderr", tt.args)
+		if tt.code == exitOK {
+			assert.Empty(t, stderr.String(), "%v: nothing on stderr", tt.args)
+		} else {
+			assert.True(t, strings.HasPrefix(stderr.String(), "corral: "), "%v: %q", tt.args, stderr.String())
+		}
 	}
 }
 

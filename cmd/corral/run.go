@@ -18,7 +18,7 @@ import (
 // runCommand is corral run: it builds the runtime, runs one turn and
 // prints its outcome.
 func runCommand(ctx context.Context, args []string, sio stdio) int {
-	opts, err := parseRunFlags(args, sio.err)
+	opts, err := parseRunFlags(args, sio.out)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,12 +15,17 @@ import (
 
 func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, "usage: corral validate [DOC]\n\nBuild the deployment DOC (default: the embedded demo), print what it holds and close it.\n")
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "corral: validate: %v\n", err)
 		return exitBadInput
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "corral validate: want at most one document, got %d\n", fs.NArg())
+		fmt.Fprintf(stderr, "corral: validate: want at most one document, got %d\n", fs.NArg())
 		return exitBadInput
 	}
 	doc, cleanup, err := loadDocument(fs.Arg(0))
