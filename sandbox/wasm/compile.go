@@ -76,7 +76,14 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 	r.mu.Unlock()
 	closeModules(evicted)
 	if ok {
-		<-m.ready
+		// Another call is compiling it: wait for it, or for this call's
+		// context (a compile cannot be stopped; this call need not wait).
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			r.release(m)
+			return nil, fault.FromContext(ctx.Err(), "wait for the module to compile")
+		}
 		if m.err != nil {
 			r.release(m)
 		}

@@ -71,5 +71,7 @@
 // ModuleBounds (functions, locals, nesting, the values and the control
 // instructions of its code, tables, segments, …): wazero allocates for what
 // a module declares, compiles in time that grows faster than the module,
-// and does not stop compiling when a context ends.
+// and does not stop compiling when a context ends. A call waiting for
+// another call's compile of the same module waits only until its own
+// context ends.
 package wasm
