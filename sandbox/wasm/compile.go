@@ -3,6 +3,8 @@ package wasm
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"unsafe"
@@ -34,6 +36,9 @@ type module struct {
 	// minMemory is the largest declared minimum of the module's
 	// memories, in bytes.
 	minMemory uint64
+	// tableBytes is what the tables the module's code grows reserve of
+	// each call's memory limit (precheck).
+	tableBytes uint64
 
 	mu        sync.Mutex
 	entries   map[string]error // checkExports by entry
@@ -71,15 +76,30 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 	r.mu.Unlock()
 	closeModules(evicted)
 	if ok {
-		<-m.ready
+		// Another call is compiling it: wait for it, or for this call's
+		// context (a compile cannot be stopped; this call need not wait).
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			r.release(m)
+			return nil, fault.FromContext(ctx.Err(), "wait for the module to compile")
+		}
 		if m.err != nil {
 			r.release(m)
 		}
 		return m, m.err
 	}
-	m.compiled, m.err = r.wz.CompileModule(ctx, bin)
-	if m.err != nil {
+	// wazero does not look at ctx while it decodes, validates and
+	// compiles (docs/sandbox.md): the precheck's bounds are what keep the
+	// time and the memory of a compile in proportion to the module.
+	if shape, err := inspect(bin, r.bounds); err != nil {
+		m.err = precheckError(node, err)
+	} else if m.compiled, m.err = compileModule(ctx, r.wz, bin); m.err != nil {
 		m.err = compileError(node, m.err, r.limits)
+	} else {
+		m.tableBytes = shape.tableBytes
+	}
+	if m.err != nil {
 		r.mu.Lock()
 		r.forgetLocked(key, m) // a context error must not stick
 		r.mu.Unlock()
@@ -92,6 +112,19 @@ func (r *Runtime) compile(ctx context.Context, node string, bin []byte) (*module
 		r.release(m)
 	}
 	return m, m.err
+}
+
+// compileModule is wazero's CompileModule, with a panic turned into an
+// error: wazero's validator has indexed past a slice on modules it should
+// have refused (precheck refuses the ones known), and a panic on the
+// caller's goroutine would end the process.
+func compileModule(ctx context.Context, wz wazero.Runtime, bin []byte) (c wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("wazero failed on the module: %v", p)
+		}
+	}()
+	return wz.CompileModule(ctx, bin)
 }
 
 // minMemory is the largest declared minimum of c's memories, exported or
@@ -114,6 +147,16 @@ func compileError(node string, err error, l sandbox.Limits) error {
 		return &sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: l.MemoryBytes}
 	}
 	return fault.Wrap(fault.Validation, err, "", "compile the module")
+}
+
+// precheckError names the node in a memory_bytes LimitError of the
+// precheck; its Validation errors are as they are.
+func precheckError(node string, err error) error {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) {
+		le.Node = node
+	}
+	return err
 }
 
 // maxIdentities bounds the module identities a Runtime remembers.

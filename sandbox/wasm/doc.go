@@ -53,15 +53,25 @@
 // class), for an error the guest returns or a panic (Internal), and for a
 // trap or an exit of the guest (Internal, with the start of its output);
 // the host's own error when the guest fails with an error a host call gave
-// it; a *sandbox.LimitError for a limit; Validation for a module that does
-// not compile or lacks an export; Aborted or Timeout when the caller's
-// context ends. Every error names the node. Eval is NotAvailable.
+// it; a *sandbox.LimitError for a limit; Validation for a module past a
+// module bound, that does not compile or lacks an export; Aborted or
+// Timeout when the caller's context ends. Every error names the node.
+// Eval is NotAvailable.
 //
 // # Limits
 //
 // Wall time (the instance is closed when the call's context ends, so a
 // looping guest stops), memory (the pages of the guest's memory, checked at
-// every growth), stack depth (the engine's call stack, and a Go guest's
-// goroutine stack bound from stack_depth), value size (every argument and
-// result crossing the ABI), and the host ABI's event and log limits.
+// every growth, and what the tables its code grows reserve), stack depth
+// (the engine's call stack, and a Go guest's goroutine stack bound from
+// stack_depth), value size (every argument and result crossing the ABI),
+// and the host ABI's event and log limits.
+//
+// Before a module is compiled, its bytes are checked against the runtime's
+// ModuleBounds (functions, locals, nesting, the values and the control
+// instructions of its code, tables, segments, …): wazero allocates for what
+// a module declares, compiles in time that grows faster than the module,
+// and does not stop compiling when a context ends. A call waiting for
+// another call's compile of the same module waits only until its own
+// context ends.
 package wasm

@@ -19,6 +19,9 @@ type Settings struct {
 	MaxModuleBytes int64 `json:"max_module_bytes"`
 	// MaxModules caps the compiled modules kept (0: DefaultMaxModules).
 	MaxModules int `json:"max_modules"`
+	// ModuleBounds bound the shape of a module (max_functions, …), at the
+	// same level as max_module_bytes; zero fields take the defaults.
+	ModuleBounds
 	// Engine is "compiler" (the default) or "interpreter".
 	Engine string `json:"engine"`
 }
@@ -45,7 +48,8 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "settings")
 	}
-	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, MaxModuleBytes: s.MaxModuleBytes, MaxModules: s.MaxModules, Engine: s.Engine})
+	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, MaxModuleBytes: s.MaxModuleBytes, MaxModules: s.MaxModules,
+		Bounds: s.ModuleBounds, Engine: s.Engine})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -17,8 +17,9 @@ import (
 )
 
 // The factory decodes its settings strictly: limits, pool size, module
-// cap and engine; an unknown key, a bad duration, a negative number or an
-// unknown engine is a Validation error naming the resource.
+// cap, module bounds and engine; an unknown key, a bad duration, a
+// negative number or an unknown engine is a Validation error naming the
+// resource.
 // REF 3.6
 func TestFactorySettings(t *testing.T) {
 	f := wasm.Factory()
@@ -34,6 +35,11 @@ func TestFactorySettings(t *testing.T) {
 		{"bad duration", `{"limits": {"wall_time": "soon"}}`, false},
 		{"negative", `{"pool_size": -1}`, false},
 		{"negative max_modules", `{"max_modules": -1}`, false},
+		{"module bounds", `{"max_functions": 100, "max_types": 10, "max_imports": 10, "max_exports": 10,
+			"max_globals": 10, "max_tables": 1, "max_table_elements": 100, "max_segments": 10,
+			"max_function_bytes": 1000, "max_locals": 10, "max_nesting": 10, "max_function_values": 100,
+			"max_code_values": 1000, "max_branch_pairs": 1000}`, true},
+		{"negative bound", `{"max_nesting": -1}`, false},
 		{"unknown engine", `{"engine": "jit"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +56,19 @@ func TestFactorySettings(t *testing.T) {
 			require.NoError(t, rt.Close(), "Close is idempotent")
 		})
 	}
+}
+
+// Module bounds set in the settings hold; the others take their
+// defaults.
+func TestFactoryBounds(t *testing.T) {
+	v, err := wasm.Factory().New(context.Background(), resource.Input{Name: "modules",
+		Settings: json.RawMessage(`{"max_functions": 100, "max_nesting": 50}`)})
+	require.NoError(t, err)
+	rt := v.(*wasm.Runtime)
+	defer rt.Close()
+	want := wasm.DefaultModuleBounds()
+	want.Functions, want.Nesting = 100, 50
+	assert.Equal(t, want, rt.Bounds())
 }
 
 // The interpreter runs what the compiler runs; the limits of the runtime

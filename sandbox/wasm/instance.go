@@ -49,12 +49,13 @@ func (i *instance) close() { _ = i.mod.Close(context.Background()) }
 // the host's deterministic clock and random source; then checks its ABI
 // version.
 func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*instance, error) {
-	if m.minMemory > uint64(st.limits.MemoryBytes) {
+	limit, ok := m.memoryLimit(st.limits)
+	if !ok || m.minMemory > limit {
 		// Refused before any guest code (a start function,
 		// corral_abi_version) could run on memory past the limit.
 		return nil, st.limitError(sandbox.LimitMemory)
 	}
-	inst := &instance{mem: &linearMemory{limit: uint64(st.limits.MemoryBytes)}, output: &tail{}}
+	inst := &instance{mem: &linearMemory{limit: limit}, output: &tail{}}
 	inst.clock = &guestClock{inst: inst}
 	inst.setCurrent(st)
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(exportInitialize).
@@ -85,6 +86,16 @@ func (r *Runtime) instantiate(ctx context.Context, m *module, st *callState) (*i
 		return nil, st.limitError(sandbox.LimitMemory)
 	}
 	return inst, nil
+}
+
+// memoryLimit is what a call under l may give the module's linear
+// memory: memory_bytes less what the tables its code grows reserve
+// (precheck), or false when they reserve more.
+func (m *module) memoryLimit(l sandbox.Limits) (uint64, bool) {
+	if m.tableBytes > uint64(l.MemoryBytes) {
+		return 0, false
+	}
+	return uint64(l.MemoryBytes) - m.tableBytes, true
 }
 
 // instantiateModule is wazero's InstantiateModule, with a panic turned

@@ -72,8 +72,10 @@ func (r *Runtime) run(ctx, parent context.Context, m *module, st *callState) err
 	if scope != nil {
 		inst = scope.take(m)
 	}
-	if inst != nil && inst.mem.size() > uint64(st.limits.MemoryBytes) {
-		// The instance grew past this call's tighter limit: a fresh one.
+	limit, _ := m.memoryLimit(st.limits)
+	if inst != nil && inst.mem.size() > limit {
+		// The instance grew past this call's tighter limit: a fresh one
+		// (which instantiate refuses if the limit is below its minimum).
 		inst.close()
 		inst = nil
 	}
@@ -83,7 +85,7 @@ func (r *Runtime) run(ctx, parent context.Context, m *module, st *callState) err
 			return st.classify(parent, err)
 		}
 	} else {
-		inst.mem.setLimit(uint64(st.limits.MemoryBytes))
+		inst.mem.setLimit(limit)
 		inst.output.reset()
 		inst.setCurrent(st)
 	}

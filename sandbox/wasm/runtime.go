@@ -39,6 +39,9 @@ type Options struct {
 	// MaxModuleBytes caps the size of a module; zero means
 	// DefaultMaxModuleBytes.
 	MaxModuleBytes int64
+	// Bounds bound the shape of a module, checked before it is compiled;
+	// zero fields take the defaults (DefaultModuleBounds).
+	Bounds ModuleBounds
 	// MaxModules caps the compiled modules the Runtime keeps: past it, the
 	// least recently used one that no call is using is released. Zero
 	// means DefaultMaxModules.
@@ -55,6 +58,7 @@ type Runtime struct {
 	limits    sandbox.Limits
 	engine    string
 	maxModule int64
+	bounds    bounds // what precheck holds a module to
 	wz        wazero.Runtime
 	hostNames []string // the functions of module "host"
 	slots     *sandbox.Slots
@@ -98,6 +102,9 @@ func New(o Options) (*Runtime, error) {
 		return nil, fault.New(fault.Validation, op, "pool_size, max_module_bytes and max_modules must be >= 0, got %d, %d and %d",
 			o.PoolSize, o.MaxModuleBytes, o.MaxModules)
 	}
+	if err := o.Bounds.validate(); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "bounds")
+	}
 	if o.MaxModules == 0 {
 		o.MaxModules = DefaultMaxModules
 	}
@@ -125,6 +132,7 @@ func New(o Options) (*Runtime, error) {
 	ctx := context.Background()
 	r := &Runtime{
 		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
+		bounds:   bounds{ModuleBounds: o.Bounds.withDefaults(), moduleBytes: o.MaxModuleBytes, memoryBytes: limits.MemoryBytes},
 		wz:       wazero.NewRuntimeWithConfig(ctx, cfg),
 		blocking: hostabi.BlockingNames(),
 		modules:  map[[32]byte]*module{},
@@ -176,6 +184,9 @@ func (r *Runtime) Name() string { return Name }
 
 // Limits returns the runtime's limits, defaults filled in.
 func (r *Runtime) Limits() sandbox.Limits { return r.limits }
+
+// Bounds returns the runtime's module bounds, defaults filled in.
+func (r *Runtime) Bounds() ModuleBounds { return r.bounds.ModuleBounds }
 
 // Engine returns the engine modules run with.
 func (r *Runtime) Engine() string {
