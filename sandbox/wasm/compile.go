@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -246,4 +247,66 @@ func signature(params, results []api.ValueType) string {
 		return "(" + strings.Join(parts, ", ") + ")"
 	}
 	return name(params) + " -> " + name(results)
+}
+
+// DefaultMaxModules caps the compiled modules a Runtime keeps when
+// Options.MaxModules is zero.
+const DefaultMaxModules = 64
+
+// touchLocked marks m as the most recently used module and counts a user.
+func (r *Runtime) touchLocked(m *module) {
+	m.users++
+	if i := slices.Index(r.order, m); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
+	r.order = append(r.order, m)
+}
+
+// forgetLocked removes m without closing it (a module that failed to
+// compile).
+func (r *Runtime) forgetLocked(key [32]byte, m *module) {
+	if r.modules[key] == m {
+		delete(r.modules, key)
+	}
+	if i := slices.Index(r.order, m); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
+}
+
+// release ends one use of m (from compile) and releases the modules past
+// the cap.
+func (r *Runtime) release(m *module) {
+	r.mu.Lock()
+	m.users--
+	evicted := r.evictLocked()
+	r.mu.Unlock()
+	closeModules(evicted)
+}
+
+// evictLocked removes the least recently used modules not in use while
+// more than r.maxModules are kept, and returns them to be closed.
+func (r *Runtime) evictLocked() []*module {
+	var out []*module
+	for i := 0; i < len(r.order) && len(r.order) > r.maxModules; {
+		m := r.order[i]
+		if m.users > 0 {
+			i++
+			continue
+		}
+		r.order = slices.Delete(r.order, i, i+1)
+		if r.modules[m.key] == m {
+			delete(r.modules, m.key)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// closeModules releases the compiled code of modules no longer kept.
+func closeModules(ms []*module) {
+	for _, m := range ms {
+		if m.compiled != nil {
+			_ = m.compiled.Close(context.Background())
+		}
+	}
 }

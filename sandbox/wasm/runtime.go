@@ -2,6 +2,8 @@ package wasm
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -237,3 +240,105 @@ func (r *Runtime) Eval(_ context.Context, ev sandbox.Evaluation) (any, error) {
 }
 
 func opFor(verb, node string) string { return fmt.Sprintf("%s node %q", verb, node) }
+
+// acquire admits one call and takes a slot for it; leave must follow,
+// told whether the call still holds its slot.
+func (r *Runtime) acquire(ctx context.Context, op string) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+	r.calls.Add(1)
+	r.mu.Unlock()
+	if err := r.slots.Take(ctx); err != nil {
+		r.calls.Done()
+		if errors.Is(err, sandbox.ErrSlotsClosed) {
+			return fault.New(fault.NotAvailable, op, "runtime closed")
+		}
+		return fault.Wrap(fault.NotAvailable, fault.FromContext(err, op), op,
+			"no free slot in a pool of %d", r.slots.Size())
+	}
+	return nil
+}
+
+// leave ends a call acquire admitted, freeing its slot when it holds one.
+func (r *Runtime) leave(held bool) {
+	if held {
+		r.slots.Leave()
+	}
+	r.calls.Done()
+}
+
+// callBlocking makes a host call that may wait for as long as it takes
+// (hostabi.Func.Blocking) without the call's slot, so that other calls,
+// the one it waits for among them, can run; it takes a slot again before
+// the guest continues. The wall time keeps counting meanwhile. A cancel,
+// the wall time or the runtime's close while it waits for the slot stops
+// the call. A call without a slot (none was taken for it) just calls.
+func (st *callState) callBlocking(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if !st.slotHeld {
+		return st.inv.ABI.Call(ctx, name, args)
+	}
+	st.rt.slots.Leave()
+	st.slotHeld = false
+	res, err := st.inv.ABI.Call(ctx, name, args)
+	if serr := st.rt.slots.Take(ctx); serr != nil {
+		switch {
+		case errors.Is(serr, sandbox.ErrSlotsClosed) || st.rt.closeCtx.Err() != nil:
+			st.halt(fault.New(fault.Aborted, st.op, "runtime closed"))
+		case st.parent != nil && st.parent.Err() != nil:
+			st.halt(fault.FromContext(st.parent.Err(), st.op))
+		}
+		st.halt(st.limitError(sandbox.LimitWallTime))
+	}
+	st.slotHeld = true
+	return res, err
+}
+
+// Settings are the settings of a "sandbox.Runtime"/"wasm" resource.
+type Settings struct {
+	// Limits are the runtime's limits; unset fields take the defaults.
+	Limits LimitSettings `json:"limits"`
+	// PoolSize is how many calls run at once (0: GOMAXPROCS).
+	PoolSize int `json:"pool_size"`
+	// MaxModuleBytes caps a module's size (0: DefaultMaxModuleBytes).
+	MaxModuleBytes int64 `json:"max_module_bytes"`
+	// MaxModules caps the compiled modules kept (0: DefaultMaxModules).
+	MaxModules int `json:"max_modules"`
+	// ModuleBounds bound the shape of a module (max_functions, …), at the
+	// same level as max_module_bytes; zero fields take the defaults.
+	ModuleBounds
+	// Engine is "compiler" (the default) or "interpreter".
+	Engine string `json:"engine"`
+}
+
+// LimitSettings are sandbox.Limits as a document writes them.
+type LimitSettings = sandbox.LimitSettings
+
+// Factory returns the factory of kind "sandbox.Runtime", impl "wasm". It
+// has no dependencies; its value is a *Runtime, closed with the resource.
+func Factory() resource.Factory {
+	return resource.FactoryFunc(resource.Spec{Kind: sandbox.Kind, Impl: Name}, newFromInput)
+}
+
+func newFromInput(ctx context.Context, in resource.Input) (any, error) {
+	op := fmt.Sprintf("build script runtime %q", in.Name)
+	if err := ctx.Err(); err != nil {
+		return nil, fault.FromContext(err, op)
+	}
+	s, err := resource.DecodeTyped[Settings](in.Settings)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	limits, err := s.Limits.Limits()
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, MaxModuleBytes: s.MaxModuleBytes, MaxModules: s.MaxModules,
+		Bounds: s.ModuleBounds, Engine: s.Engine})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return rt, nil
+}
