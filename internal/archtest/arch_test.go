@@ -19,9 +19,9 @@ type pkg struct {
 	// GoFiles, CgoFiles and IgnoredGoFiles (those of other platforms) are
 	// the package's non-test files.
 	GoFiles, CgoFiles, IgnoredGoFiles []string
-	Imports    []string // direct imports
-	Deps       []string // every dependency, direct or not
-	Module     *struct {
+	Imports                           []string // direct imports
+	Deps                              []string // every dependency, direct or not
+	Module                            *struct {
 		Path string
 		Main bool
 	}
