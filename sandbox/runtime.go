@@ -100,6 +100,10 @@ type Evaluation struct {
 	Expr   string         // a JavaScript expression
 	Vars   map[string]any // the variables the expression sees, JSON-compatible
 	Limits Limits
+	// Tenant is the tenant of the run the expression belongs to ("" when
+	// none, as when a document is checked): a runner never evaluates it in
+	// a VM or a worker that serves another tenant.
+	Tenant string
 }
 
 // RunInfo identifies the run a script belongs to.
@@ -109,6 +113,9 @@ type RunInfo struct {
 	AgentID     string `json:"agent_id"`
 	ContextID   string `json:"context_id"`
 	ParentRunID string `json:"parent_run_id"`
+	// Tenant is the tenant the run's agent belongs to: a runner never runs
+	// the call in a VM or a worker that serves another tenant.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // ABI is the host side of the host ABI as a runner sees it: the names it

@@ -52,8 +52,8 @@ func newCondition(ctx context.Context, expr, path, where, owner string, rt sandb
 
 // eval evaluates the condition over vars; a result that is not a boolean
 // is a Validation error naming the place.
-func (c *condition) eval(ctx context.Context, vars map[string]any, limits sandbox.Limits) (bool, error) {
-	v, err := c.rt.Eval(ctx, sandbox.Evaluation{Node: c.owner, Expr: c.expr, Vars: vars, Limits: limits})
+func (c *condition) eval(ctx context.Context, vars map[string]any, limits sandbox.Limits, tenant string) (bool, error) {
+	v, err := c.rt.Eval(ctx, sandbox.Evaluation{Node: c.owner, Expr: c.expr, Vars: vars, Limits: limits, Tenant: tenant})
 	if err != nil {
 		return false, fault.Wrap(fault.KindOr(err, fault.Validation), err, "evaluate condition", "%s: %s", c.path, c.where)
 	}

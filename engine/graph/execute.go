@@ -146,7 +146,7 @@ func (e *Engine) newRun(run agent.Run, host agent.Host, board *agent.Board) *run
 		board.Channels = map[string][]message.Message{}
 	}
 	r := &runState{e: e, run: run, host: host, board: board, logger: e.opts.Logger,
-		info:  sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID},
+		info:  sandbox.RunInfo{RunID: run.ID, AgentID: run.AgentID, ContextID: run.ContextID, ParentRunID: run.ParentRunID, Tenant: run.Tenant},
 		cache: runCaches{runPart: event.SanitiseID(run.ID)}}
 	r.latch = &r.own.latch
 	r.running.ids = r.own.running[:0]
@@ -304,7 +304,7 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 				if vars == nil {
 					vars = conditionVars(r.board.Vars, r.iterations)
 				}
-				ok, err := be.cond.eval(ctx, vars, r.e.opts.Limits)
+				ok, err := be.cond.eval(ctx, vars, r.e.opts.Limits, r.run.Tenant)
 				if err != nil {
 					return nil, err
 				}

@@ -79,7 +79,7 @@ func (r *runState) step(ctx context.Context, in stepInput) (stepEnd, error) {
 	r.running.enter(n.id)
 	defer r.running.leave(n.id)
 	if n.skip != nil {
-		skip, err := n.skip.eval(ctx, conditionVars(in.board.Vars, r.iterations), r.e.opts.Limits)
+		skip, err := n.skip.eval(ctx, conditionVars(in.board.Vars, r.iterations), r.e.opts.Limits, r.run.Tenant)
 		if err != nil {
 			return stepEnd{}, r.stepFailed(ctx, n, err)
 		}

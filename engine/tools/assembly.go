@@ -115,7 +115,7 @@ func (a *Assembly) call(ctx context.Context, b tool.Batch, abi sandbox.ABI, c me
 	board := agent.NewBoard()
 	out, err := t.rt.Invoke(ctx, sandbox.Invocation{
 		Node: b.Node, Type: NodeType, Script: t.script, Config: args, Board: *board, ABI: abi, Limits: limits,
-		Run: sandbox.RunInfo{RunID: b.Run.ID, AgentID: b.Run.AgentID, ContextID: b.Run.ContextID, ParentRunID: b.Run.ParentRunID},
+		Run: sandbox.RunInfo{RunID: b.Run.ID, AgentID: b.Run.AgentID, ContextID: b.Run.ContextID, ParentRunID: b.Run.ParentRunID, Tenant: b.Run.Tenant},
 	})
 	switch {
 	case ctx.Err() != nil:
