@@ -98,6 +98,11 @@ type Options struct {
 	// ResolveText resolves {file}/{embed} references in node configs (a
 	// resource.Input's ResolveText); nil allows inline strings only.
 	ResolveText func(ctx context.Context, raw json.RawMessage) (string, error)
+	// ResolveModule loads the WebAssembly module a {file}/{embed}
+	// reference names, under the loader's module cap (a resource.Input's
+	// ResolveModule); nil means the bytes ResolveText gives, or refuses
+	// modules given by reference when ResolveText is nil too.
+	ResolveModule func(ctx context.Context, raw json.RawMessage) ([]byte, error)
 	// Logger receives what the engine only logs (a failed checkpoint or
 	// event publish); nil means slog.Default().
 	Logger *slog.Logger
@@ -148,6 +153,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch text := o.ResolveText; {
+	case o.ResolveModule != nil:
+	case text != nil:
+		o.ResolveModule = func(ctx context.Context, raw json.RawMessage) ([]byte, error) {
+			s, err := text(ctx, raw)
+			return []byte(s), err
+		}
+	default:
+		o.ResolveModule = noModules
+	}
 	if o.ResolveText == nil {
 		o.ResolveText = inlineText
 	}
@@ -169,6 +184,14 @@ func inlineText(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "", fault.New(fault.NotAvailable, "resolve "+src.String(), "no loader: the engine was built without one")
 	}
 	return resource.Input{}.ResolveText(ctx, raw)
+}
+
+// noModules is the ResolveModule of an engine built without a loader.
+func noModules(_ context.Context, raw json.RawMessage) ([]byte, error) {
+	if src, ok := resource.SourceOf(raw); ok {
+		return nil, fault.New(fault.NotAvailable, "resolve "+src.String(), "no loader: the engine was built without one")
+	}
+	return nil, fault.New(fault.Validation, "resolve module", "want {file: path} or {embed: name}")
 }
 
 // Engine is a built graph: an agent.Engine that runs the document, and an
@@ -295,7 +318,7 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 		return nil, docErr(opBuild, nodeField(i, "config"), "node %q: want an object, got %s", n.ID, jsonKind(n.Config))
 	}
 	h, err := t.Build(ctx, NodeInput{Node: n, Runtimes: e.opts.Runtimes, ScriptRuntimeName: e.opts.ScriptRuntimeName,
-		ResolveText: e.opts.ResolveText, Deps: e.opts.Deps})
+		ResolveText: e.opts.ResolveText, ResolveModule: e.opts.ResolveModule, Deps: e.opts.Deps})
 	if err != nil {
 		return nil, &DocumentError{Op: opBuild, Path: nodeField(i, "config"), Msg: fmt.Sprintf("node %q (%s)", n.ID, n.Type),
 			Kind: fault.KindOr(err, fault.Validation), Err: err}

@@ -153,7 +153,7 @@ func newEngine(ctx context.Context, in resource.Input) (any, error) {
 	if opts.NodeTypes, err = nodeTypesFromDeps(in); err != nil {
 		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "")
 	}
-	opts.ResolveText, opts.Deps = in.ResolveText, in.Deps
+	opts.ResolveText, opts.ResolveModule, opts.Deps = in.ResolveText, in.ResolveModule, in.Deps
 	if isAbsent(s.Graph) {
 		return nil, fault.New(fault.Validation, op, "%s is required", settingsGraphPath)
 	}

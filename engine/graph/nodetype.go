@@ -38,6 +38,9 @@ type NodeInput struct {
 	// ResolveText turns a config value that is a string or a {file}/{embed}
 	// reference into text. It is never nil.
 	ResolveText func(ctx context.Context, raw json.RawMessage) (string, error)
+	// ResolveModule loads the WebAssembly module a {file}/{embed}
+	// reference names, under the loader's module cap. It is never nil.
+	ResolveModule func(ctx context.Context, raw json.RawMessage) ([]byte, error)
 	// Deps are the engine's dependencies by document key (Options.Deps);
 	// node types that need a model provider or a tool assembly find it here.
 	Deps map[string]any

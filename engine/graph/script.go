@@ -96,14 +96,14 @@ func loadScript(ctx context.Context, in NodeInput, c ScriptConfig) (sandbox.Scri
 		}
 		s.Source = text
 	default:
-		bin, err := in.ResolveText(ctx, c.Module)
+		bin, err := in.ResolveModule(ctx, c.Module)
 		if err != nil {
 			return s, fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "module")
 		}
 		if c.Entry == "" {
 			return s, fault.New(fault.Validation, "", "entry: a module needs the export to call")
 		}
-		s.Module = []byte(bin)
+		s.Module = bin
 	}
 	return s, nil
 }

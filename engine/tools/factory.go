@@ -241,11 +241,10 @@ func loadScript(ctx context.Context, in resource.Input, ts ToolSettings) (sandbo
 		if ts.Entry == "" {
 			return s, fault.New(fault.Validation, "", "entry: a module needs the export to call")
 		}
-		src, ok := resource.SourceOf(ts.Module)
-		if !ok {
+		if _, ok := resource.SourceOf(ts.Module); !ok {
 			return s, fault.New(fault.Validation, "", "module: want {file: path} or {embed: name}")
 		}
-		bin, err := in.Resolve(ctx, src)
+		bin, err := in.ResolveModule(ctx, ts.Module)
 		if err != nil {
 			return s, fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "module")
 		}

@@ -5,13 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/internal/docfile"
 	"github.com/corral-rt/corral/runtime/agent"
 )
 
@@ -101,18 +103,50 @@ type ParseConfig struct {
 	// BaseDir is the directory that settings file references are relative
 	// to. "": the working directory (ParseFile: the file's directory).
 	BaseDir string
+	// MaxBytes caps the size of the document (of each layer, for
+	// LoadLayers); <= 0 means MaxDocumentBytes.
+	MaxBytes int64
+}
+
+// MaxDocumentBytes is the default cap on the size of a deployment
+// document. A document is decoded into a node tree that costs tens of
+// bytes of memory per byte of YAML, so the cap is checked before any
+// decoding; 1 MiB is the cap of a graph document too, and far above a
+// hand-written deployment (inline graphs that grow large belong in
+// {file} references, each under its own cap).
+const MaxDocumentBytes = 1 << 20
+
+func (c ParseConfig) maxBytes() int64 {
+	if c.MaxBytes <= 0 {
+		return MaxDocumentBytes
+	}
+	return c.MaxBytes
+}
+
+// checkSize refuses a document over the cap before it is decoded.
+func checkSize(data []byte, file string, limit int64) error {
+	if int64(len(data)) <= limit {
+		return nil
+	}
+	return &Error{Pos: Position{File: file}, Err: fault.New(fault.Validation, "",
+		"the document is %d bytes: larger than %d bytes, the cap", len(data), limit)}
 }
 
 // Parse decodes a deployment document strictly and validates it (Validate).
 // Input whose first non-space byte is '{' is JSON; anything else is YAML
 // holding exactly one document. Unknown fields, repeated keys, aliases and
-// values of the wrong type are errors. Every error is an *Error. The
-// document has no file name, and settings file references are relative to
-// the working directory; ParseWithConfig sets both.
+// values of the wrong type are errors, and so is a document over
+// MaxDocumentBytes (checked before decoding). Every error is an *Error
+// whose kind is Validation. The document has no file name, and settings
+// file references are relative to the working directory; ParseWithConfig
+// sets both.
 func Parse(data []byte) (*Document, error) { return ParseWithConfig(data, ParseConfig{}) }
 
 // ParseWithConfig is Parse with the file name and base directory of cfg.
 func ParseWithConfig(data []byte, cfg ParseConfig) (*Document, error) {
+	if err := checkSize(data, cfg.Filename, cfg.maxBytes()); err != nil {
+		return nil, err
+	}
 	root, err := parseNode(data, cfg.Filename)
 	if err != nil {
 		return nil, err
@@ -129,16 +163,19 @@ func ParseWithConfig(data []byte, cfg ParseConfig) (*Document, error) {
 }
 
 // ParseFile reads and parses the document at path. Positions name path, and
-// the base directory is the file's directory.
+// the base directory is the file's directory. Only a regular file is read
+// (a directory, a named pipe or a device is a Validation error, also
+// behind a symbolic link; the open never blocks), and no more than the cap
+// is read: a larger file is refused before it is decoded.
 func ParseFile(path string) (*Document, error) { return ParseFileWithConfig(path, ParseConfig{}) }
 
 // ParseFileWithConfig is ParseFile where a non-empty cfg.Filename or
 // cfg.BaseDir replaces the path or the file's directory.
 func ParseFileWithConfig(path string, cfg ParseConfig) (*Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := docfile.ReadFile(nil, path, cfg.maxBytes())
 	if err != nil {
-		kind := fault.Validation
-		if os.IsNotExist(err) {
+		kind := fault.KindOr(err, fault.Validation)
+		if errors.Is(err, fs.ErrNotExist) {
 			kind = fault.NotFound
 		}
 		return nil, &Error{Pos: Position{File: path}, Err: fault.Wrap(kind, err, "read document", "")}

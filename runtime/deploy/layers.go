@@ -45,8 +45,11 @@ func LoadLayers(layers []Layer, cfg ParseConfig) (*Document, Provenance, error) 
 	var merged *yaml.Node
 	for i, l := range sorted {
 		file := cmp.Or(l.File, l.Name)
+		if err := checkSize(l.Data, file, cfg.maxBytes()); err != nil {
+			return nil, nil, err
+		}
 		if i == 0 {
-			if _, err := ParseWithConfig(l.Data, ParseConfig{Filename: file, BaseDir: cfg.BaseDir}); err != nil {
+			if _, err := ParseWithConfig(l.Data, ParseConfig{Filename: file, BaseDir: cfg.BaseDir, MaxBytes: cfg.MaxBytes}); err != nil {
 				return nil, nil, err
 			}
 		}

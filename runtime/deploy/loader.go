@@ -13,16 +13,27 @@ import (
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/internal/docfile"
 	"github.com/corral-rt/corral/runtime/resource"
 )
 
-// DefaultMaxBytes caps the size of a referenced file or embedded entry.
+// DefaultMaxBytes caps the size of a referenced file or embedded entry:
+// a graph, a script, a tool source, settings. It is the size of the
+// largest graph document graph.Parse accepts.
 const DefaultMaxBytes = 1 << 20
+
+// DefaultMaxModuleBytes caps the size of a referenced WebAssembly module
+// (a resource.Source with Module set): the wasm runtime's own default
+// max_module_bytes. Modules are larger than documents: a Go guest is a few
+// megabytes (examples/mixed's is 3.4 MB). The wasm runtime checks a module
+// against its module bounds before it compiles it; this cap bounds what is
+// read.
+const DefaultMaxModuleBytes = 64 << 20
 
 // LoaderConfig configures NewLoader. The zero value reads files relative to
 // the working directory, has no embedded file system, caps content at
-// DefaultMaxBytes, reads the process environment and the user's home
-// directory.
+// DefaultMaxBytes and modules at DefaultMaxModuleBytes, reads the process
+// environment and the user's home directory.
 type LoaderConfig struct {
 	// BaseDir is the directory that file references are relative to and
 	// that ${base} expands to; "" is the working directory.
@@ -31,6 +42,9 @@ type LoaderConfig struct {
 	Embed fs.FS
 	// MaxBytes caps the size of loaded content; <= 0 means DefaultMaxBytes.
 	MaxBytes int64
+	// MaxModuleBytes caps the size of a loaded WebAssembly module; <= 0
+	// means DefaultMaxModuleBytes, or MaxBytes when that is larger.
+	MaxModuleBytes int64
 	// LookupEnv serves ${env:NAME}; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// Home is what ~ and ${home} expand to; "" means os.UserHomeDir.
@@ -49,9 +63,12 @@ var _ resource.Loader = (*loader)(nil)
 //
 // Load reads {file: path} relative to BaseDir: an absolute path is a
 // Validation error, a path that leaves BaseDir lexically or through a
-// symbolic link is Forbidden, a missing file is NotFound and content over
-// MaxBytes is a Validation error. {embed: name} reads Embed under the same
-// cap.
+// symbolic link is Forbidden, a missing file is NotFound, and a file that
+// is not regular (a directory, a named pipe, a device, a socket, also
+// through a symbolic link) or holds more than MaxBytes (MaxModuleBytes for
+// a module) is a Validation error; the open never blocks and no more than
+// the cap is read (package internal/docfile). {embed: name} reads Embed
+// under the same caps.
 //
 // Expand replaces ${env:NAME}, ${base}, ${base:rel}, ${home}, ${home:rel},
 // and a leading ~ or ~/ in a string. "$${" stands for a literal "${". An
@@ -60,6 +77,9 @@ var _ resource.Loader = (*loader)(nil)
 func NewLoader(cfg LoaderConfig) resource.Loader {
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxModuleBytes <= 0 {
+		cfg.MaxModuleBytes = max(DefaultMaxModuleBytes, cfg.MaxBytes)
 	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
@@ -84,9 +104,9 @@ func (l *loader) Load(ctx context.Context, src resource.Source) ([]byte, error) 
 	case src.File != "" && src.Embed != "":
 		return nil, fault.New(fault.Validation, op, "a reference names either a file or an embedded entry, not both")
 	case src.File != "":
-		return l.loadFile(src.File, op)
+		return l.loadFile(src.File, op, l.limit(src))
 	case src.Embed != "":
-		return l.loadEmbed(src.Embed, op)
+		return l.loadEmbed(src.Embed, op, l.limit(src))
 	}
 	return nil, fault.New(fault.Validation, op, "the reference is empty")
 }
@@ -99,7 +119,15 @@ func sourceLabel(src resource.Source) string {
 	return "embed " + strconv.Quote(src.Embed)
 }
 
-func (l *loader) loadFile(name, op string) ([]byte, error) {
+// limit returns the cap for src.
+func (l *loader) limit(src resource.Source) int64 {
+	if src.Module {
+		return l.cfg.MaxModuleBytes
+	}
+	return l.cfg.MaxBytes
+}
+
+func (l *loader) loadFile(name, op string, limit int64) ([]byte, error) {
 	switch {
 	case strings.ContainsRune(name, 0):
 		return nil, fault.New(fault.Validation, op, "the path contains a NUL byte")
@@ -113,12 +141,19 @@ func (l *loader) loadFile(name, op string) ([]byte, error) {
 		return nil, classifyOpen(err, op, "base directory")
 	}
 	defer root.Close()
-	f, err := root.Open(filepath.Clean(name))
-	if err != nil {
+	data, err := docfile.ReadFile(root, filepath.Clean(name), limit)
+	var refused *fault.Error
+	switch {
+	case errors.As(err, &refused):
+		// op names the file already.
+		if refused.Err != nil {
+			return nil, fault.Wrap(refused.Kind, refused.Err, op, "%s", refused.Msg)
+		}
+		return nil, fault.New(refused.Kind, op, "%s", refused.Msg)
+	case err != nil:
 		return nil, classifyOpen(err, op, "file")
 	}
-	defer f.Close()
-	return l.read(f, op)
+	return data, nil
 }
 
 // classifyOpen maps an open error to a kind: a missing file is NotFound, a
@@ -135,7 +170,7 @@ func classifyOpen(err error, op, what string) error {
 	return fault.Wrap(fault.Validation, err, op, "")
 }
 
-func (l *loader) loadEmbed(name, op string) ([]byte, error) {
+func (l *loader) loadEmbed(name, op string, limit int64) ([]byte, error) {
 	if l.cfg.Embed == nil {
 		return nil, fault.New(fault.NotFound, op, "no embedded file system was given")
 	}
@@ -153,17 +188,15 @@ func (l *loader) loadEmbed(name, op string) ([]byte, error) {
 		return nil, classifyOpen(err, op, "embedded entry")
 	}
 	defer f.Close()
-	return l.read(f, op)
-}
-
-// read reads all of r up to the cap.
-func (l *loader) read(r io.Reader, op string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, l.cfg.MaxBytes+1))
+	if info, err := f.Stat(); err == nil && !info.Mode().IsRegular() {
+		return nil, fault.New(fault.Validation, op, "not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "")
 	}
-	if int64(len(data)) > l.cfg.MaxBytes {
-		return nil, fault.New(fault.Validation, op, "content is larger than %d bytes", l.cfg.MaxBytes)
+	if int64(len(data)) > limit {
+		return nil, fault.New(fault.Validation, op, "content is larger than %d bytes", limit)
 	}
 	return data, nil
 }

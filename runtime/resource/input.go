@@ -21,6 +21,10 @@ import (
 type Source struct {
 	File  string `json:"file,omitempty"`
 	Embed string `json:"embed,omitempty"`
+	// Module marks a reference to a WebAssembly module, which a Loader
+	// reads under its own, larger cap. A document never sets it: the
+	// factory that reads a module does (Input.ResolveModule).
+	Module bool `json:"-"`
 }
 
 // String returns "file:path" or "embed:name".
@@ -62,8 +66,10 @@ func SourceOf(raw json.RawMessage) (Source, bool) {
 // deployment layer provides one rooted at the document's directory.
 type Loader interface {
 	// Load returns the bytes of src. Files are confined to the base
-	// directory (Forbidden otherwise), missing ones are NotFound, and
-	// content over the size cap is a Validation error.
+	// directory (Forbidden otherwise), missing ones are NotFound, and a
+	// file that is not regular or content over the size cap (the module
+	// cap when src.Module is set) is a Validation error. Load never
+	// blocks on a named pipe or a device.
 	Load(ctx context.Context, src Source) ([]byte, error)
 	// Expand expands ${env:NAME}, ${base}, ${base:rel}, ${home},
 	// ${home:rel}, ~ and ~/rel in s. An unset variable, a malformed ${ or an
@@ -127,6 +133,17 @@ func (in Input) Resolve(ctx context.Context, src Source) ([]byte, error) {
 		return nil, fault.New(fault.NotAvailable, "resolve "+src.String(), "no loader: the value was not built from a document")
 	}
 	return in.Loader.Load(ctx, src)
+}
+
+// ResolveModule loads the WebAssembly module that raw refers to, under the
+// loader's module cap. raw must be a {file}/{embed} reference.
+func (in Input) ResolveModule(ctx context.Context, raw json.RawMessage) ([]byte, error) {
+	src, ok := SourceOf(raw)
+	if !ok {
+		return nil, fault.New(fault.Validation, "resolve module", "want {file: path} or {embed: name}, got %s", abbreviate(raw))
+	}
+	src.Module = true
+	return in.Resolve(ctx, src)
 }
 
 // ResolveSettings returns the input's settings as JSON, loading them first
