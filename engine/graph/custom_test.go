@@ -288,7 +288,7 @@ func TestNodeTypeFactory(t *testing.T) {
 	assert.Empty(t, nt.Writes())
 
 	for name, tc := range map[string]struct{ settings, want string }{
-		"unknown key":      {`{"type": "x", "source": "1", "extra": 1}`, `json: unknown field "extra"`},
+		"unknown key":      {`{"type": "x", "source": "1", "extra": 1}`, `unknown field "extra"`},
 		"no type":          {`{"source": "1"}`, `new script node type: type is required`},
 		"spaced type":      {`{"type": "a b", "source": "1"}`, `type "a b" must not contain spaces`},
 		"no source":        {`{"type": "x"}`, `settings.source is required`},
@@ -296,7 +296,7 @@ func TestNodeTypeFactory(t *testing.T) {
 		"bad kind":         {`{"type": "x", "source": "1", "reads": [{"kind": "file", "name": "a"}]}`, `reads[0].kind: "file" is not var or messages`},
 		"name and key":     {`{"type": "x", "source": "1", "writes": [{"kind": "var", "name": "a", "config_key": "b"}]}`, `writes[0]: exactly one of name and config_key is required`},
 		"neither":          {`{"type": "x", "source": "1", "writes": [{"kind": "var"}]}`, `writes[0]: exactly one of name and config_key is required`},
-		"unknown role key": {`{"type": "x", "source": "1", "writes": [{"kind": "var", "name": "a", "mode": 1}]}`, `json: unknown field "mode"`},
+		"unknown role key": {`{"type": "x", "source": "1", "writes": [{"kind": "var", "name": "a", "mode": 1}]}`, `writes[0]: unknown field "mode"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -157,19 +159,132 @@ func newEngine(ctx context.Context, in resource.Input) (any, error) {
 	if isAbsent(s.Graph) {
 		return nil, fault.New(fault.Validation, op, "%s is required", settingsGraphPath)
 	}
-	raw, err := in.ResolveDocument(ctx, s.Graph)
+	g, err := resolveGraph(ctx, in, s.Graph)
 	if err != nil {
 		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "%s", settingsGraphPath)
 	}
-	doc, err := Parse(raw)
+	doc, err := Parse(g.raw)
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, WithPathPrefix(err, settingsGraphPath), op, "")
+		return nil, g.place(op, err)
 	}
 	e, err := Build(ctx, doc, opts)
 	if err != nil {
-		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), WithPathPrefix(err, settingsGraphPath), op, "")
+		return nil, g.place(op, err)
 	}
 	return e, nil
+}
+
+// graphSource is a graph document as the engine's settings give it:
+// inline, or loaded from a {file}/{embed} reference (then file names it
+// and data is its text, to place errors in it).
+type graphSource struct {
+	raw  json.RawMessage
+	file string
+	data []byte
+}
+
+func resolveGraph(ctx context.Context, in resource.Input, raw json.RawMessage) (graphSource, error) {
+	src, ok := resource.SourceOf(raw)
+	if !ok {
+		return graphSource{raw: raw}, nil
+	}
+	data, err := in.Resolve(ctx, src)
+	if err != nil {
+		return graphSource{}, err
+	}
+	g := graphSource{file: src.File, data: data}
+	if src.File == "" {
+		g.file = "embed:" + src.Embed
+	}
+	// Check the size before the document is converted.
+	if len(data) > MaxDocumentBytes {
+		return graphSource{}, &resource.FieldError{File: g.file, Msg: fmt.Sprintf(
+			"the document is %d bytes: larger than %d bytes, the cap", len(data), MaxDocumentBytes)}
+	}
+	if g.raw, err = resource.YAMLToJSON(data); err != nil {
+		return graphSource{}, &resource.FieldError{File: g.file, Line: yamlLine(err), Msg: err.Error()}
+	}
+	return g, nil
+}
+
+// yamlLine reads the line out of a YAMLToJSON error ("yaml: line 3: …").
+func yamlLine(err error) int {
+	msg := err.Error()
+	if i := strings.Index(msg, "line "); i >= 0 {
+		var n int
+		if _, e := fmt.Sscanf(msg[i:], "line %d", &n); e == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// place turns the document errors of the graph into *resource.FieldError
+// values at their own place: the line and path in the graph's file, or
+// the path under settings.graph for an inline graph. Other errors keep
+// their text, their path under settings.graph.
+func (g graphSource) place(op string, err error) error {
+	kind := fault.KindOr(err, fault.Validation)
+	var placed []error
+	for _, e := range documentErrors(err) {
+		fe := fieldOf(e)
+		if g.file != "" {
+			fe.File, fe.Line = g.file, resource.LineOf(g.data, fe.At())
+		} else {
+			fe = fe.Under("graph")
+		}
+		placed = append(placed, fe)
+	}
+	if len(placed) == 0 {
+		return fault.Wrap(kind, WithPathPrefix(err, settingsGraphPath), op, "")
+	}
+	return fault.Wrap(kind, errors.Join(placed...), op, "")
+}
+
+// documentErrors returns the DocumentErrors of err: err itself or the
+// errors of a join.
+func documentErrors(err error) []*DocumentError {
+	var de *DocumentError
+	if errors.As(err, &de) && err == error(de) {
+		return []*DocumentError{de}
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if errors.As(err, &de) {
+			return []*DocumentError{de}
+		}
+		return nil
+	}
+	var out []*DocumentError
+	for _, e := range j.Unwrap() {
+		out = append(out, documentErrors(e)...)
+	}
+	return out
+}
+
+// fieldOf turns a DocumentError into a FieldError whose path reaches the
+// value inside a node's config when the cause names one.
+func fieldOf(de *DocumentError) *resource.FieldError {
+	fe := &resource.FieldError{Path: de.Path, Msg: de.Msg, Kind: de.Kind}
+	var inner *resource.FieldError
+	switch {
+	case errors.As(de.Err, &inner) && inner.File == "":
+		fe.Path, fe.Key = resource.JoinPath(de.Path, inner.Path), inner.Key
+		fe.Msg = joinMsg(de.Msg, inner.Msg)
+	case de.Err != nil:
+		fe.Msg = joinMsg(de.Msg, de.Err.Error())
+	}
+	if fe.Kind == nil {
+		fe.Kind = fault.KindOr(de.Err, fault.Validation)
+	}
+	return fe
+}
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ": " + b
 }
 
 // options turns the settings into Options (without runtimes).

@@ -124,7 +124,7 @@ func TestFactorySettingsErrors(t *testing.T) {
 		{"limits", `{"graph": ` + inlineGraph + `, "limits": {"max_events": -1}}`, "max_events must be >= 0"},
 		{"graph file", `{"graph": {"file": "nope.yaml"}}`, "nope.yaml is missing"},
 		{"graph path", `{"graph": {"name": "g", "entry": "a", "nodes": [{"id": "a", "type": "script", "cfg": {}}]}}`,
-			`parse graph: settings.graph.nodes[0]: unknown field "cfg"`},
+			`graph.nodes[0]: unknown field "cfg"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,10 +162,10 @@ func TestFactoryRuntimes(t *testing.T) {
 
 	_, err = newFromSettings(t, `{"graph": `+inlineGraph+`}`, map[string]any{"script_runtime": js}, nil)
 	assert.ErrorIs(t, err, fault.Validation)
-	assert.ErrorContains(t, err, `settings.graph.nodes[1].config: node "b" (script): runtime: script runtime "wasm" is not bound (bound: js)`)
+	assert.ErrorContains(t, err, `graph.nodes[1].config: node "b" (script): runtime: script runtime "wasm" is not bound (bound: js)`)
 
 	_, err = newFromSettings(t, `{"graph": `+inlineGraph+`}`, nil, nil)
-	assert.ErrorContains(t, err, `settings.graph.edges[0].condition: edge a -> b: a condition needs script runtime "js", and none is bound`)
+	assert.ErrorContains(t, err, `graph.edges[0].condition: edge a -> b: a condition needs script runtime "js", and none is bound`)
 
 	_, err = newFromSettings(t, `{"graph": `+inlineGraph+`}`, map[string]any{"script_runtime": "not a runtime"}, nil)
 	assert.ErrorIs(t, err, fault.Validation)
@@ -235,7 +235,7 @@ func TestFactoryNodeTypes(t *testing.T) {
 	bad := `{"graph": {"name": "g", "entry": "a", "nodes": [{"id": "a", "type": "echo", "config": {"txt": "x"}}]}}`
 	_, err = newFromSettings(t, bad, map[string]any{"node_type.echo": echoType{"echo"}}, nil)
 	assert.ErrorIs(t, err, fault.Validation)
-	assert.ErrorContains(t, err, `settings.graph.nodes[0].config: node "a" (echo): decode config: json: unknown field "txt"`)
+	assert.ErrorContains(t, err, `graph.nodes[0].config: node "a" (echo): unknown field "txt"`)
 
 	_, err = newFromSettings(t, g, map[string]any{"node_type": 7}, nil)
 	assert.ErrorContains(t, err, `dep "node_type": int is not a graph.NodeType`)

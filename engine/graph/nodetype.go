@@ -1,16 +1,14 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
 )
 
@@ -126,19 +124,13 @@ func (c *Call) ABI() sandbox.ABI {
 	return c.rs.abi(c)
 }
 
-// DecodeConfig decodes a node's config strictly into out: unknown keys and
-// trailing data are Validation errors. Empty config decodes as {}.
+// DecodeConfig decodes a node's config strictly into out: unknown keys,
+// values of the wrong type and trailing data are Validation errors that
+// hold a *resource.FieldError naming the value's path in the config
+// (resource.DecodeStrict). Empty config decodes as {}.
 func DecodeConfig(raw json.RawMessage, out any) error {
-	if isAbsent(raw) {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return fault.Wrap(fault.Validation, err, "decode config", "")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fault.New(fault.Validation, "decode config", "trailing data after the config")
+	if err := resource.DecodeStrict(raw, out); err != nil {
+		return fault.Wrap(fault.KindOr(err, fault.Validation), err, "decode config", "")
 	}
 	return nil
 }

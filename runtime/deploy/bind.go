@@ -142,13 +142,13 @@ func (b binding) build(ctx context.Context, a *agent.Agent, kind, impl string, d
 	if err != nil {
 		return nil, err
 	}
-	settings, err := b.settings(ctx, raw, b.path+".settings")
+	settings, ref, err := b.settings(ctx, raw, b.path+".settings")
 	if err != nil {
 		return nil, err
 	}
 	v, err := f.New(ctx, resource.Input{Name: a.ID, Settings: settings, Deps: resolved, Loader: b.loader})
 	if err != nil {
-		return nil, b.wrap(b.path, "", err)
+		return nil, b.wrapSettings(b.path, ref, err)
 	}
 	if c, ok := v.(io.Closer); ok && !agent.IsNil(v) {
 		a.Closers = append(a.Closers, c)

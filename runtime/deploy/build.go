@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
@@ -127,13 +128,13 @@ func (r *Result) buildResource(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, err := b.settings(ctx, e.Settings, path+".settings")
+	settings, ref, err := b.settings(ctx, e.Settings, path+".settings")
 	if err != nil {
 		return nil, err
 	}
 	v, err := f.New(ctx, resource.Input{Name: name, Settings: settings, Deps: deps, Loader: r.loader})
 	if err != nil {
-		return nil, b.wrap(path, "", err)
+		return nil, b.wrapSettings(path, ref, err)
 	}
 	return v, nil
 }
@@ -258,20 +259,77 @@ func (b binding) resolve(key, ref, path string) (any, error) {
 	return iv, nil
 }
 
+// settingsRef is settings loaded from a {file}/{embed} reference: the
+// name it was loaded under and its text, to place errors in it.
+type settingsRef struct {
+	file string
+	data []byte
+}
+
 // settings resolves a whole-subtree {file}/{embed} reference to JSON;
 // other settings pass through.
-func (b binding) settings(ctx context.Context, raw []byte, path string) ([]byte, error) {
+func (b binding) settings(ctx context.Context, raw []byte, path string) ([]byte, *settingsRef, error) {
 	src, ok := resource.SourceOf(raw)
 	if !ok {
-		return raw, nil
+		return raw, nil, nil
 	}
 	data, err := b.loader.Load(ctx, src)
 	if err != nil {
-		return nil, b.wrap(path, "settings", err)
+		return nil, nil, b.wrap(path, "settings", err)
 	}
 	out, err := resource.YAMLToJSON(data)
 	if err != nil {
-		return nil, b.wrap(path, "settings", fmt.Errorf("%s: %w", sourceLabel(src), err))
+		return nil, nil, b.wrap(path, "settings", fmt.Errorf("%s: %w", sourceLabel(src), err))
 	}
-	return out, nil
+	ref := &settingsRef{file: src.File, data: data}
+	if src.File == "" {
+		ref.file = "embed:" + src.Embed
+	}
+	return out, ref, nil
 }
+
+// wrapSettings returns the error of a factory built at path. An error
+// that holds a *resource.FieldError is placed at the value it names: in
+// the file it names, in the settings file ref, or in the document under
+// path.settings. Other errors are placed at path, as wrap does.
+func (b binding) wrapSettings(path string, ref *settingsRef, err error) error {
+	var fe *resource.FieldError
+	if !errors.As(err, &fe) {
+		return b.wrap(path, "", err)
+	}
+	kind := b.kind
+	if kind == nil {
+		kind = fault.KindOr(err, fault.Validation)
+	}
+	msg := &placedError{msg: fe.Msg + " (" + b.op + ")", kind: kind, cause: err}
+	switch {
+	case fe.File != "":
+		return &Error{Pos: Position{File: b.refName(fe.File), Line: fe.Line}, Path: fe.Path, Err: msg}
+	case ref != nil:
+		return &Error{Pos: Position{File: b.refName(ref.file), Line: resource.LineOf(ref.data, fe.At())}, Path: fe.Path, Err: msg}
+	}
+	full := resource.JoinPath(path+".settings", fe.Path)
+	return b.doc.errorAt(full, resource.JoinPath(full, fe.Key), msg)
+}
+
+// refName names a referenced file in positions: relative to the
+// document's base directory, as the document's own name is relative to
+// the working directory.
+func (b binding) refName(file string) string {
+	base := b.doc.BaseDir()
+	if base == "" || base == "." || strings.HasPrefix(file, "embed:") || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(base, file)
+}
+
+// placedError is the message of a placed FieldError; it keeps the
+// factory's whole error as its cause for errors.Is and errors.As.
+type placedError struct {
+	msg   string
+	kind  *fault.Kind
+	cause error
+}
+
+func (e *placedError) Error() string   { return e.msg }
+func (e *placedError) Unwrap() []error { return []error{e.kind, e.cause} }

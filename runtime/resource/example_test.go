@@ -76,6 +76,6 @@ func Example() {
 	// Output:
 	// registered example.Greeter/plain
 	// Hello! [a=Ann b=Bob]
-	// true decode settings: json: unknown field "punctuaton"
+	// true decode settings: unknown field "punctuaton" (known: punctuation)
 	// conflict register factory: example.Greeter/plain is already registered
 }

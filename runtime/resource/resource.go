@@ -1,11 +1,7 @@
 package resource
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -190,19 +186,13 @@ type DeploymentBinder interface {
 	BindDeployment(result any) error
 }
 
-// DecodeSettings decodes JSON settings into out strictly: unknown keys and
-// trailing data are Validation errors. Empty settings decode as {}.
+// DecodeSettings decodes JSON settings into out strictly: unknown keys,
+// values of the wrong type and trailing data are Validation errors that
+// hold a *FieldError naming the value's path (DecodeStrict). Empty
+// settings decode as {}.
 func DecodeSettings(data []byte, out any) error {
-	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
-		data = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return fault.Wrap(fault.Validation, err, "decode settings", "")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fault.New(fault.Validation, "decode settings", "trailing data after settings")
+	if err := DecodeStrict(data, out); err != nil {
+		return fault.Wrap(fault.KindOr(err, fault.Validation), err, "decode settings", "")
 	}
 	return nil
 }
