@@ -37,7 +37,7 @@ func TestFactory(t *testing.T) {
 		{"zero buffer", `{"buffer_size": 0}`, "outside"},
 		{"huge buffer", `{"buffer_size": 1048577}`, "outside"},
 		{"unknown key", `{"route_cache": 3}`, "unknown field"},
-		{"wrong type", `{"route_cache_size": "big"}`, "cannot unmarshal"},
+		{"wrong type", `{"route_cache_size": "big"}`, `route_cache_size: want an integer, got "big"`},
 		{"trailing data", `{} {}`, "trailing"},
 	}
 	for _, c := range cases {

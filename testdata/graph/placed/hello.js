@@ -1,0 +1,1 @@
+host.emit("token", "hello");
