@@ -228,9 +228,11 @@ func (g graphSource) place(op string, err error) error {
 	var placed []error
 	for _, e := range documentErrors(err) {
 		fe := fieldOf(e)
-		if g.file != "" {
+		switch {
+		case fe.File != "": // placed in a file of its own (a script's)
+		case g.file != "":
 			fe.File, fe.Line = g.file, resource.LineOf(g.data, fe.At())
-		} else {
+		default:
 			fe = fe.Under("graph")
 		}
 		placed = append(placed, fe)
@@ -268,7 +270,11 @@ func fieldOf(de *DocumentError) *resource.FieldError {
 	fe := &resource.FieldError{Path: de.Path, Msg: de.Msg, Kind: de.Kind}
 	var inner *resource.FieldError
 	switch {
-	case errors.As(de.Err, &inner) && inner.File == "":
+	case errors.As(de.Err, &inner) && inner.File != "":
+		out := *inner
+		out.Msg = joinMsg(de.Msg, inner.Msg)
+		return &out
+	case errors.As(de.Err, &inner):
 		fe.Path, fe.Key = resource.JoinPath(de.Path, inner.Path), inner.Key
 		fe.Msg = joinMsg(de.Msg, inner.Msg)
 	case de.Err != nil:

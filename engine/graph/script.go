@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -68,6 +69,9 @@ func (scriptType) Build(ctx context.Context, in NodeInput) (Handler, error) {
 	if err := runtimeRuns(rt, name, script); err != nil {
 		return nil, err
 	}
+	if err := sandbox.CheckScript(ctx, rt, script, sandbox.Limits{}); err != nil {
+		return nil, compileError(c, err)
+	}
 	if !isAbsent(c.Config) && !strings.HasPrefix(strings.TrimSpace(string(c.Config)), "{") {
 		return nil, fault.New(fault.Validation, "", "config: want an object, got %s", jsonKind(c.Config))
 	}
@@ -106,6 +110,24 @@ func loadScript(ctx context.Context, in NodeInput, c ScriptConfig) (sandbox.Scri
 		s.Module = bin
 	}
 	return s, nil
+}
+
+// compileError places a script that does not compile: in the source's
+// own file at the compiler's line when the source is a {file} reference,
+// at the source or module key otherwise.
+func compileError(c ScriptConfig, err error) error {
+	field, raw := "source", c.Source
+	if !isAbsent(c.Module) {
+		field, raw = "module", c.Module
+	}
+	var ce *sandbox.CompileError
+	if !errors.As(err, &ce) {
+		return fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "%s", field)
+	}
+	if src, ok := resource.SourceOf(raw); ok && src.File != "" {
+		return &resource.FieldError{File: src.File, Line: ce.Line, Msg: ce.Error(), Kind: fault.KindOr(err, fault.Validation)}
+	}
+	return &resource.FieldError{Path: field, Msg: ce.Error(), Kind: fault.KindOr(err, fault.Validation)}
 }
 
 // runtimeRuns refuses a module on the JavaScript runtime and source on
@@ -309,6 +331,9 @@ func newScriptNodeType(ctx context.Context, in resource.Input) (any, error) {
 		Reads: s.Reads, Writes: s.Writes})
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "settings")
+	}
+	if err := sandbox.CheckScript(ctx, rt, sandbox.Script{Name: s.Type, Source: text}, sandbox.Limits{}); err != nil {
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), compileError(ScriptConfig{Source: s.Source}, err), op, "settings")
 	}
 	return t, nil
 }

@@ -183,10 +183,16 @@ func buildTool(ctx context.Context, in resource.Input, ts ToolSettings, rts map[
 	if err != nil {
 		return nil, err
 	}
-	if script.Source != "" && rt.Name() == DefaultScriptRuntimeName {
-		if err := probe(ctx, rt, ts.Name, script.Source); err != nil {
-			return nil, err
+	// Compile the tool now, so that one that does not compile fails the
+	// build rather than every call.
+	if err := sandbox.CheckScript(ctx, rt, script, limits); err != nil {
+		field := "source"
+		if len(script.Module) > 0 {
+			field = "module"
 		}
+		return nil, fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "%s", field)
+	}
+	if script.Source != "" && rt.Name() == DefaultScriptRuntimeName {
 		script.Source = jsReturnPrefix + script.Source + jsReturnSuffix
 	}
 	t.script = script
@@ -251,20 +257,6 @@ func loadScript(ctx context.Context, in resource.Input, ts ToolSettings) (sandbo
 		s.Module = bin
 	}
 	return s, nil
-}
-
-// probe has a JavaScript runtime compile source as the body of a function
-// that is never called, so that a tool that does not compile fails the
-// build rather than every call.
-func probe(ctx context.Context, rt sandbox.Runtime, name, source string) error {
-	v, err := rt.Eval(ctx, sandbox.Evaluation{Node: name, Expr: "typeof (function() {" + source + "\n})"})
-	if err != nil {
-		return fault.Wrap(fault.KindOr(err, fault.Validation), err, "", "source")
-	}
-	if v != "function" {
-		return fault.New(fault.Validation, "", "source: not a function body (unbalanced braces?)")
-	}
-	return nil
 }
 
 // runtimesFromDeps maps the script_runtime deps to runtime names.
