@@ -13,12 +13,17 @@ import (
 	"github.com/corral-rt/corral/runtime/deploy"
 )
 
+// validate builds the document as run would, which reads every file it
+// references and compiles every script (sandbox.CheckScript), and runs
+// nothing: a document error, a file that is not a regular file or is over
+// its cap, and a script that does not compile are bad input (exit 2),
+// reported at their file and line.
 func validate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, "usage: corral validate [DOC]\n\nBuild the deployment DOC (default: the embedded demo), print what it holds and close it.\n")
+			fmt.Fprint(stdout, "usage: corral validate [DOC]\n\nBuild the deployment DOC (default: the embedded demo) without running anything, print what it holds and close it.\nBuilding reads every referenced file and compiles every node script and tool (a WebAssembly module when its runtime can check it).\n")
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "corral: validate: %v\n", err)
