@@ -38,9 +38,8 @@ func setup(t *testing.T) *runtime.Runtime {
 	require.NoError(t, err)
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory(), js.Factory(), wasm.Factory(), graph.Factory())
-	b := runtime.NewBuilder(reg)
-	require.NoError(t, b.WithLoader(deploy.NewLoader(deploy.LoaderConfig{BaseDir: dir, MaxBytes: 16 << 20})))
-	app, err := b.Build(context.Background(), parsed)
+	// The default loader: the module loads under the module cap.
+	app, err := runtime.NewBuilder(reg).Build(context.Background(), parsed)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = app.Close() })
 	return app
