@@ -111,8 +111,11 @@ func DecodeStrict(data []byte, out any) error {
 		return nil
 	}
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
+	switch {
+	case errors.As(err, &syn):
 		return &FieldError{Msg: "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &FieldError{Msg: "not valid JSON: unexpected end of input"}
 	}
 	if fe := findField(data, reflect.TypeOf(out), ""); fe != nil {
 		return fe
