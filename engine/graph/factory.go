@@ -199,7 +199,7 @@ func resolveGraph(ctx context.Context, in resource.Input, raw json.RawMessage) (
 	// Check the size before the document is converted.
 	if len(data) > MaxDocumentBytes {
 		return graphSource{}, &resource.FieldError{File: g.file, Msg: fmt.Sprintf(
-			"the document is %d bytes: larger than %d bytes, the cap", len(data), MaxDocumentBytes)}
+			"the document is %d bytes, more than the %d allowed", len(data), MaxDocumentBytes)}
 	}
 	if g.raw, err = resource.YAMLToJSON(data); err != nil {
 		return graphSource{}, &resource.FieldError{File: g.file, Line: yamlLine(err), Msg: err.Error()}
