@@ -231,7 +231,7 @@ func (g graphSource) place(op string, err error) error {
 		switch {
 		case fe.File != "": // placed in a file of its own (a script's)
 		case g.file != "":
-			fe.File, fe.Line = g.file, resource.LineOf(g.data, fe.At())
+			fe.File, fe.Line = g.file, resource.LineWithin(g.data, fe.At(), fe.Within)
 		default:
 			fe = fe.Under("graph")
 		}
@@ -275,7 +275,7 @@ func fieldOf(de *DocumentError) *resource.FieldError {
 		out.Msg = joinMsg(de.Msg, inner.Msg)
 		return &out
 	case errors.As(de.Err, &inner):
-		fe.Path, fe.Key = resource.JoinPath(de.Path, inner.Path), inner.Key
+		fe.Path, fe.Key, fe.Within = resource.JoinPath(de.Path, inner.Path), inner.Key, inner.Within
 		fe.Msg = joinMsg(de.Msg, inner.Msg)
 	case de.Err != nil:
 		fe.Msg = joinMsg(de.Msg, de.Err.Error())

@@ -127,7 +127,7 @@ func compileError(c ScriptConfig, err error) error {
 	if src, ok := resource.SourceOf(raw); ok && src.File != "" {
 		return &resource.FieldError{File: src.File, Line: ce.Line, Msg: ce.Error(), Kind: fault.KindOr(err, fault.Validation)}
 	}
-	return &resource.FieldError{Path: field, Msg: ce.Error(), Kind: fault.KindOr(err, fault.Validation)}
+	return &resource.FieldError{Path: field, Within: ce.Line, Msg: ce.Error(), Kind: fault.KindOr(err, fault.Validation)}
 }
 
 // runtimeRuns refuses a module on the JavaScript runtime and source on

@@ -306,7 +306,7 @@ func (b binding) wrapSettings(path string, ref *settingsRef, err error) error {
 	case fe.File != "":
 		return &Error{Pos: Position{File: b.refName(fe.File), Line: fe.Line}, Path: fe.Path, Err: msg}
 	case ref != nil:
-		return &Error{Pos: Position{File: b.refName(ref.file), Line: resource.LineOf(ref.data, fe.At())}, Path: fe.Path, Err: msg}
+		return &Error{Pos: Position{File: b.refName(ref.file), Line: resource.LineWithin(ref.data, fe.At(), fe.Within)}, Path: fe.Path, Err: msg}
 	}
 	full := resource.JoinPath(path+".settings", fe.Path)
 	return b.doc.errorAt(full, resource.JoinPath(full, fe.Key), msg)

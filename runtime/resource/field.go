@@ -29,9 +29,12 @@ type FieldError struct {
 	Path string
 	// Key is set for an unknown key of the mapping at Path: the key, whose
 	// own line is where the error is.
-	Key  string
-	Msg  string
-	Kind *fault.Kind // nil means Validation
+	Key string
+	// Within is set when the value at Path is a multi-line string, such as
+	// a script, and the error is at one of its lines: that line, from 1.
+	Within int
+	Msg    string
+	Kind   *fault.Kind // nil means Validation
 }
 
 // At returns the path of the place to show: Path, or the key under it.
@@ -351,6 +354,31 @@ func LineOf(data []byte, path string) int {
 		n, line = next, at
 	}
 	return line
+}
+
+// LineWithin returns the line of data at which line within (from 1) of
+// the string value at path is written — the value's own first line for a
+// plain or quoted scalar, the line after its indicator for a block scalar
+// (| or >) — or LineOf(data, path) when within is 0 or the path does not
+// lead to a scalar.
+func LineWithin(data []byte, path string, within int) int {
+	var doc yaml.Node
+	if within <= 0 || yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return LineOf(data, path)
+	}
+	n := doc.Content[0]
+	for _, seg := range splitPath(path) {
+		if n, _ = child(n, seg); n == nil {
+			return LineOf(data, path)
+		}
+	}
+	switch {
+	case n.Kind != yaml.ScalarNode:
+		return LineOf(data, path)
+	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
+		return n.Line + within
+	}
+	return n.Line + within - 1
 }
 
 // child returns the node seg names in n and the line that writes it.

@@ -86,6 +86,18 @@ func TestLineOf(t *testing.T) {
 	assert.Equal(t, 0, resource.LineOf([]byte("a: [\n"), "a"))
 }
 
+// LineWithin finds a line of a multi-line string: after a block scalar's
+// indicator, on a plain scalar's own line, at the key otherwise.
+func TestLineWithin(t *testing.T) {
+	t.Parallel()
+	doc := []byte("a:\n  source: |\n    one\n    two\n  plain: x\n  list: [1]\n")
+	assert.Equal(t, 4, resource.LineWithin(doc, "a.source", 2))
+	assert.Equal(t, 2, resource.LineWithin(doc, "a.source", 0))
+	assert.Equal(t, 5, resource.LineWithin(doc, "a.plain", 1))
+	assert.Equal(t, 6, resource.LineWithin(doc, "a.list", 3))
+	assert.Equal(t, 1, resource.LineWithin(doc, "a.missing", 3))
+}
+
 // FuzzDecodeStrict: DecodeStrict never panics, fails exactly when strict
 // encoding/json fails, and fails with a Validation FieldError.
 func FuzzDecodeStrict(f *testing.F) {
