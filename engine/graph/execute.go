@@ -293,7 +293,9 @@ func (r *runState) contextError(ctx context.Context) error {
 // successors returns the deduplicated targets of the edges out of steps
 // whose condition is empty or true, in step order and then document
 // order. Conditions see the board vars plus __iterations. A single
-// successor is the edge's own read-only slice.
+// successor is the edge's own read-only slice. A condition stopped because
+// the run's ctx ended fails the run with the ctx's error (contextError):
+// a run_time that runs out during a condition is Timeout, not Aborted.
 func (r *runState) successors(ctx context.Context, steps []string) ([]string, error) {
 	var vars map[string]any
 	var first *builtEdge
@@ -305,6 +307,9 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 					vars = conditionVars(r.board.Vars, r.iterations)
 				}
 				ok, err := be.cond.eval(ctx, vars, r.e.opts.Limits, r.run.Tenant)
+				if err != nil && ctx.Err() != nil {
+					return nil, r.contextError(ctx) // the run ended while the condition ran
+				}
 				if err != nil {
 					return nil, err
 				}

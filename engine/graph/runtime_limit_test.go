@@ -119,3 +119,29 @@ func TestBoardBytesAtWaveBoundary(t *testing.T) {
 	assert.ErrorIs(t, err, fault.BudgetExceeded)
 	assert.Len(t, host.Checkpoints(), 1, "only the wave of a was checkpointed")
 }
+
+// A run_time that runs out while a condition runs ends the run with
+// Timeout, the run_time LimitError, not with the Aborted error of the
+// condition's stopped call.
+func TestRunTimeDuringCondition(t *testing.T) {
+	t.Parallel()
+	// REF 5.2.2 (run_time → Timeout)
+	rt, err := js.New(js.Options{Limits: sandbox.Limits{RunTime: 100 * time.Millisecond, WallTime: time.Minute}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	doc := parseDoc(t, `
+name: g
+entry: a
+nodes:
+  - {id: a, type: script, config: {source: "1"}}
+  - {id: b, type: script, config: {source: "1"}}
+edges:
+  - {from: a, to: b, condition: "(() => { for (;;) {} })()"}
+`)
+	_, _, err = execute(t, buildWith(t, doc, rt, graph.Options{}), nil)
+	var le *sandbox.LimitError
+	require.ErrorAs(t, err, &le, "%v", err)
+	assert.Equal(t, sandbox.LimitRunTime, le.Limit)
+	assert.ErrorIs(t, err, fault.Timeout)
+	assert.NotErrorIs(t, err, fault.Aborted)
+}
