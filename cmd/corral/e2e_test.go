@@ -143,7 +143,8 @@ func TestCLIDemoStreams(t *testing.T) {
 		"That was the scripted model calling a JavaScript tool. Nice to meet you, friend. The conversation holds 4 messages.\n",
 		stdout)
 	assert.Contains(t, stderr, "? What should I call you?")
-	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}\)\n$`, stderr)
+	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}; tokens: [1-9][0-9]* prompt \+ [1-9][0-9]* completion = [1-9][0-9]*\)\n$`, stderr,
+		"the status line shows what the scripted model reported")
 }
 
 var runIDPattern = regexp.MustCompile(`run-[0-9a-f]{16}`)
@@ -155,7 +156,7 @@ func TestCLIDemoJSON(t *testing.T) {
 	assert.Equal(t, exitOK, code, stderr)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
-	assert.ElementsMatch(t, []string{"status", "run_id", "output", "state", "error"}, keys(got))
+	assert.ElementsMatch(t, []string{"status", "run_id", "output", "state", "usage", "error"}, keys(got))
 	assert.Equal(t, "completed", got["status"])
 	assert.Regexp(t, `^run-[0-9a-f]{16}$`, got["run_id"])
 	assert.Nil(t, got["error"])

@@ -8,7 +8,7 @@
 // output to stdout. While the turn runs, each line typed on stdin is
 // steered to it, or answers the question the agent asked (shown on
 // stderr). Ctrl-C interrupts the turn; a second Ctrl-C cancels it. --json
-// prints one JSON object {status, run_id, output, state, error} instead.
+// prints one JSON object {status, run_id, output, state, usage, error} instead.
 //
 // validate parses the document, builds every resource and agent it
 // declares with the factories Corral ships, prints what was built, and

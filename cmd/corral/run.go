@@ -121,8 +121,9 @@ type outcome struct {
 	runID  string
 	output []message.Message
 	state  map[string]any
-	err    error  // nil when the turn completed
-	kind   string // err's kind
+	usage  agent.Usage // the tokens the turn's model calls reported
+	err    error       // nil when the turn completed
+	kind   string      // err's kind
 }
 
 // runTurn starts the turn, feeds it stdin and signals until it settles,
@@ -154,7 +155,7 @@ func newOutcome(runID string, res *agent.Result, waitErr error) outcome {
 	o := outcome{status: agent.StatusFailed, runID: runID}
 	var runErr error
 	if res != nil {
-		o.status, o.output, o.state, runErr = res.Status, res.Output, res.State, res.Err
+		o.status, o.output, o.state, o.usage, runErr = res.Status, res.Output, res.State, res.Usage, res.Err
 	}
 	o.err = errors.Join(runErr, waitErr)
 	if o.status == agent.StatusCompleted && o.err == nil {
