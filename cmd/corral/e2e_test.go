@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,8 +70,14 @@ type child struct {
 // start runs the corral binary with args, its stdin a pipe.
 func start(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startWithEnv(t, nil, args...)
+}
+
+// startWithEnv is start with env as the environment (nil: this process's).
+func startWithEnv(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(corralBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	c.cmd.Stdout, c.cmd.Stderr, c.cmd.Env = c.stdout, c.stderr, env
 	var err error
 	c.stdin, err = c.cmd.StdinPipe()
 	require.NoError(t, err)
@@ -98,7 +105,12 @@ func (c *child) write(t *testing.T, line string) {
 
 func (c *child) signal(t *testing.T) {
 	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(os.Interrupt))
+	c.send(t, os.Interrupt)
+}
+
+func (c *child) send(t *testing.T, sig os.Signal) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(sig))
 }
 
 // wait waits for the process and returns its exit code. Its stdin stays
@@ -241,4 +253,27 @@ func TestCLISteerAndAnswer(t *testing.T) {
 	assert.Contains(t, out, "My tool counted 4 words: Ada, please, be, brief.\n", "the model's reply uses both")
 	assert.Contains(t, out,
 		`Nice to meet you, Ada. While I ran you told me: "please be brief". The conversation holds 5 messages.`)
+}
+
+// A session's history persists across runs of the same --context: the
+// demo's conversation grows from one run to the next, another context
+// starts empty, and --fresh deletes the stored session first.
+func TestCLIHistoryAndFresh(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc, err := demo.Extract(dir)
+	require.NoError(t, err)
+	holds := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runCorral(t, append([]string{"run", doc, "--message", "hi"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		m := regexp.MustCompile(`The conversation holds (\d+) messages`).FindStringSubmatch(stdout)
+		require.NotNil(t, m, stdout)
+		return m[1]
+	}
+	assert.Equal(t, "4", holds(), "the first run: the user's message, the model's call, the tool's result, its answer")
+	assert.Equal(t, "9", holds(), "the second run of the context reads the first's history")
+	assert.Equal(t, "4", holds("--context", "other"), "another context has its own history")
+	assert.Equal(t, "4", holds("--fresh"), "--fresh deletes the stored session first")
+	assert.Equal(t, "9", holds(), "and the context's history starts again from that run")
 }

@@ -78,7 +78,13 @@ func openSession(ctx context.Context, opts runOptions, sio stdio) (_ *session.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	lease, err := app.Sessions().Open(setupCtx, session.Key{AgentID: agentID, ContextID: opts.contextID})
+	key := session.Key{AgentID: agentID, ContextID: opts.contextID}
+	if opts.fresh {
+		if err := app.Sessions().DeleteSession(setupCtx, key); err != nil {
+			return nil, nil, fault.Wrap(fault.KindOr(err, fault.Internal), err, "run", "--fresh: delete session %q", opts.contextID)
+		}
+	}
+	lease, err := app.Sessions().Open(setupCtx, key)
 	if err != nil {
 		return nil, nil, err
 	}
