@@ -21,13 +21,13 @@ const (
 )
 
 const usage = `usage:
-  corral run [DOC] [--agent ID] [--context ID] --message TEXT [--json] [--timeout D]
+  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D]
   corral validate [DOC]
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
              each line typed on stdin steers the turn, or answers its pending question;
-             Ctrl-C interrupts the turn, a second Ctrl-C cancels it
+             Ctrl-C interrupts the turn, a second Ctrl-C cancels it, SIGTERM both
   validate   build the deployment DOC, print what it holds, close it
   version    print the version of corral
 

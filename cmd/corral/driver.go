@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -50,8 +51,8 @@ func (d *driver) drive(ctx context.Context, timeout time.Duration) (timedOut boo
 			d.onLine(ctx, line)
 		case ev := <-d.events:
 			d.onPrompt(ctx, ev)
-		case <-d.signals:
-			d.onSignal()
+		case sig := <-d.signals:
+			d.onSignal(sig)
 		case <-deadline:
 			timedOut = true
 			d.con.notice("corral: the turn ran past --timeout %s: canceling", timeout)
@@ -141,9 +142,17 @@ func (d *driver) endOfInput() {
 	}
 }
 
-// onSignal interrupts the turn on the first signal and cancels it on the
-// second.
-func (d *driver) onSignal() {
+// onSignal interrupts the turn on the first interrupt signal and cancels
+// it on the second. A terminate signal (SIGTERM: a supervisor stopping
+// the command) interrupts and cancels it at once, so that the turn ends
+// now and its outcome is still printed.
+func (d *driver) onSignal(sig os.Signal) {
+	if sig == syscall.SIGTERM {
+		d.con.notice("corral: terminated: interrupting and canceling the turn")
+		_ = d.turn.Interrupt(agent.Interrupt{Cause: agent.CauseHostShutdown, Detail: "terminate signal"})
+		d.turn.Cancel()
+		return
+	}
 	d.intrs++
 	if d.intrs == 1 {
 		d.con.notice("corral: interrupting the turn (Ctrl-C again to cancel it)")
