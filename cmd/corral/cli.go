@@ -42,7 +42,11 @@ type stdio struct {
 	out     io.Writer
 	err     io.Writer
 	signals <-chan os.Signal // nil: no signals
-	echo    bool             // show answers after their prompt: in is not a terminal that echoes them
+	// terminal says in is a terminal: a person reads the questions and
+	// types the lines, and the terminal echoes them. Otherwise (a pipe, a
+	// file: the zero value) answers are shown after their question, and
+	// lines wait for the questions (driver.onLine).
+	terminal bool
 }
 
 // run is main without the process: it returns the exit code.

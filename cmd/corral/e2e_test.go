@@ -236,13 +236,13 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 }
 
-// A line typed while the turn runs steers it; the line typed after the
-// question appears answers it. The model's tool call, its reply and the
-// closing line show both.
+// A /steer line steers the turn; the line typed after the question
+// appears answers it. The model's tool call, its reply and the closing
+// line show both.
 func TestCLISteerAndAnswer(t *testing.T) {
 	t.Parallel()
 	c := start(t, "run", "--message", "hi")
-	c.write(t, "please be brief")
+	c.write(t, "/steer please be brief")
 	waitFor(t, c.stderr, "? What should I call you?")
 	c.write(t, "Ada")
 	code := c.wait(t)
@@ -276,4 +276,36 @@ func TestCLIHistoryAndFresh(t *testing.T) {
 	assert.Equal(t, "4", holds("--context", "other"), "another context has its own history")
 	assert.Equal(t, "4", holds("--fresh"), "--fresh deletes the stored session first")
 	assert.Equal(t, "9", holds(), "and the context's history starts again from that run")
+}
+
+// Piped stdin is predictable however early it arrives: echo Ada | corral
+// run answers the question with Ada, and a script steers with /steer
+// lines, with no need to wait for the question.
+func TestCLIPipedInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, input, answer, steered string
+	}{
+		{"an answer before the question", "Ada\n", "Ada", ""},
+		{"a steer and an answer at once", "/steer keep it short\nAda\n", "Ada", "keep it short"},
+		{"an answer before a steer", "Ada\n/steer keep it short\n", "Ada", "keep it short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := start(t, "run", "--message", "hi")
+			_, err := io.WriteString(c.stdin, tt.input)
+			require.NoError(t, err)
+			require.NoError(t, c.stdin.Close())
+			code := c.wait(t)
+			require.Equal(t, exitOK, code, c.stderr.String())
+			assert.Contains(t, c.stderr.String(), "? What should I call you? "+tt.answer+"\n")
+			assert.Contains(t, c.stdout.String(), "Nice to meet you, "+tt.answer+".")
+			if tt.steered == "" {
+				assert.NotContains(t, c.stderr.String(), "steered")
+				return
+			}
+			assert.Contains(t, c.stderr.String(), fmt.Sprintf("corral: steered: %q", tt.steered))
+		})
+	}
 }

@@ -32,7 +32,7 @@ import (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, echo: !isTerminal(os.Stdin)}
+	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, terminal: isTerminal(os.Stdin)}
 	code := run(context.Background(), os.Args[1:], sio)
 	signal.Stop(signals)
 	os.Exit(code)

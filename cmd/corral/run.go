@@ -34,8 +34,8 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 		return report(sio.err, err)
 	}
 	defer closeAll()
-	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: sio.echo}
-	o, err := runTurn(ctx, s, opts, con, lines, sio.signals)
+	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: !sio.terminal}
+	o, err := runTurn(ctx, s, opts, con, lines, sio)
 	if err != nil {
 		return report(sio.err, err)
 	}
@@ -135,7 +135,7 @@ type outcome struct {
 // runTurn starts the turn, feeds it stdin and signals until it settles,
 // and returns its outcome. An error is a turn that could not start.
 func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *console, lines *lineReader,
-	signals <-chan os.Signal) (outcome, error) {
+	sio stdio) (outcome, error) {
 	events := make(chan promptEvent, 16)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -145,8 +145,9 @@ func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *cons
 	if err != nil {
 		return outcome{}, err
 	}
-	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: signals}
+	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: sio.signals, terminal: sio.terminal}
 	timedOut := d.drive(ctx, opts.timeout)
+	d.reportUnused()
 	res, waitErr := turn.Wait(context.Background())
 	o := newOutcome(turn.RunID(), res, waitErr)
 	if timedOut && o.err != nil {
