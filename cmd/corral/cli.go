@@ -26,7 +26,8 @@ const usage = `usage:
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
-             each line typed on stdin steers the turn, or answers its pending question;
+             a stdin line answers the agent's question, "/steer TEXT" steers the turn
+             (a line typed on a terminal with no question waiting steers too);
              Ctrl-C interrupts the turn, a second Ctrl-C cancels it, SIGTERM both
   validate   build the deployment DOC, print what it holds, close it
   version    print the version of corral

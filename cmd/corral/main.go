@@ -5,12 +5,15 @@
 //
 // run builds the deployment document DOC (YAML or JSON), opens a session
 // of the agent and runs one turn with the message, streaming the agent's
-// output to stdout. While the turn runs, each line typed on stdin is
-// steered to it, or answers the question the agent asked (shown on
-// stderr). Ctrl-C interrupts the turn; a second Ctrl-C cancels it;
+// output to stdout. While the turn runs, a stdin line that starts with
+// /steer is steered to it; any other line answers the question the agent
+// asked (shown on stderr), and with no question waiting steers the turn
+// when typed on a terminal, or waits for the next question when it comes
+// from a pipe. Ctrl-C interrupts the turn; a second Ctrl-C cancels it;
 // SIGTERM interrupts and cancels it at once. Either way the outcome is
-// printed. --json
-// prints one JSON object {status, run_id, output, state, usage, error} instead.
+// printed, with the tokens the turn used. --json prints one JSON object
+// {status, run_id, output, state, usage, error} instead. --fresh deletes
+// the session's stored history first.
 //
 // validate parses the document, builds every resource and agent it
 // declares with the factories Corral ships, prints what was built, and
