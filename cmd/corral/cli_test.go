@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
@@ -116,17 +117,25 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
+// demoRuntime builds the embedded demo as corral run does; the test's
+// cleanup closes it and removes its files.
+func demoRuntime(t *testing.T) *runtime.Runtime {
+	t.Helper()
+	doc, cleanup, err := loadDocument("")
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+	app, err := build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	return app
+}
+
 // The demo agent runs end to end through the library, its prompt answered
 // in place: a turn through the session layer, its script nodes in the
 // goja sandbox.
 func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	t.Parallel()
-	doc, cleanup, err := loadDocument("")
-	require.NoError(t, err)
-	defer cleanup()
-	app, err := build(context.Background(), doc)
-	require.NoError(t, err)
-	defer app.Close()
+	app := demoRuntime(t)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "demo", ContextID: "t"})
 	require.NoError(t, err)
 	defer lease.Close()
@@ -155,12 +164,7 @@ func TestDemoRunsThroughTheLibrary(t *testing.T) {
 // and that bound outlasts the wall time its question may wait.
 func TestDemoRunBound(t *testing.T) {
 	t.Parallel()
-	doc, cleanup, err := loadDocument("")
-	require.NoError(t, err)
-	defer cleanup()
-	app, err := build(context.Background(), doc)
-	require.NoError(t, err)
-	defer app.Close()
+	app := demoRuntime(t)
 	a, ok := app.Agent("demo")
 	require.True(t, ok)
 	e, ok := a.Engine.(*graph.Engine)
