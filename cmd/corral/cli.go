@@ -21,13 +21,14 @@ const (
 )
 
 const usage = `usage:
-  corral run [DOC] [--agent ID] [--context ID] --message TEXT [--json] [--timeout D]
+  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D]
   corral validate [DOC]
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
-             each line typed on stdin steers the turn, or answers its pending question;
-             Ctrl-C interrupts the turn, a second Ctrl-C cancels it
+             a stdin line answers the agent's question, "/steer TEXT" steers the turn
+             (a line typed on a terminal with no question waiting steers too);
+             Ctrl-C interrupts the turn, a second Ctrl-C cancels it, SIGTERM both
   validate   build the deployment DOC, print what it holds, close it
   version    print the version of corral
 
@@ -42,7 +43,11 @@ type stdio struct {
 	out     io.Writer
 	err     io.Writer
 	signals <-chan os.Signal // nil: no signals
-	echo    bool             // show answers after their prompt: in is not a terminal that echoes them
+	// terminal says in is a terminal: a person reads the questions and
+	// types the lines, and the terminal echoes them. Otherwise (a pipe, a
+	// file: the zero value) answers are shown after their question, and
+	// lines wait for the questions (driver.onLine).
+	terminal bool
 }
 
 // run is main without the process: it returns the exit code.

@@ -9,12 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
+	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -113,17 +117,25 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
+// demoRuntime builds the embedded demo as corral run does; the test's
+// cleanup closes it and removes its files.
+func demoRuntime(t *testing.T) *runtime.Runtime {
+	t.Helper()
+	doc, cleanup, err := loadDocument("")
+	require.NoError(t, err)
+	t.Cleanup(cleanup)
+	app, err := build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	return app
+}
+
 // The demo agent runs end to end through the library, its prompt answered
 // in place: a turn through the session layer, its script nodes in the
 // goja sandbox.
 func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	t.Parallel()
-	doc, cleanup, err := loadDocument("")
-	require.NoError(t, err)
-	defer cleanup()
-	app, err := build(context.Background(), doc)
-	require.NoError(t, err)
-	defer app.Close()
+	app := demoRuntime(t)
 	lease, err := app.Sessions().Open(context.Background(), session.Key{AgentID: "demo", ContextID: "t"})
 	require.NoError(t, err)
 	defer lease.Close()
@@ -145,6 +157,23 @@ func TestDemoRunsThroughTheLibrary(t *testing.T) {
 	assert.Equal(t, "That was the scripted model calling a JavaScript tool. Nice to meet you, Grace. "+
 		"The conversation holds 5 messages.", res.Output[2].Text())
 	assert.Positive(t, res.Usage.TotalTokens, "the model's usage is reported")
+}
+
+// The demo waits for a person: its runs are bounded by the run_time its js
+// runtime sets, not by the default of its wasm runtime, which sets none,
+// and that bound outlasts the wall time its question may wait.
+func TestDemoRunBound(t *testing.T) {
+	t.Parallel()
+	app := demoRuntime(t)
+	a, ok := app.Agent("demo")
+	require.True(t, ok)
+	e, ok := a.Engine.(*graph.Engine)
+	require.True(t, ok, "%T", a.Engine)
+	assert.Equal(t, 15*time.Minute, e.RunTime(), "the js runtime's run_time, not the wasm runtime's default")
+	rt, ok := app.Resource("js")
+	require.True(t, ok)
+	wait := rt.(*js.Runtime).Limits().WallTime
+	assert.Greater(t, e.RunTime(), wait, "the run outlasts the wall time the question waits")
 }
 
 // loadDocument extracts the demo into a directory of its own and removes

@@ -188,7 +188,15 @@ type jsonResult struct {
 	RunID  string            `json:"run_id"`
 	Output []message.Message `json:"output"`
 	State  map[string]any    `json:"state"`
+	Usage  jsonUsage         `json:"usage"`
 	Error  *jsonError        `json:"error"`
+}
+
+// jsonUsage is the turn's token usage, named as the OpenAI wire names it.
+type jsonUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
 }
 
 type jsonError struct {
@@ -198,7 +206,8 @@ type jsonError struct {
 
 // newJSONResult describes an outcome for --json.
 func newJSONResult(o outcome) jsonResult {
-	r := jsonResult{Status: string(o.status), RunID: o.runID, Output: o.output, State: o.state}
+	r := jsonResult{Status: string(o.status), RunID: o.runID, Output: o.output, State: o.state,
+		Usage: jsonUsage{PromptTokens: o.usage.InputTokens, CompletionTokens: o.usage.OutputTokens, TotalTokens: o.usage.TotalTokens}}
 	if r.Output == nil {
 		r.Output = []message.Message{}
 	}
@@ -218,9 +227,14 @@ func writeJSON(w io.Writer, r jsonResult) error {
 	return enc.Encode(r)
 }
 
-// statusLine is the line printed after the stream.
+// statusLine is the line printed after the stream: the status, the run
+// id and, when the turn's model calls reported any, the tokens they used.
 func statusLine(o outcome) string {
 	s := fmt.Sprintf("-- %s (%s)", o.status, o.runID)
+	if u := o.usage; u != (agent.Usage{}) {
+		s = fmt.Sprintf("-- %s (%s; tokens: %d prompt + %d completion = %d)", o.status, o.runID,
+			u.InputTokens, u.OutputTokens, u.TotalTokens)
+	}
 	if o.err != nil {
 		s += fmt.Sprintf(": %s: %v", o.kind, o.err)
 	}

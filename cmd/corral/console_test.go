@@ -75,6 +75,12 @@ func TestStatusLine(t *testing.T) {
 			"-- interrupted (run-2): interrupted: interrupted: user_cancel: interrupt signal"},
 		{"failed", outcome{status: agent.StatusFailed, runID: "run-3", err: errors.New("boom"), kind: "internal"},
 			"-- failed (run-3): internal: boom"},
+		{"completed with usage", newOutcome("run-4", &agent.Result{Status: agent.StatusCompleted,
+			Usage: agent.Usage{InputTokens: 96, OutputTokens: 21, TotalTokens: 117}}, nil),
+			"-- completed (run-4; tokens: 96 prompt + 21 completion = 117)"},
+		{"interrupted with usage", newOutcome("run-5", &agent.Result{Status: agent.StatusInterrupted, Err: interrupted,
+			Usage: agent.Usage{InputTokens: 5, OutputTokens: 2, TotalTokens: 7}}, nil),
+			"-- interrupted (run-5; tokens: 5 prompt + 2 completion = 7): interrupted: interrupted: user_cancel: interrupt signal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +98,7 @@ func TestJSONResultGolden(t *testing.T) {
 		o    outcome
 	}{
 		{"completed", newOutcome("run-1", &agent.Result{Status: agent.StatusCompleted, Output: reply,
-			State: map[string]any{"finalize_reason": "completed"}}, nil)},
+			State: map[string]any{"finalize_reason": "completed"}, Usage: agent.Usage{InputTokens: 12, OutputTokens: 3, TotalTokens: 15}}, nil)},
 		{"interrupted", newOutcome("run-2", &agent.Result{Status: agent.StatusInterrupted, Err: interrupted}, nil)},
 		{"no_result", newOutcome("run-3", nil, fault.New(fault.NotAvailable, "start", "the session is closing"))},
 	}

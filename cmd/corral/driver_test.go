@@ -28,14 +28,21 @@ func startInProcess(t *testing.T, args ...string) *inProcess {
 	return startTypedAhead(t, "", args...)
 }
 
-// startTypedAhead is startInProcess with typed on stdin before anything
-// written later.
+// startTypedAhead is startInProcess with typed on stdin, a pipe, before
+// anything written later.
 func startTypedAhead(t *testing.T, typed string, args ...string) *inProcess {
+	t.Helper()
+	return startInput(t, false, typed, args...)
+}
+
+// startInput runs the run command with typed on stdin before anything
+// written later; terminal says whether stdin is taken for a terminal.
+func startInput(t *testing.T, terminal bool, typed string, args ...string) *inProcess {
 	t.Helper()
 	r, w := io.Pipe()
 	p := &inProcess{stdin: w, signals: make(chan os.Signal, 2), stdout: &syncBuffer{}, stderr: &syncBuffer{}, code: make(chan int, 1)}
 	in := io.MultiReader(strings.NewReader(typed), r)
-	sio := stdio{in: in, out: p.stdout, err: p.stderr, signals: p.signals, echo: true}
+	sio := stdio{in: in, out: p.stdout, err: p.stderr, signals: p.signals, terminal: terminal}
 	go func() { p.code <- run(context.Background(), args, sio) }()
 	t.Cleanup(func() { _ = w.Close() })
 	return p
@@ -58,17 +65,59 @@ func (p *inProcess) exitCode(t *testing.T) int {
 	}
 }
 
+// A /steer line steers, whenever it comes; the line after it waits for
+// the question and answers it.
 func TestRunSteerThenAnswer(t *testing.T) {
 	t.Parallel()
-	p := startTypedAhead(t, "mind the time\n\n", "run", "--message", "hi") // an empty line steers nothing
+	p := startTypedAhead(t, "/steer mind the time\n/steer\n", "run", "--message", "hi") // an empty steer steers nothing
 	waitFor(t, p.stderr, `corral: steered: "mind the time"`)
-	waitFor(t, p.stderr, "? What should I call you?")
 	p.write(t, "Lin")
 	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
 	assert.Contains(t, p.stdout.String(), "My tool counted 4 words: Lin, mind, the, time.\n")
 	assert.Contains(t, p.stdout.String(),
 		`Nice to meet you, Lin. While I ran you told me: "mind the time". The conversation holds 5 messages.`)
 	assert.Equal(t, 1, strings.Count(p.stderr.String(), "steered:"))
+}
+
+// On a terminal, a line typed while no question is on screen steers the
+// turn, and the line typed after the question appears answers it.
+func TestRunTerminalSteersUntilAsked(t *testing.T) {
+	t.Parallel()
+	p := startInput(t, true, "mind the time\n", "run", "--message", "hi")
+	waitFor(t, p.stderr, `corral: steered: "mind the time"`)
+	waitFor(t, p.stderr, "? What should I call you?")
+	p.write(t, "Lin")
+	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
+	assert.Contains(t, p.stdout.String(), "My tool counted 4 words: Lin, mind, the, time.\n")
+	assert.Equal(t, 1, strings.Count(p.stderr.String(), "steered:"))
+	assert.NotContains(t, p.stderr.String(), "? What should I call you? Lin", "a terminal echoes the answer itself")
+}
+
+// From a pipe, a line that arrives before the question waits for it and
+// answers it: echo Ada | corral run. Lines no question took are reported.
+func TestRunPipedLineAnswersTheLaterQuestion(t *testing.T) {
+	t.Parallel()
+	p := startTypedAhead(t, "Ada\nspare\n", "run", "--message", "hi")
+	require.NoError(t, p.stdin.Close())
+	assert.Equal(t, exitOK, p.exitCode(t), p.stderr.String())
+	assert.Contains(t, p.stdout.String(), "Nice to meet you, Ada.")
+	assert.Contains(t, p.stderr.String(), "? What should I call you? Ada\n", "the answer is echoed after its question")
+	assert.NotContains(t, p.stderr.String(), "steered")
+	assert.Contains(t, p.stderr.String(), `corral: 1 line(s) of input not used: no question took them ("/steer TEXT" steers a line)`)
+}
+
+// The steer rule of a single line, mode by mode.
+func TestSteerText(t *testing.T) {
+	t.Parallel()
+	for line, want := range map[string]string{"/steer be brief": "be brief", "/steer": "", "/steer   x ": "x", "/steer\tx": "x"} {
+		got, ok := steerText(line)
+		assert.True(t, ok, line)
+		assert.Equal(t, want, got, line)
+	}
+	for _, line := range []string{"/steering", "steer x", " /steer x", "Ada"} {
+		_, ok := steerText(line)
+		assert.False(t, ok, line)
+	}
 }
 
 // At the end of input the question gets an empty answer.

@@ -163,7 +163,8 @@ func TestCLIOpenAIChatStreams(t *testing.T) {
 	stdout, stderr, code := runWithEnv(t, chatEnv(ts.URL), "run", openaiChat, "--message", "What is 12.5 times 8?")
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "[tool call calculate {\"a\":12.5,\"op\":\"*\",\"b\":8}]\n[tool result 100]\n12.5 times 8 is 100.\n", stdout)
-	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}\)\n$`, stderr)
+	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}; tokens: 227 prompt \+ 30 completion = 257\)\n$`, stderr,
+		"the usage of both model calls, summed")
 
 	reqs, auth := srv.seen()
 	require.Len(t, reqs, 2, "one request for the tool call, one after its result")
@@ -233,6 +234,8 @@ func TestCLIOpenAIChatJSON(t *testing.T) {
 	require.Len(t, got.Output[0].ToolCalls(), 1)
 	assert.Equal(t, "call_Q7x", got.Output[0].ToolCalls()[0].ID)
 	assert.Equal(t, "12.5 times 8 is 100.", got.Output[1].Text())
+	assert.Equal(t, jsonUsage{PromptTokens: 96 + 131, CompletionTokens: 21 + 9, TotalTokens: 117 + 140}, got.Usage,
+		"the usage the server reported for both calls")
 }
 
 // A server that refuses the key fails the turn: exit 1, kind forbidden.

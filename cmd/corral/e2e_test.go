@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/cmd/corral/internal/demo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,8 +70,14 @@ type child struct {
 // start runs the corral binary with args, its stdin a pipe.
 func start(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startWithEnv(t, nil, args...)
+}
+
+// startWithEnv is start with env as the environment (nil: this process's).
+func startWithEnv(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(corralBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	c.cmd.Stdout, c.cmd.Stderr, c.cmd.Env = c.stdout, c.stderr, env
 	var err error
 	c.stdin, err = c.cmd.StdinPipe()
 	require.NoError(t, err)
@@ -98,7 +105,12 @@ func (c *child) write(t *testing.T, line string) {
 
 func (c *child) signal(t *testing.T) {
 	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(os.Interrupt))
+	c.send(t, os.Interrupt)
+}
+
+func (c *child) send(t *testing.T, sig os.Signal) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(sig))
 }
 
 // wait waits for the process and returns its exit code. Its stdin stays
@@ -143,7 +155,8 @@ func TestCLIDemoStreams(t *testing.T) {
 		"That was the scripted model calling a JavaScript tool. Nice to meet you, friend. The conversation holds 4 messages.\n",
 		stdout)
 	assert.Contains(t, stderr, "? What should I call you?")
-	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}\)\n$`, stderr)
+	assert.Regexp(t, `-- completed \(run-[0-9a-f]{16}; tokens: [1-9][0-9]* prompt \+ [1-9][0-9]* completion = [1-9][0-9]*\)\n$`, stderr,
+		"the status line shows what the scripted model reported")
 }
 
 var runIDPattern = regexp.MustCompile(`run-[0-9a-f]{16}`)
@@ -155,7 +168,7 @@ func TestCLIDemoJSON(t *testing.T) {
 	assert.Equal(t, exitOK, code, stderr)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
-	assert.ElementsMatch(t, []string{"status", "run_id", "output", "state", "error"}, keys(got))
+	assert.ElementsMatch(t, []string{"status", "run_id", "output", "state", "usage", "error"}, keys(got))
 	assert.Equal(t, "completed", got["status"])
 	assert.Regexp(t, `^run-[0-9a-f]{16}$`, got["run_id"])
 	assert.Nil(t, got["error"])
@@ -223,13 +236,13 @@ func TestCLIExitCodes(t *testing.T) {
 	}
 }
 
-// A line typed while the turn runs steers it; the line typed after the
-// question appears answers it. The model's tool call, its reply and the
-// closing line show both.
+// A /steer line steers the turn; the line typed after the question
+// appears answers it. The model's tool call, its reply and the closing
+// line show both.
 func TestCLISteerAndAnswer(t *testing.T) {
 	t.Parallel()
 	c := start(t, "run", "--message", "hi")
-	c.write(t, "please be brief")
+	c.write(t, "/steer please be brief")
 	waitFor(t, c.stderr, "? What should I call you?")
 	c.write(t, "Ada")
 	code := c.wait(t)
@@ -240,4 +253,59 @@ func TestCLISteerAndAnswer(t *testing.T) {
 	assert.Contains(t, out, "My tool counted 4 words: Ada, please, be, brief.\n", "the model's reply uses both")
 	assert.Contains(t, out,
 		`Nice to meet you, Ada. While I ran you told me: "please be brief". The conversation holds 5 messages.`)
+}
+
+// A session's history persists across runs of the same --context: the
+// demo's conversation grows from one run to the next, another context
+// starts empty, and --fresh deletes the stored session first.
+func TestCLIHistoryAndFresh(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc, err := demo.Extract(dir)
+	require.NoError(t, err)
+	holds := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runCorral(t, append([]string{"run", doc, "--message", "hi"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		m := regexp.MustCompile(`The conversation holds (\d+) messages`).FindStringSubmatch(stdout)
+		require.NotNil(t, m, stdout)
+		return m[1]
+	}
+	assert.Equal(t, "4", holds(), "the first run: the user's message, the model's call, the tool's result, its answer")
+	assert.Equal(t, "9", holds(), "the second run of the context reads the first's history")
+	assert.Equal(t, "4", holds("--context", "other"), "another context has its own history")
+	assert.Equal(t, "4", holds("--fresh"), "--fresh deletes the stored session first")
+	assert.Equal(t, "9", holds(), "and the context's history starts again from that run")
+}
+
+// Piped stdin is predictable however early it arrives: echo Ada | corral
+// run answers the question with Ada, and a script steers with /steer
+// lines, with no need to wait for the question.
+func TestCLIPipedInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, input, answer, steered string
+	}{
+		{"an answer before the question", "Ada\n", "Ada", ""},
+		{"a steer and an answer at once", "/steer keep it short\nAda\n", "Ada", "keep it short"},
+		{"an answer before a steer", "Ada\n/steer keep it short\n", "Ada", "keep it short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := start(t, "run", "--message", "hi")
+			_, err := io.WriteString(c.stdin, tt.input)
+			require.NoError(t, err)
+			require.NoError(t, c.stdin.Close())
+			code := c.wait(t)
+			require.Equal(t, exitOK, code, c.stderr.String())
+			assert.Contains(t, c.stderr.String(), "? What should I call you? "+tt.answer+"\n")
+			assert.Contains(t, c.stdout.String(), "Nice to meet you, "+tt.answer+".")
+			if tt.steered == "" {
+				assert.NotContains(t, c.stderr.String(), "steered")
+				return
+			}
+			assert.Contains(t, c.stderr.String(), fmt.Sprintf("corral: steered: %q", tt.steered))
+		})
+	}
 }

@@ -34,8 +34,8 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 		return report(sio.err, err)
 	}
 	defer closeAll()
-	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: sio.echo}
-	o, err := runTurn(ctx, s, opts, con, lines, sio.signals)
+	con := &console{out: sio.out, errw: sio.err, quiet: opts.json, echo: !sio.terminal}
+	o, err := runTurn(ctx, s, opts, con, lines, sio)
 	if err != nil {
 		return report(sio.err, err)
 	}
@@ -78,7 +78,13 @@ func openSession(ctx context.Context, opts runOptions, sio stdio) (_ *session.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	lease, err := app.Sessions().Open(setupCtx, session.Key{AgentID: agentID, ContextID: opts.contextID})
+	key := session.Key{AgentID: agentID, ContextID: opts.contextID}
+	if opts.fresh {
+		if err := app.Sessions().DeleteSession(setupCtx, key); err != nil {
+			return nil, nil, fault.Wrap(fault.KindOr(err, fault.Internal), err, "run", "--fresh: delete session %q", opts.contextID)
+		}
+	}
+	lease, err := app.Sessions().Open(setupCtx, key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -121,14 +127,15 @@ type outcome struct {
 	runID  string
 	output []message.Message
 	state  map[string]any
-	err    error  // nil when the turn completed
-	kind   string // err's kind
+	usage  agent.Usage // the tokens the turn's model calls reported
+	err    error       // nil when the turn completed
+	kind   string      // err's kind
 }
 
 // runTurn starts the turn, feeds it stdin and signals until it settles,
 // and returns its outcome. An error is a turn that could not start.
 func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *console, lines *lineReader,
-	signals <-chan os.Signal) (outcome, error) {
+	sio stdio) (outcome, error) {
 	events := make(chan promptEvent, 16)
 	stop := make(chan struct{})
 	defer close(stop)
@@ -138,8 +145,9 @@ func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *cons
 	if err != nil {
 		return outcome{}, err
 	}
-	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: signals}
+	d := &driver{turn: turn, con: con, lines: lines, events: events, signals: sio.signals, terminal: sio.terminal}
 	timedOut := d.drive(ctx, opts.timeout)
+	d.reportUnused()
 	res, waitErr := turn.Wait(context.Background())
 	o := newOutcome(turn.RunID(), res, waitErr)
 	if timedOut && o.err != nil {
@@ -154,7 +162,7 @@ func newOutcome(runID string, res *agent.Result, waitErr error) outcome {
 	o := outcome{status: agent.StatusFailed, runID: runID}
 	var runErr error
 	if res != nil {
-		o.status, o.output, o.state, runErr = res.Status, res.Output, res.State, res.Err
+		o.status, o.output, o.state, o.usage, runErr = res.Status, res.Output, res.State, res.Usage, res.Err
 	}
 	o.err = errors.Join(runErr, waitErr)
 	if o.status == agent.StatusCompleted && o.err == nil {

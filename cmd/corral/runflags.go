@@ -23,6 +23,7 @@ type runOptions struct {
 	contextID string        // the session's context id
 	message   string        // the user message the turn starts with
 	json      bool          // print one JSON object instead of the stream
+	fresh     bool          // delete the session's stored state before the turn
 	timeout   time.Duration // 0: none
 }
 
@@ -36,7 +37,8 @@ func parseRunFlags(args []string, usage io.Writer) (runOptions, error) {
 	fs.StringVar(&o.agent, "agent", "", "the agent `ID` to run (default: the document's only agent)")
 	fs.StringVar(&o.contextID, "context", defaultContext, "the context `ID` of the session")
 	fs.StringVar(&o.message, "message", "", "the user message the turn starts with (required)")
-	fs.BoolVar(&o.json, "json", false, "print one JSON object {status, run_id, output, state, error} instead of the stream")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object {status, run_id, output, state, usage, error} instead of the stream")
+	fs.BoolVar(&o.fresh, "fresh", false, "start the session afresh: delete its stored history and state first")
 	fs.DurationVar(&o.timeout, "timeout", 0, "cancel the turn after `D` (a Go duration: 30s, 2m); 0 means none")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.doc, args = args[0], args[1:]

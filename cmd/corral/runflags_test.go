@@ -36,6 +36,7 @@ func TestParseRunFlags(t *testing.T) {
 		{"document last", []string{"--message", "hi", "d.yaml"}, with(func(o *runOptions) { o.doc = "d.yaml" }), ""},
 		{"every flag", []string{"--agent", "qa", "--context", "c1", "--message", "hi", "--json", "--timeout", "1m30s"},
 			with(func(o *runOptions) { o.agent, o.contextID, o.json, o.timeout = "qa", "c1", true, 90*time.Second }), ""},
+		{"fresh", []string{"--fresh", "--message", "hi"}, with(func(o *runOptions) { o.fresh = true }), ""},
 		{"message with spaces", []string{"--message", "hello there"}, with(func(o *runOptions) { o.message = "hello there" }), ""},
 		{"no message", []string{"d.yaml"}, runOptions{}, "--message is required"},
 		{"empty message", []string{"--message", ""}, runOptions{}, "--message is required"},

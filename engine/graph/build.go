@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -89,8 +90,8 @@ type Options struct {
 	// Parallel configures parallel waves.
 	Parallel ParallelOptions
 	// Limits tighten the limits of every script call and condition;
-	// Limits.RunTime, when set, bounds a whole run. Zero fields leave the
-	// runtime's own limits.
+	// Limits.RunTime, when set, bounds a whole run (Engine.RunTime). Zero
+	// fields leave the runtime's own limits.
 	Limits sandbox.Limits
 	// Deps are the engine's dependencies by document key, for node types
 	// (NodeInput.Deps); the factory sets them.
@@ -216,6 +217,9 @@ type Engine struct {
 	// runPayload is the payload of run start and of a run end without an
 	// error, encoded once.
 	runPayload json.RawMessage
+	// runTime bounds every run (RunTime); 0: no bound. It is computed at
+	// its first use: Build asks the runtimes nothing.
+	runTime func() time.Duration
 }
 
 var (
@@ -270,7 +274,8 @@ func Build(ctx context.Context, doc *Document, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{doc: cloneDocument(doc), opts: opts, nodes: map[string]*builtNode{}, out: map[string][]*builtEdge{},
-		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}, entryWave: []string{doc.Entry}}
+		hostNames: hostabi.Names(), cpAttrs: map[string]string{"graph": doc.Name}, entryWave: []string{doc.Entry},
+		runTime: sync.OnceValue(func() time.Duration { return runTimeOf(opts) })}
 	if e.runPayload, err = json.Marshal(event.RunPayload{Graph: doc.Name}); err != nil {
 		return nil, fault.Wrap(fault.Internal, err, opBuild, "encode the run payload")
 	}

@@ -184,7 +184,7 @@ func (r *runState) beginScopes(ctx context.Context) (endAll func()) {
 // whichever is shorter; the cause says which one ran out.
 func (r *runState) context(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := r.e.opts.Timeout
-	if lt := r.runTime(); lt > 0 && (d == 0 || lt < d) {
+	if lt := r.e.runTime(); lt > 0 && (d == 0 || lt < d) {
 		return r.runTimeContext(ctx, lt)
 	}
 	if d == 0 {
@@ -293,7 +293,9 @@ func (r *runState) contextError(ctx context.Context) error {
 // successors returns the deduplicated targets of the edges out of steps
 // whose condition is empty or true, in step order and then document
 // order. Conditions see the board vars plus __iterations. A single
-// successor is the edge's own read-only slice.
+// successor is the edge's own read-only slice. A condition stopped because
+// the run's ctx ended fails the run with the ctx's error (contextError):
+// a run_time that runs out during a condition is Timeout, not Aborted.
 func (r *runState) successors(ctx context.Context, steps []string) ([]string, error) {
 	var vars map[string]any
 	var first *builtEdge
@@ -305,6 +307,9 @@ func (r *runState) successors(ctx context.Context, steps []string) ([]string, er
 					vars = conditionVars(r.board.Vars, r.iterations)
 				}
 				ok, err := be.cond.eval(ctx, vars, r.e.opts.Limits, r.run.Tenant)
+				if err != nil && ctx.Err() != nil {
+					return nil, r.contextError(ctx) // the run ended while the condition ran
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -375,20 +380,38 @@ func isRunTime(err error) bool {
 	return errors.As(err, &rte)
 }
 
-// runTime is the run's run_time: the smallest RunTime of the engine's
-// limits and of every bound runtime that tells its limits; 0 means none.
-func (r *runState) runTime() time.Duration {
-	d := r.e.opts.Limits.RunTime
-	for _, rt := range r.e.opts.Runtimes {
-		lr, ok := rt.(LimitedRuntime)
-		if !ok {
-			continue
+// RunTime is the bound of every run of the engine (REF 5.2.2), 0 for
+// none. It comes from what the document sets: the smallest run_time of
+// the engine's limits and of the settings of every bound runtime that
+// tells them (ConfiguredRuntime). A runtime's default is not a setting:
+// only when nothing sets a run_time does the run get the smallest
+// default of the bound runtimes that tell their limits (LimitedRuntime;
+// sandbox.DefaultRunTime for js and wasm). A LimitedRuntime that does not
+// tell its settings apart counts as having set its run_time.
+func (e *Engine) RunTime() time.Duration { return e.runTime() }
+
+// runTimeOf computes Engine.RunTime from the options.
+func runTimeOf(o Options) time.Duration {
+	smaller := func(d, v time.Duration) time.Duration {
+		if v > 0 && (d == 0 || v < d) {
+			return v
 		}
-		if lt := lr.Limits().RunTime; lt > 0 && (d == 0 || lt < d) {
-			d = lt
+		return d
+	}
+	set, defaults := o.Limits.RunTime, time.Duration(0)
+	for _, rt := range o.Runtimes {
+		switch lr := rt.(type) {
+		case ConfiguredRuntime:
+			set = smaller(set, lr.ConfiguredLimits().RunTime)
+			defaults = smaller(defaults, lr.Limits().RunTime)
+		case LimitedRuntime:
+			set = smaller(set, lr.Limits().RunTime)
 		}
 	}
-	return d
+	if set > 0 {
+		return set
+	}
+	return defaults
 }
 
 // runTimeContext ends the run after d with a *runTimeError naming what was

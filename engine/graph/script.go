@@ -157,6 +157,16 @@ type LimitedRuntime interface {
 	Limits() sandbox.Limits
 }
 
+// ConfiguredRuntime is a LimitedRuntime that also tells the limits its
+// settings set, apart from the defaults it filled in: zero fields were
+// not set. A run's run_time comes from set limits (Engine.RunTime), so
+// that the default of one runtime does not override what the document
+// sets for another.
+type ConfiguredRuntime interface {
+	LimitedRuntime
+	ConfiguredLimits() sandbox.Limits
+}
+
 // scriptHandler runs one script node.
 type scriptHandler struct {
 	rt     sandbox.Runtime

@@ -48,6 +48,7 @@ type Options struct {
 // safe for concurrent use.
 type Runtime struct {
 	limits   sandbox.Limits
+	set      sandbox.Limits // the limits Options set, defaults not filled in
 	slots    *sandbox.Slots
 	programs *programCache
 	exprs    *programCache
@@ -127,6 +128,7 @@ func New(o Options) (*Runtime, error) {
 		kinds:    kinds,
 		hidden:   hidden,
 		limits:   o.Limits.WithDefaults(),
+		set:      o.Limits,
 		programs: newProgramCache(o.ProgramCacheSize),
 		exprs:    newProgramCache(o.ProgramCacheSize),
 		realms:   newRealmPool(o.PoolSize),
@@ -152,6 +154,11 @@ func (r *Runtime) Name() string { return Name }
 // Limits returns the runtime's limits, defaults filled in. Every call runs
 // under these, tightened by the call's own.
 func (r *Runtime) Limits() sandbox.Limits { return r.limits }
+
+// ConfiguredLimits returns the limits the runtime's options (its
+// settings) set; a zero field was left to the default. The graph engine
+// bounds a run by the run_time set here, not by a default.
+func (r *Runtime) ConfiguredLimits() sandbox.Limits { return r.set }
 
 // PoolSize returns how many calls run at once.
 func (r *Runtime) PoolSize() int { return r.slots.Size() }

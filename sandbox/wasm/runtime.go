@@ -59,6 +59,7 @@ type Options struct {
 // concurrent use.
 type Runtime struct {
 	limits    sandbox.Limits
+	set       sandbox.Limits // the limits Options set, defaults not filled in
 	engine    string
 	maxModule int64
 	bounds    bounds // what precheck holds a module to
@@ -134,7 +135,7 @@ func New(o Options) (*Runtime, error) {
 		WithCompilationCache(sharedCache())
 	ctx := context.Background()
 	r := &Runtime{
-		limits: limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
+		limits: limits, set: o.Limits, engine: o.Engine, maxModule: o.MaxModuleBytes, maxModules: o.MaxModules,
 		bounds:   bounds{ModuleBounds: o.Bounds.withDefaults(), moduleBytes: o.MaxModuleBytes, memoryBytes: limits.MemoryBytes},
 		wz:       wazero.NewRuntimeWithConfig(ctx, cfg),
 		blocking: hostabi.BlockingNames(),
@@ -187,6 +188,11 @@ func (r *Runtime) Name() string { return Name }
 
 // Limits returns the runtime's limits, defaults filled in.
 func (r *Runtime) Limits() sandbox.Limits { return r.limits }
+
+// ConfiguredLimits returns the limits the runtime's options (its
+// settings) set; a zero field was left to the default. The graph engine
+// bounds a run by the run_time set here, not by a default.
+func (r *Runtime) ConfiguredLimits() sandbox.Limits { return r.set }
 
 // Bounds returns the runtime's module bounds, defaults filled in.
 func (r *Runtime) Bounds() ModuleBounds { return r.bounds.ModuleBounds }
