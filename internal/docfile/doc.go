@@ -17,9 +17,11 @@
 //
 // # Errors
 //
-// A refused file is a fault.Validation error that names the file and says
-// what it is ("a named pipe, not a regular file") or how large it is. An
-// error of the open itself (a missing file, a denied permission, a path
-// that a root refuses) is returned wrapped with %w, so errors.Is(err,
-// fs.ErrNotExist) and the caller's own classification still work.
+// A refused file is a fault.Validation error that says what it is ("a
+// named pipe, not a regular file") or how large it is; the caller, which
+// knows how the document names the file, puts the name in front. An error
+// of the open itself (a missing file, a denied permission, a path that a
+// root refuses) is returned as the open returned it (an *fs.PathError), so
+// errors.Is(err, fs.ErrNotExist) and the caller's own classification
+// still work.
 package docfile

@@ -1,11 +1,9 @@
 package docfile
 
 import (
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 
 	"github.com/corral-rt/corral/fault"
 )
@@ -15,7 +13,6 @@ import (
 // rules: no escape through .. or a symbolic link); without one, name is a
 // path of the file system. See the package documentation for the rules.
 func ReadFile(root *os.Root, name string, max int64) ([]byte, error) {
-	op := "read " + strconv.Quote(name)
 	var f *os.File
 	var err error
 	if root != nil {
@@ -24,25 +21,25 @@ func ReadFile(root *os.Root, name string, max int64) ([]byte, error) {
 		f, err = os.OpenFile(name, openFlags, 0)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, err, op, "")
+		return nil, fault.Wrap(fault.Validation, err, "", "")
 	}
 	if what := irregular(info.Mode()); what != "" {
-		return nil, fault.New(fault.Validation, op, "%s, not a regular file", what)
+		return nil, fault.New(fault.Validation, "", "%s, not a regular file", what)
 	}
 	if info.Size() > max {
-		return nil, tooLarge(op, info.Size(), max)
+		return nil, tooLarge(info.Size(), max)
 	}
 	data, err := readAtMost(f, info.Size(), max)
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, err, op, "")
+		return nil, fault.Wrap(fault.Validation, err, "", "")
 	}
 	if int64(len(data)) > max {
-		return nil, tooLarge(op, -1, max)
+		return nil, tooLarge(-1, max)
 	}
 	return data, nil
 }
@@ -64,11 +61,11 @@ func readAtMost(f *os.File, size, max int64) ([]byte, error) {
 	return append(buf, rest...), err
 }
 
-func tooLarge(op string, size, max int64) error {
+func tooLarge(size, max int64) error {
 	if size < 0 {
-		return fault.New(fault.Validation, op, "the file is larger than %d bytes, the cap", max)
+		return fault.New(fault.Validation, "", "the file is larger than %d bytes, the cap", max)
 	}
-	return fault.New(fault.Validation, op, "the file is %d bytes: larger than %d bytes, the cap", size, max)
+	return fault.New(fault.Validation, "", "the file is %d bytes: larger than %d bytes, the cap", size, max)
 }
 
 // irregular names what a file that is not regular is, or "" for a regular

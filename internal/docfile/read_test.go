@@ -40,7 +40,7 @@ func readPromptly(t *testing.T, root *os.Root, name string, max int64) ([]byte, 
 }
 
 // Every file that is not regular is refused at once, with a Validation
-// error naming the file and what it is, whether it is named directly or
+// error saying what it is, whether it is named directly or
 // through a symbolic link, inside a root or not.
 func TestReadFileRefusesIrregularFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -69,8 +69,7 @@ func TestReadFileRefusesIrregularFiles(t *testing.T) {
 			_, err := readPromptly(t, tc.root, tc.name, 1<<20)
 			require.Error(t, err)
 			assert.True(t, fault.Is(err, fault.Validation), "%v", err)
-			assert.Contains(t, err.Error(), tc.name)
-			assert.Contains(t, err.Error(), tc.what+", not a regular file")
+			assert.Equal(t, tc.what+", not a regular file", err.Error())
 		})
 	}
 }

@@ -142,14 +142,9 @@ func (l *loader) loadFile(name, op string, limit int64) ([]byte, error) {
 	}
 	defer root.Close()
 	data, err := docfile.ReadFile(root, filepath.Clean(name), limit)
-	var refused *fault.Error
-	switch {
-	case errors.As(err, &refused):
-		// op names the file already.
-		if refused.Err != nil {
-			return nil, fault.Wrap(refused.Kind, refused.Err, op, "%s", refused.Msg)
-		}
-		return nil, fault.New(refused.Kind, op, "%s", refused.Msg)
+	switch kind := fault.KindOf(err); {
+	case kind != nil: // refused: not a regular file, or over the cap
+		return nil, fault.Wrap(kind, err, op, "")
 	case err != nil:
 		return nil, classifyOpen(err, op, "file")
 	}
