@@ -309,7 +309,11 @@ func (b binding) wrapSettings(path string, ref *settingsRef, err error) error {
 		return &Error{Pos: Position{File: b.refName(ref.file), Line: resource.LineWithin(ref.data, fe.At(), fe.Within)}, Path: fe.Path, Err: msg}
 	}
 	full := resource.JoinPath(path+".settings", fe.Path)
-	return b.doc.errorAt(full, resource.JoinPath(full, fe.Key), msg)
+	placed := b.doc.errorAt(full, resource.JoinPath(full, fe.Key), msg)
+	if start, ok := b.doc.text[full]; ok && fe.Within > 0 {
+		placed.Pos.Line, placed.Pos.Column = start+fe.Within-1, 0
+	}
+	return placed
 }
 
 // refName names a referenced file in positions: relative to the

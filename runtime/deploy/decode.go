@@ -42,6 +42,7 @@ type decoder struct {
 	file   string
 	files  map[*yaml.Node]string // the file of each node, for layered documents
 	index  map[string]Position
+	text   map[string]int // the first content line of each multi-line string in settings
 	fields map[reflect.Type]map[string][]int
 	// section is set when the tree is a section of doc decoded on its own
 	// (DecodeSection): nodes are placed by their path in doc, and scalars
@@ -50,7 +51,8 @@ type decoder struct {
 }
 
 func newDecoder(file string, files map[*yaml.Node]string) *decoder {
-	return &decoder{file: file, files: files, index: map[string]Position{}, fields: map[reflect.Type]map[string][]int{}}
+	return &decoder{file: file, files: files, index: map[string]Position{}, text: map[string]int{},
+		fields: map[reflect.Type]map[string][]int{}}
 }
 
 func decodeDocument(root *yaml.Node, file string, files map[*yaml.Node]string) (*Document, error) {
@@ -73,6 +75,7 @@ func decodeDocument(root *yaml.Node, file string, files map[*yaml.Node]string) (
 		Runtime:   top.Runtime,
 		file:      file,
 		index:     d.index,
+		text:      d.text,
 	}, nil
 }
 
@@ -211,6 +214,7 @@ func (d *decoder) check(n *yaml.Node, path string, depth int) error {
 			}
 			p := childPath(path, k.Value)
 			d.index[p] = d.pos(k)
+			d.noteText(val, p)
 			if err := d.check(val, p, depth+1); err != nil {
 				return err
 			}
@@ -219,6 +223,7 @@ func (d *decoder) check(n *yaml.Node, path string, depth int) error {
 		for i, c := range n.Content {
 			p := itemPath(path, i)
 			d.index[p] = d.pos(c)
+			d.noteText(c, p)
 			if err := d.check(c, p, depth+1); err != nil {
 				return err
 			}
@@ -232,6 +237,21 @@ func (d *decoder) check(n *yaml.Node, path string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// noteText records where the content of a multi-line string starts (a
+// script written inline), so that an error at one of its lines can name
+// the document's line: the line after the indicator of a block scalar (|
+// or >), the scalar's own line otherwise.
+func (d *decoder) noteText(n *yaml.Node, path string) {
+	if n.Kind != yaml.ScalarNode || !strings.Contains(n.Value, "\n") || d.section != nil {
+		return
+	}
+	line := n.Line
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		line++
+	}
+	d.text[path] = line
 }
 
 // key checks a mapping key: a plain string scalar, not a merge key, not

@@ -35,6 +35,7 @@ type Document struct {
 	file    string
 	baseDir string
 	index   map[string]Position
+	text    map[string]int // see decoder.noteText
 }
 
 // ResourceEntry declares one resource: the factory that builds it (Kind and
