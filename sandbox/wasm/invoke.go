@@ -54,6 +54,31 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	return sandbox.Outcome{Writes: st.board.Writes()}, err
 }
 
+// Check checks s as Invoke would before its first call, without running
+// any of it: the module against the runtime's bounds and its module size
+// limit, its compilation (kept in the runtime's cache for the calls that
+// follow), and the ABI exports and Entry. It implements sandbox.Checker.
+func (r *Runtime) Check(ctx context.Context, s sandbox.Script) error {
+	op := opFor("check", s.Name)
+	if r.isClosed() {
+		return fault.New(fault.NotAvailable, op, "runtime closed")
+	}
+	if len(s.Module) == 0 {
+		return fault.New(fault.Validation, op, "the wasm runtime runs a WebAssembly module, not JavaScript source")
+	}
+	m, err := r.compile(ctx, s.Name, s.Module)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer r.release(m)
+	if err := m.exportsFor(s.Entry); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+var _ sandbox.Checker = (*Runtime)(nil)
+
 // callLimits is the runtime's limits tightened by a call's own.
 func (r *Runtime) callLimits(l sandbox.Limits, op, node string) (sandbox.Limits, error) {
 	if err := l.Validate(); err != nil {
