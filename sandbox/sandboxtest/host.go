@@ -13,12 +13,15 @@ import (
 
 // Host is a deterministic agent.Host for the suite: it records what a
 // script publishes and logs, and provides every optional capability the
-// host ABI uses (Clock, RandomSource, LogSink, SteerSource). Its clock
+// host ABI uses (Clock, RandomSource, LogSink, SteerSource and, until
+// SetEventBus(false), an event bus for host.publish). Its clock
 // starts at a fixed instant and moves one second per reading; its random
 // numbers come from a generator seeded with the seed. It is safe for
 // concurrent use.
 type Host struct {
 	mu         sync.Mutex
+	bus        *event.MemoryBus
+	noBus      bool
 	now        time.Time
 	rng        *rand.Rand
 	events     []event.Envelope
@@ -39,11 +42,12 @@ type LogLine struct {
 func Epoch() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
 
 var (
-	_ agent.Host         = (*Host)(nil)
-	_ agent.Clock        = (*Host)(nil)
-	_ agent.RandomSource = (*Host)(nil)
-	_ agent.LogSink      = (*Host)(nil)
-	_ agent.SteerSource  = (*Host)(nil)
+	_ agent.Host             = (*Host)(nil)
+	_ agent.Clock            = (*Host)(nil)
+	_ agent.RandomSource     = (*Host)(nil)
+	_ agent.LogSink          = (*Host)(nil)
+	_ agent.SteerSource      = (*Host)(nil)
+	_ agent.EventBusProvider = (*Host)(nil)
 )
 
 // NewHost returns a Host whose random numbers follow seed.
@@ -53,7 +57,29 @@ func NewHost(seed uint64) *Host {
 		rng:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		interrupts: make(chan agent.Interrupt, 1),
 		reply:      agent.UserReply{Parts: []message.Part{message.TextPart("yes")}},
+		bus:        event.NewMemoryBus(),
 	}
+}
+
+// SetEventBus makes the host yield its event bus (on, the default) or
+// none, as a host of a runtime without an event bus does: host.publish is
+// then refused with PolicyDenied.
+func (h *Host) SetEventBus(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noBus = !on
+}
+
+// EventBus returns the host's in-memory bus, or nil after
+// SetEventBus(false). Publish records envelopes and does not route them
+// through it: the cases read them with Events.
+func (h *Host) EventBus() event.Bus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.noBus {
+		return nil
+	}
+	return h.bus
 }
 
 // Publish records env.

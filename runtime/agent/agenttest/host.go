@@ -12,10 +12,13 @@ import (
 )
 
 // Host is an agent.Host for engine tests that records what it is asked to
-// do. It also offers agent.SteerSource. Make one with NewHost; it is safe
-// for concurrent use.
+// do. It also offers agent.SteerSource and, until SetEventBus(false), an
+// event bus (agent.EventBusProvider), as a session's host does. Make one
+// with NewHost; it is safe for concurrent use.
 type Host struct {
 	mu          sync.Mutex
+	bus         *event.MemoryBus
+	noBus       bool
 	interrupts  chan agent.Interrupt
 	envs        []event.Envelope
 	checkpoints []agent.Checkpoint
@@ -28,13 +31,37 @@ type Host struct {
 }
 
 var (
-	_ agent.Host        = (*Host)(nil)
-	_ agent.SteerSource = (*Host)(nil)
+	_ agent.Host             = (*Host)(nil)
+	_ agent.SteerSource      = (*Host)(nil)
+	_ agent.EventBusProvider = (*Host)(nil)
 )
 
 // NewHost returns a host that accepts everything. Its interrupt channel
 // holds one interrupt; AskUser is NotAvailable until SetAskUser.
-func NewHost() *Host { return &Host{interrupts: make(chan agent.Interrupt, 1)} }
+func NewHost() *Host {
+	return &Host{interrupts: make(chan agent.Interrupt, 1), bus: event.NewMemoryBus()}
+}
+
+// SetEventBus makes the host yield its event bus (on, the default) or
+// none (agent.EventBusFromHost reports false), as a host of a runtime
+// without an event bus does; scripts then cannot host.publish.
+func (h *Host) SetEventBus(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noBus = !on
+}
+
+// EventBus returns the host's in-memory bus, or nil after
+// SetEventBus(false). Publish records envelopes and does not route them
+// through it: a test reads them with Envelopes.
+func (h *Host) EventBus() event.Bus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.noBus {
+		return nil
+	}
+	return h.bus
+}
 
 // SetPublishError makes Publish call fn first; a non-nil result is
 // returned and the envelope is not recorded.
