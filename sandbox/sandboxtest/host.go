@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 )
@@ -19,9 +20,11 @@ import (
 // numbers come from a generator seeded with the seed. It is safe for
 // concurrent use.
 type Host struct {
+	// EventBusSwitch yields the bus host.publish needs;
+	// SetEventBus(false) withholds it.
+	agenttest.EventBusSwitch
+
 	mu         sync.Mutex
-	bus        *event.MemoryBus
-	noBus      bool
 	now        time.Time
 	rng        *rand.Rand
 	events     []event.Envelope
@@ -57,29 +60,7 @@ func NewHost(seed uint64) *Host {
 		rng:        rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		interrupts: make(chan agent.Interrupt, 1),
 		reply:      agent.UserReply{Parts: []message.Part{message.TextPart("yes")}},
-		bus:        event.NewMemoryBus(),
 	}
-}
-
-// SetEventBus makes the host yield its event bus (on, the default) or
-// none, as a host of a runtime without an event bus does: host.publish is
-// then refused with PolicyDenied.
-func (h *Host) SetEventBus(on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.noBus = !on
-}
-
-// EventBus returns the host's in-memory bus, or nil after
-// SetEventBus(false). Publish records envelopes and does not route them
-// through it: the cases read them with Events.
-func (h *Host) EventBus() event.Bus {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.noBus {
-		return nil
-	}
-	return h.bus
 }
 
 // Publish records env.

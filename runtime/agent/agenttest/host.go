@@ -16,9 +16,9 @@ import (
 // event bus (agent.EventBusProvider), as a session's host does. Make one
 // with NewHost; it is safe for concurrent use.
 type Host struct {
+	EventBusSwitch
+
 	mu          sync.Mutex
-	bus         *event.MemoryBus
-	noBus       bool
 	interrupts  chan agent.Interrupt
 	envs        []event.Envelope
 	checkpoints []agent.Checkpoint
@@ -38,29 +38,41 @@ var (
 
 // NewHost returns a host that accepts everything. Its interrupt channel
 // holds one interrupt; AskUser is NotAvailable until SetAskUser.
-func NewHost() *Host {
-	return &Host{interrupts: make(chan agent.Interrupt, 1), bus: event.NewMemoryBus()}
+func NewHost() *Host { return &Host{interrupts: make(chan agent.Interrupt, 1)} }
+
+// EventBusSwitch is the event-bus capability of a test host
+// (agent.EventBusProvider): an in-memory bus of its own, made at the first
+// EventBus call, until SetEventBus(false) withholds it, as a host of a
+// runtime without an event bus does (scripts then cannot host.publish).
+// The zero value yields a bus. Embed it in a host; it is safe for
+// concurrent use. What the host publishes does not go through the bus:
+// tests read the host's own record.
+type EventBusSwitch struct {
+	mu  sync.Mutex
+	bus *event.MemoryBus
+	off bool
 }
 
-// SetEventBus makes the host yield its event bus (on, the default) or
-// none (agent.EventBusFromHost reports false), as a host of a runtime
-// without an event bus does; scripts then cannot host.publish.
-func (h *Host) SetEventBus(on bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.noBus = !on
+var _ agent.EventBusProvider = (*EventBusSwitch)(nil)
+
+// SetEventBus yields the bus (on) or withholds it.
+func (s *EventBusSwitch) SetEventBus(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.off = !on
 }
 
-// EventBus returns the host's in-memory bus, or nil after
-// SetEventBus(false). Publish records envelopes and does not route them
-// through it: a test reads them with Envelopes.
-func (h *Host) EventBus() event.Bus {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.noBus {
+// EventBus returns the bus, or nil after SetEventBus(false).
+func (s *EventBusSwitch) EventBus() event.Bus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
 		return nil
 	}
-	return h.bus
+	if s.bus == nil {
+		s.bus = event.NewMemoryBus()
+	}
+	return s.bus
 }
 
 // SetPublishError makes Publish call fn first; a non-nil result is
