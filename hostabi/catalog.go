@@ -62,6 +62,15 @@ func has[T any](h agent.Host) bool {
 	return ok
 }
 
+// hasEventBus reports whether the host yields the run's event bus
+// (agent.EventBusFromHost): publishing a custom event is a capability of
+// the host, which a host without a bus refuses, although every host is an
+// agent.Publisher.
+func hasEventBus(h agent.Host) bool {
+	_, ok := agent.EventBusFromHost(h)
+	return ok
+}
+
 // catalog builds the function table, sorted by name.
 func catalog() []Func {
 	return []Func{
@@ -90,7 +99,7 @@ func catalog() []Func {
 			Requires: has[agent.Clock], handler: callNow},
 		{Name: FuncPublish, Capability: agent.CapPublish,
 			Args: `[suffix: string, payload?: any]`, Result: `null`,
-			Requires: has[agent.Publisher], minArgs: 1, maxArgs: 2, handler: callPublish},
+			Requires: hasEventBus, minArgs: 1, maxArgs: 2, handler: callPublish},
 		{Name: FuncRandom, Capability: agent.CapRandom, NonDeterministic: true,
 			Args: `[]`, Result: `number in [0, 1)`,
 			Requires: has[agent.RandomSource], handler: callRandom},

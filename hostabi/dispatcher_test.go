@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
@@ -97,10 +98,39 @@ func TestPolicy(t *testing.T) {
 // optional reports whether capability is one a Host may lack.
 func optional(capability string) bool {
 	switch capability {
-	case agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog:
+	case agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog, agent.CapPublish:
 		return true
 	}
 	return false
+}
+
+// REF 6.1.3: host.publish is gated on the host's event bus, not on
+// agent.Publisher (which every host is): a host that yields no bus, or a
+// provider whose bus is nil, refuses publish with PolicyDenied and nothing
+// is published; emit, which streams to the turn's sinks, still works.
+func TestPublishNeedsEventBus(t *testing.T) {
+	t.Parallel()
+	r := newRecorder()
+	var nilBus *event.MemoryBus
+	for name, h := range map[string]agent.Host{
+		"no bus":     r.host(agent.CapClock),
+		"nil bus":    &busHost{HostFuncs: agent.HostFuncs{Inner: r.fullHost()}},
+		"typed nil":  &busHost{HostFuncs: agent.HostFuncs{Inner: r.fullHost()}, bus: nilBus},
+		"noop inner": &agent.HostFuncs{Inner: agent.NoopHost{}},
+	} {
+		d := newDispatcher(h, []string{agent.CapPublish, agent.CapEmit}, nil, sandbox.Limits{})
+		_, err := call(t, d, hostabi.FuncPublish, `["progress", {"n": 1}]`)
+		requireKind(t, err, fault.PolicyDenied)
+		assert.Contains(t, err.Error(), `does not provide capability "publish"`, name)
+		_, err = call(t, d, hostabi.FuncEmit, `["text", "hi"]`)
+		require.NoError(t, err, "%s: emit needs no bus", name)
+	}
+	for _, env := range r.envelopes() {
+		assert.False(t, strings.Contains(env.Subject, ".custom."), "a refused publish reached the host: %s", env.Subject)
+	}
+	_, err := call(t, newDispatcher(r.host(agent.CapPublish), []string{agent.CapPublish}, nil, sandbox.Limits{}),
+		hostabi.FuncPublish, `["progress"]`)
+	require.NoError(t, err, "a host with a bus publishes")
 }
 
 // REF 5.4: drainSteer gives an empty array when the host has no

@@ -33,7 +33,7 @@ func TestPublishConfinement(t *testing.T) {
 		{"runtime.rebuild.failed", "agent.run.r1.custom.runtime.rebuild.failed"},
 		{"prompt.requested", "agent.run.r1.custom.prompt.requested"},
 		{"stream.bot_node_n1.delta", "agent.run.r1.custom.stream.bot_node_n1.delta"},
-		{"Ünïcode segment", "agent.run.r1.custom.Ünïcode segment"},
+		{"Ünïcode-segment", "agent.run.r1.custom.Ünïcode-segment"},
 		{long, "agent.run.r1.custom." + long},
 	}
 	r := newRecorder()
@@ -58,6 +58,10 @@ func TestPublishConfinement(t *testing.T) {
 	refused := []string{
 		"", ".", "..", "a..b", ".a", "a.", "*", ">", "a.*", "a.>", "a*", "a>b", "*.end", "agent.run.*.end",
 		"x" + long, strings.Repeat("a.", 600) + "a",
+		// whitespace, control and zero-width characters: a token that
+		// prints like another, or like two
+		"a b", "a\tb", "done\n", "a\x00b", "a\x1b[31m", "a\u0085b", "a\u00a0b",
+		"a\u200bb", "\u200d", "\ufeffdone", "a\u202eb", "a.\u2060",
 	}
 	for _, suffix := range refused {
 		args, _ := json.Marshal([]any{suffix, 1})

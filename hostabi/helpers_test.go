@@ -20,7 +20,7 @@ import (
 
 // The optional capabilities a test host can offer, by capability name.
 func optionalCaps() []string {
-	return []string{agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog, agent.CapDelegate}
+	return []string{agent.CapSteer, agent.CapClock, agent.CapRandom, agent.CapLog, agent.CapDelegate, agent.CapPublish}
 }
 
 // logLine is one host.log call a recorder saw.
@@ -112,6 +112,8 @@ func (r *recorder) host(caps ...string) agent.Host {
 			h = &logHost{HostFuncs: inner, r: r}
 		case agent.CapDelegate:
 			h = delegation.WithService(&inner, &fakeService{r: r})
+		case agent.CapPublish:
+			h = &busHost{HostFuncs: inner, bus: event.NewMemoryBus()}
 		default:
 			panic("unknown optional capability " + c)
 		}
@@ -121,6 +123,15 @@ func (r *recorder) host(caps ...string) agent.Host {
 
 // fullHost offers every capability.
 func (r *recorder) fullHost() agent.Host { return r.host(optionalCaps()...) }
+
+// busHost yields an event bus, which host.publish requires; what is
+// published still goes through the recorder's Publish.
+type busHost struct {
+	agent.HostFuncs
+	bus event.Bus
+}
+
+func (h *busHost) EventBus() event.Bus { return h.bus }
 
 type steerHost struct {
 	agent.HostFuncs

@@ -25,7 +25,8 @@
 // script's config; the board is a fresh one of the call's own; the result
 // is the board var "result", or what a JavaScript tool returns. Host
 // functions go through the batch's ABI, which checks the agent's grants.
-// docs/tools.md describes the settings, the schema subset and the limits.
+// docs/tools.md describes the settings, the argument schemas (JSON Schema
+// 2020-12, nothing loaded from outside the schema) and the limits.
 //
 // # Errors
 //

@@ -41,9 +41,9 @@ type ToolSettings struct {
 	// Name is what the model calls: 1 to 64 of a-z, A-Z, 0-9, _ and -.
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Parameters is the JSON schema of the arguments: an object schema in
-	// the subset CompileSchema accepts, inline or {file}/{embed} (YAML or
-	// JSON). Absent: an object with any properties.
+	// Parameters is the JSON schema of the arguments (JSON Schema 2020-12,
+	// see CompileSchema): an object schema, inline or {file}/{embed} (YAML
+	// or JSON). Absent: an object with any properties.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// Runtime names the bound script runtime; empty means
 	// script_runtime_name.

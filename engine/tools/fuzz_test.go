@@ -24,6 +24,10 @@ func FuzzSchema(f *testing.F) {
 	f.Add([]byte(`{"additionalProperties":{"enum":[{"a":[1]}]}}`), []byte(`{"k":{"a":[1.0]}}`))
 	f.Add([]byte(`{"minLength":1}`), []byte(`"x"`))
 	f.Add([]byte(`{"type":"integer"}`), []byte(`1e999999999`))
+	f.Add([]byte(`{"$defs":{"n":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}},"$ref":"#/$defs/n"}`), []byte(`null`))
+	f.Add([]byte(`{"properties":{"a":{"$ref":"https://example.com/a.json"}}}`), []byte(`{"a":1}`))
+	f.Add([]byte(`{"type":"string","pattern":"^(a+)+$","minLength":2}`), []byte(`"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"`))
+	f.Add([]byte(`{"type":"number","minimum":1e-5,"multipleOf":0.01}`), []byte(`1e-999999`))
 	f.Fuzz(func(t *testing.T, schema, args []byte) {
 		s, err := tools.CompileSchema(schema)
 		if err != nil {

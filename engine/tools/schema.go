@@ -3,175 +3,185 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// MaxSchemaDepth bounds how deeply schemas nest (properties, items,
-// additionalProperties).
+// MaxSchemaDepth bounds how deeply schemas nest (a subschema of a
+// subschema of …: properties, items, anyOf, $defs and the like).
 const MaxSchemaDepth = 32
 
-// The JSON types a schema's type keyword may name.
-var schemaTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
+// schemaURL is the location a schema is compiled at. It names no place a
+// loader could reach: every reference to another document is refused.
+const schemaURL = "corral:///arguments.json"
 
-// annotations are the keywords a schema may carry that validate nothing.
-// format is an annotation too, as JSON Schema 2020-12 has it by default.
-var annotations = []string{"$comment", "$schema", "default", "deprecated", "description", "examples", "format",
-	"readOnly", "title", "writeOnly"}
-
-// Schema is a compiled argument schema: the subset of JSON Schema that
-// tool arguments are checked against before a call (docs/tools.md). The
-// keywords it applies are type (a name or a list of names), properties,
-// required, additionalProperties (false or a schema), items (a schema)
-// and enum; annotations (title, description, default, examples, format,
-// $schema, $comment, deprecated, readOnly, writeOnly) are accepted and not
-// checked. Any other keyword is refused when the schema is compiled, so a
-// document never believes a rule is checked when it is not. A Schema is
-// immutable and safe for concurrent use.
+// Schema is a compiled argument schema: JSON Schema, draft 2020-12 (or the
+// draft its $schema names, among those the validator embeds), as tool
+// definitions copied from OpenAI or MCP use it: type, properties, required,
+// additionalProperties, items, enum, const, minimum and maximum, pattern,
+// minLength, anyOf, oneOf, allOf, $ref to $defs, and the rest of the
+// standard. format is an annotation, as 2020-12 has it by default. A $ref
+// to another document is refused when the schema is compiled: nothing is
+// loaded from the network or the file system. A Schema is immutable and
+// safe for concurrent use.
 type Schema struct {
-	types      []string           // empty: any type
-	properties map[string]*Schema // checked for the properties an object has
-	required   []string
-	additional *Schema // nil: any additional property; see noAdditional
-	noAdd      bool    // additionalProperties: false
-	items      *Schema
-	enum       []any // nil: no enum; values decoded with UseNumber
+	compiled *jsonschema.Schema
+	types    []string // the top-level type keyword, as written
 }
+
+// refuseLoader is the compiler's loader: it loads nothing, so a $ref to
+// another document (http, https, file or relative) fails the compile.
+type refuseLoader struct{}
+
+var errRemoteRef = errors.New("references to other documents are not loaded: put the schema under $defs and use \"#/$defs/…\"")
+
+func (refuseLoader) Load(string) (any, error) { return nil, errRemoteRef }
 
 // CompileSchema compiles a JSON schema. Errors are Validation and name
-// the keyword's path ("properties.city.type").
+// the place in the schema ("properties.city.type").
 func CompileSchema(raw json.RawMessage) (*Schema, error) {
+	const op = "compile schema"
 	v, err := decodeJSON(raw)
 	if err != nil {
-		return nil, fault.Wrap(fault.Validation, err, "compile schema", "")
+		return nil, fault.Wrap(fault.Validation, err, op, "")
 	}
-	return compileNode(v, "", 0)
-}
-
-func compileNode(v any, path string, depth int) (*Schema, error) {
-	bad := func(format string, args ...any) error {
-		return fault.New(fault.Validation, "compile schema", "%s"+format, append([]any{at(path)}, args...)...)
+	if path, err := normalizeNumbers(&v, ""); err != nil {
+		return nil, fault.New(fault.Validation, op, "%s%v", at(path), err)
 	}
-	if depth > MaxSchemaDepth {
-		return nil, bad("nested deeper than %d", MaxSchemaDepth)
+	if path, ok := withinDepth(v, "", 0); !ok {
+		return nil, fault.New(fault.Validation, op, "%snested deeper than %d", at(path), MaxSchemaDepth)
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, bad("a schema must be an object, got %s", typeOf(v))
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fault.New(fault.Validation, op, "a schema must be an object, got %s", typeOf(v))
 	}
-	s := &Schema{}
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if err := s.keyword(k, obj[k], join(path, k), depth); err != nil {
-			return nil, err
-		}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(schemaURL, v); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "")
 	}
-	return s, nil
-}
-
-// keyword compiles one keyword of a schema object.
-func (s *Schema) keyword(k string, v any, path string, depth int) error {
-	bad := func(format string, args ...any) error {
-		return fault.New(fault.Validation, "compile schema", "%s"+format, append([]any{at(path)}, args...)...)
-	}
-	var err error
-	switch k {
-	case "type":
-		s.types, err = compileTypes(v)
-	case "properties":
-		s.properties, err = compileProperties(v, path, depth)
-	case "required":
-		s.required, err = compileRequired(v)
-	case "additionalProperties":
-		if b, ok := v.(bool); ok {
-			s.noAdd = !b
-			return nil
-		}
-		s.additional, err = compileNode(v, path, depth+1)
-		return err
-	case "items":
-		s.items, err = compileNode(v, path, depth+1)
-		return err
-	case "enum":
-		list, ok := v.([]any)
-		if !ok || len(list) == 0 {
-			return bad("want a non-empty array")
-		}
-		s.enum = list
-	default:
-		if !slices.Contains(annotations, k) {
-			return bad("keyword %q is not supported (supported: type, properties, required, additionalProperties, items, enum, and annotations)", k)
-		}
-	}
+	compiled, err := c.Compile(schemaURL)
 	if err != nil {
-		return bad("%v", err)
+		return nil, fault.New(fault.Validation, op, "%s", compileProblem(err))
+	}
+	return &Schema{compiled: compiled, types: topTypes(v)}, nil
+}
+
+// topTypes returns the type keyword of a schema object as a list.
+func topTypes(v any) []string {
+	obj, _ := v.(map[string]any)
+	switch t := obj["type"].(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, n := range t {
+			if s, ok := n.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	return nil
 }
 
-func compileTypes(v any) ([]string, error) {
-	var names []any
-	switch t := v.(type) {
-	case string:
-		names = []any{t}
-	case []any:
-		if len(t) == 0 {
-			return nil, fmt.Errorf("want a type name or a non-empty list of them")
-		}
-		names = t
-	default:
-		return nil, fmt.Errorf("want a type name or a list of them, got %s", typeOf(v))
-	}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		name, ok := n.(string)
-		if !ok || !slices.Contains(schemaTypes, name) {
-			return nil, fmt.Errorf("%s is not one of %s", abbreviate(fmt.Sprint(n)), strings.Join(schemaTypes, ", "))
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
+// compileProblem describes a compile error with its place in the schema
+// and without the compiler's internal location.
+func compileProblem(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			problems := leafProblems(ve, nil)
+			return "not a valid schema: " + strings.Join(problems, "; ")
 		}
 	}
-	return out, nil
+	var lue *jsonschema.LoadURLError
+	if errors.As(err, &lue) {
+		return fmt.Sprintf("reference %q ($ref or $schema): %v", strings.TrimPrefix(lue.URL, "corral:///"), lue.Err)
+	}
+	var rx *jsonschema.InvalidRegexError
+	if errors.As(err, &rx) {
+		return fmt.Sprintf("%spattern %q is not a regular expression the validator supports (Go's RE2 syntax): %v",
+			at(pointerPath(rx.URL)), rx.Regex, rx.Err)
+	}
+	return strings.ReplaceAll(err.Error(), schemaURL, "")
 }
 
-func compileProperties(v any, path string, depth int) (map[string]*Schema, error) {
+// pointerPath turns a schema location ("corral:///arguments.json#/properties/a")
+// into a dotted path ("properties.a").
+func pointerPath(loc string) string {
+	_, frag, _ := strings.Cut(loc, "#")
+	frag = strings.Trim(frag, "/")
+	if frag == "" {
+		return ""
+	}
+	parts := strings.Split(frag, "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return strings.Join(parts, ".")
+}
+
+// Keywords whose value is a schema, an array of schemas or a map of them:
+// withinDepth counts one level for each.
+var (
+	schemaKeywords = []string{"additionalItems", "additionalProperties", "contains", "contentSchema", "else", "if",
+		"items", "not", "propertyNames", "then", "unevaluatedItems", "unevaluatedProperties"}
+	schemaListKeywords = []string{"allOf", "anyOf", "items", "oneOf", "prefixItems"}
+	schemaMapKeywords  = []string{"$defs", "definitions", "dependentSchemas", "patternProperties", "properties"}
+)
+
+// withinDepth reports whether schemas nest at most MaxSchemaDepth deep in
+// v, and where they first nest deeper.
+func withinDepth(v any, path string, depth int) (string, bool) {
+	if depth > MaxSchemaDepth {
+		return path, false
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("want an object of schemas, got %s", typeOf(v))
+		return "", true
 	}
-	out := make(map[string]*Schema, len(obj))
-	for _, name := range slices.Sorted(maps.Keys(obj)) {
-		s, err := compileNode(obj[name], join(path, name), depth+1)
-		if err != nil {
-			return nil, err
+	for k, sub := range obj {
+		p := join(path, k)
+		switch {
+		case contains(schemaMapKeywords, k):
+			m, _ := sub.(map[string]any)
+			for name, s := range m {
+				if at, ok := withinDepth(s, join(p, name), depth+1); !ok {
+					return at, false
+				}
+			}
+		case contains(schemaListKeywords, k) && isList(sub):
+			for i, s := range sub.([]any) {
+				if at, ok := withinDepth(s, fmt.Sprintf("%s[%d]", p, i), depth+1); !ok {
+					return at, false
+				}
+			}
+		case contains(schemaKeywords, k):
+			if at, ok := withinDepth(sub, p, depth+1); !ok {
+				return at, false
+			}
 		}
-		out[name] = s
 	}
-	return out, nil
+	return "", true
 }
 
-func compileRequired(v any) ([]string, error) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("want an array of property names, got %s", typeOf(v))
-	}
-	out := make([]string, 0, len(list))
-	for _, n := range list {
-		name, ok := n.(string)
-		if !ok {
-			return nil, fmt.Errorf("want property names, got %s", typeOf(n))
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
 		}
 	}
-	return out, nil
+	return false
 }
+
+func isList(v any) bool { _, ok := v.([]any); return ok }
 
 // decodeJSON decodes one JSON value with numbers kept as json.Number;
 // trailing data is an error.

@@ -4,18 +4,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // maxProblems is how many problems a validation error lists.
 const maxProblems = 8
+
+// maxExactDigits is the longest number literal (without an exponent) that
+// is kept exactly; a longer one, or one with an exponent, is taken as a
+// float64, so that "1e999999" costs no more than any other number (exact
+// arithmetic on it would take the validator seconds).
+const maxExactDigits = 4096
+
+var printer = message.NewPrinter(language.English)
 
 // Validate checks a JSON value (the arguments of a call) against s. The
 // error is Validation and lists up to eight problems, each naming its place
@@ -38,164 +48,185 @@ func (s *Schema) ValidateValue(v any) error {
 }
 
 // violations lists the problems of v, or returns "" when there are none.
+// v's long and exponent numbers are replaced by float64 values.
 func (s *Schema) violations(v any) string {
-	var problems []string
-	s.check(v, "$", &problems)
+	if path, err := normalizeNumbers(&v, "$"); err != nil {
+		return path + ": " + err.Error()
+	}
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return ""
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "$: " + err.Error()
+	}
+	problems := leafProblems(ve, v)
 	if len(problems) > maxProblems {
 		return strings.Join(problems[:maxProblems], "; ") + fmt.Sprintf("; and %d more", len(problems)-maxProblems)
 	}
 	return strings.Join(problems, "; ")
 }
 
-// check appends the problems of v at path.
-func (s *Schema) check(v any, path string, problems *[]string) {
-	if len(*problems) > maxProblems {
-		return
+// leafProblems describes the innermost errors of ve, sorted, each with its
+// place: "$.a[2]" in the instance v, or a dotted path ("properties.a")
+// when v is nil (ve is about a schema, checked against its metaschema).
+func leafProblems(ve *jsonschema.ValidationError, v any) []string {
+	var leaves []*jsonschema.ValidationError
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		leaves = append(leaves, e)
 	}
-	if len(s.types) > 0 && !slices.ContainsFunc(s.types, func(t string) bool { return hasType(v, t) }) {
-		*problems = append(*problems, fmt.Sprintf("%s: want %s, got %s", path, strings.Join(s.types, " or "), typeOf(v)))
-		return
-	}
-	if s.enum != nil && !slices.ContainsFunc(s.enum, func(e any) bool { return jsonEqual(e, v) }) {
-		*problems = append(*problems, fmt.Sprintf("%s: not one of the allowed values", path))
-	}
-	switch t := v.(type) {
-	case map[string]any:
-		s.checkObject(t, path, problems)
-	case []any:
-		if s.items != nil {
-			for i, item := range t {
-				s.items.check(item, fmt.Sprintf("%s[%d]", path, i), problems)
+	walk(ve)
+	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
+		return compareLocations(a.InstanceLocation, b.InstanceLocation)
+	})
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range leaves {
+		for _, p := range describe1(e, v) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
 			}
 		}
 	}
+	return out
 }
 
-func (s *Schema) checkObject(obj map[string]any, path string, problems *[]string) {
-	for _, name := range s.required {
-		if _, ok := obj[name]; !ok {
-			*problems = append(*problems, fmt.Sprintf("%s.%s: required", path, name))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(obj)) {
-		sub := path + "." + name
-		if ps, ok := s.properties[name]; ok {
-			ps.check(obj[name], sub, problems)
+// compareLocations orders instance locations as they appear in a
+// document: token by token, array indexes by number.
+func compareLocations(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
 			continue
 		}
-		switch {
-		case s.noAdd:
-			*problems = append(*problems, fmt.Sprintf("%s: unknown property", sub))
-		case s.additional != nil:
-			s.additional.check(obj[name], sub, problems)
+		x, errX := strconv.Atoi(a[i])
+		y, errY := strconv.Atoi(b[i])
+		if errX == nil && errY == nil {
+			return x - y
+		}
+		return strings.Compare(a[i], b[i])
+	}
+	return len(a) - len(b)
+}
+
+// describe1 describes one innermost error.
+func describe1(e *jsonschema.ValidationError, v any) []string {
+	place := instancePath(e.InstanceLocation, v != nil)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		var out []string
+		for _, name := range k.Missing {
+			out = append(out, instancePath(append(slices.Clone(e.InstanceLocation), name), v != nil)+": required")
+		}
+		return out
+	case *kind.AdditionalProperties:
+		var out []string
+		for _, name := range k.Properties {
+			out = append(out, instancePath(append(slices.Clone(e.InstanceLocation), name), v != nil)+": unknown property")
+		}
+		return out
+	case *kind.Type:
+		got := k.Got
+		if v != nil {
+			got = typeOf(valueAt(v, e.InstanceLocation))
+		}
+		return []string{fmt.Sprintf("%s: want %s, got %s", place, strings.Join(k.Want, " or "), got)}
+	case *kind.Enum:
+		if v == nil { // a schema: say what the keyword allows
+			return []string{place + ": " + k.LocalizedString(printer)}
+		}
+		return []string{place + ": not one of the allowed values"}
+	case *kind.Const:
+		return []string{place + ": not the allowed value"}
+	case *kind.FalseSchema:
+		return []string{place + ": not allowed"}
+	}
+	return []string{place + ": " + e.ErrorKind.LocalizedString(printer)}
+}
+
+// instancePath renders a location: "$.a[2].b" for arguments, "a.2.b" for
+// a schema.
+func instancePath(loc []string, arguments bool) string {
+	if !arguments {
+		if len(loc) == 0 {
+			return "schema"
+		}
+		return strings.Join(loc, ".")
+	}
+	var b strings.Builder
+	b.WriteString("$")
+	for _, tok := range loc {
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		b.WriteString("." + tok)
+	}
+	return b.String()
+}
+
+// valueAt returns the value at loc in v (nil when there is none).
+func valueAt(v any, loc []string) any {
+	for _, tok := range loc {
+		switch t := v.(type) {
+		case map[string]any:
+			v = t[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil
+			}
+			v = t[i]
+		default:
+			return nil
 		}
 	}
+	return v
 }
 
-// hasType reports whether v is of the JSON type t.
-func hasType(v any, t string) bool {
-	switch t {
-	case "null":
-		return v == nil
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "number":
-		_, ok := number(v)
-		return ok
-	case "integer":
-		n, ok := number(v)
-		return ok && n.isInt()
-	}
-	return false
-}
-
-// maxExactDigits is the longest integer literal compared exactly; longer
-// ones are compared as float64, so that a huge literal costs linear time.
-const maxExactDigits = 64
-
-// num is a JSON number: an integer literal exactly, anything else as a
-// float64 (so that "1e999999999" costs no more than any other number).
-type num struct {
-	i   *big.Int // set for a short integer literal (no fraction, no exponent)
-	f   float64
-	lit bool // an integer literal of any length
-}
-
-// number returns v as a num when it is a JSON number.
-func number(v any) (num, bool) {
-	switch n := v.(type) {
+// normalizeNumbers replaces, in place, every json.Number of *v written
+// with an exponent or longer than maxExactDigits by its float64 value.
+// A number beyond float64's range is an error, reported with its place
+// (path is the place of *v: "$" for arguments, "" for a schema).
+func normalizeNumbers(v *any, path string) (string, error) {
+	switch t := (*v).(type) {
 	case json.Number:
-		s := string(n)
-		lit := !strings.ContainsAny(s, ".eE")
-		if lit && len(s) <= maxExactDigits {
-			if i, ok := new(big.Int).SetString(s, 10); ok {
-				f, _ := new(big.Float).SetInt(i).Float64()
-				return num{i: i, f: f, lit: true}, true
-			}
+		s := string(t)
+		if !strings.ContainsAny(s, "eE") && len(s) <= maxExactDigits {
+			return "", nil
 		}
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return num{}, false
+		if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+			return path, fmt.Errorf("number %s is out of range", abbreviate(s))
 		}
-		return num{f: f, lit: lit}, true
-	case float64:
-		return num{f: n}, true
-	}
-	return num{}, false
-}
-
-// isInt reports whether n has no fractional part.
-func (n num) isInt() bool {
-	return n.lit || (!math.IsInf(n.f, 0) && n.f == math.Trunc(n.f))
-}
-
-// equal compares two numbers: exactly when both are integer literals, as
-// float64 otherwise.
-func (n num) equal(o num) bool {
-	if n.i != nil && o.i != nil {
-		return n.i.Cmp(o.i) == 0
-	}
-	return n.f == o.f
-}
-
-// jsonEqual reports whether two decoded JSON values are equal, numbers by
-// value (1 equals 1.0).
-func jsonEqual(a, b any) bool {
-	if na, ok := number(a); ok {
-		nb, ok := number(b)
-		return ok && na.equal(nb)
-	}
-	switch x := a.(type) {
+		*v = f
 	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
+		for k, sub := range t {
+			if at, err := normalizeNumbers(&sub, join(path, k)); err != nil {
+				return at, err
+			}
+			t[k] = sub
 		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
-				return false
+	case []any:
+		for i := range t {
+			if at, err := normalizeNumbers(&t[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return at, err
 			}
 		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, jsonEqual)
 	}
-	return a == b
+	return "", nil
 }
 
-// typeOf names the JSON type of a decoded value.
+// typeOf names the JSON type of a decoded value; a number without a
+// fractional part is an integer.
 func typeOf(v any) string {
 	switch t := v.(type) {
 	case nil:
@@ -208,8 +239,18 @@ func typeOf(v any) string {
 		return "object"
 	case []any:
 		return "array"
-	case json.Number, float64:
-		if n, ok := number(t); ok && n.isInt() {
+	case json.Number:
+		s := string(t)
+		if !strings.ContainsAny(s, ".eE") {
+			return "integer"
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err == nil && f == math.Trunc(f) {
+			return "integer"
+		}
+		return "number"
+	case float64:
+		if !math.IsInf(t, 0) && t == math.Trunc(t) {
 			return "integer"
 		}
 		return "number"

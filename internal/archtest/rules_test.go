@@ -39,6 +39,10 @@ var runtimeServices = append([]string{
 // What a library package never depends on.
 var programs = []string{"cmd/...", "examples/..."}
 
+// builtin registers every factory Corral ships, the runners included: it
+// stands with the programs.
+const builtin = "builtin"
+
 const (
 	goja   = "github.com/dop251/goja/..."
 	regexp = "github.com/dlclark/regexp2/..." // goja's regular expressions
@@ -105,15 +109,27 @@ var rules = []rule{{
 }, {
 	name:   "goja-builds",
 	pkgs:   []string{"..."},
-	except: cat([]string{"sandbox/js/..."}, programs),
+	except: cat([]string{"sandbox/js/...", builtin}, programs),
 	forbid: []string{goja, regexp},
-	why:    "a build that leaves sandbox/js out has no goja: only the programs that register it pull it in",
+	why:    "a build that leaves sandbox/js out has no goja: only the programs that register it (and builtin, which registers every factory for them) pull it in",
 }, {
 	name:   "wazero-builds",
 	pkgs:   []string{"..."},
-	except: cat([]string{"sandbox/wasm/..."}, programs),
+	except: cat([]string{"sandbox/wasm/...", builtin}, programs),
 	forbid: []string{wazero},
-	why:    "a build that leaves sandbox/wasm out has no wazero: only the programs that register it pull it in",
+	why:    "a build that leaves sandbox/wasm out has no wazero: only the programs that register it (and builtin, which registers every factory for them) pull it in",
+}, {
+	name:   "builtin",
+	pkgs:   []string{"..."},
+	except: cat([]string{builtin}, programs),
+	forbid: []string{builtin},
+	why: "builtin registers every factory, both runners included, for programs; a library package that " +
+		"imported it would carry goja and wazero into every build that uses the library",
+}, {
+	name:   "builtin-programs",
+	pkgs:   []string{builtin},
+	forbid: programs,
+	why:    "builtin is a library for programs: it depends on no command and no example",
 }, {
 	name:   "examples",
 	pkgs:   []string{"..."},

@@ -61,7 +61,6 @@ func TestFactorySettings(t *testing.T) {
 	for settings, mention := range map[string]string{
 		`{"prefix": "x", "prefx": "y"}`: "prefx",
 		`{"prefix": 3}`:                 "prefix",
-		`{"prefix": "../up"}`:           "../up",
 		`[]`:                            "settings",
 	} {
 		_, err := buildStore(t, settings, deps)
@@ -69,6 +68,11 @@ func TestFactorySettings(t *testing.T) {
 		assert.Contains(t, err.Error(), mention)
 		assert.Contains(t, err.Error(), `"checkpoints"`, "the error names the resource")
 	}
+	// A prefix that leaves the workspace is Forbidden, not Validation.
+	_, err := buildStore(t, `{"prefix": "../up"}`, deps)
+	require.ErrorIs(t, err, fault.Forbidden)
+	assert.Contains(t, err.Error(), "../up")
+	assert.Contains(t, err.Error(), `"checkpoints"`, "the error names the resource")
 }
 
 // A missing or mistyped workspace dep is a Validation error naming the

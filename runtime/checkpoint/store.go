@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,9 +49,10 @@ var (
 
 // NewStore returns a store keeping its records under prefix in ws, which
 // must not be nil. Leading and trailing '/' are trimmed from prefix; an
-// empty prefix is DefaultPrefix. A prefix that is not a clean relative path
-// (with "." or ".." elements, empty elements or a backslash) is a Validation
-// error.
+// empty prefix is DefaultPrefix. A prefix that leaves the workspace (".."
+// that climbs out) is Forbidden, as workspace.CleanPath has it; one that is
+// otherwise not a clean relative path (with "." or ".." elements, empty
+// elements or a backslash) is a Validation error.
 func NewStore(ws workspace.Workspace, prefix string) (*Store, error) {
 	const op = "new checkpoint store"
 	if ws == nil {
@@ -70,8 +70,13 @@ func cleanPrefix(prefix string) (string, error) {
 	if p == "" {
 		return DefaultPrefix, nil
 	}
-	if strings.ContainsAny(p, "\\\x00") || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") {
-		return "", fault.New(fault.Validation, "new checkpoint store", "prefix %q must be a clean relative path", prefix)
+	const op = "new checkpoint store"
+	clean, err := workspace.CleanPath("prefix", p)
+	if err != nil {
+		return "", fault.Wrap(fault.KindOr(err, fault.Validation), err, op, "")
+	}
+	if clean != p {
+		return "", fault.New(fault.Validation, op, "prefix %q must be a clean relative path", prefix)
 	}
 	return p, nil
 }

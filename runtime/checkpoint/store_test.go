@@ -266,9 +266,17 @@ func TestNewStorePrefix(t *testing.T) {
 		require.NoError(t, err, prefix)
 		assert.Equal(t, want, s.Prefix(), prefix)
 	}
-	for _, prefix := range []string{"a//b", "../x", "..", "a/./b", "a/../b", `a\b`, "a\x00b", "./a"} {
+	for _, prefix := range []string{"a//b", "a/./b", "a/../b", `a\b`, "a\x00b", "./a"} {
 		_, err := checkpoint.NewStore(ws, prefix)
 		assert.ErrorIs(t, err, fault.Validation, "%q", prefix)
+	}
+	// A prefix that climbs out of the workspace is refused as every path
+	// that leaves a workspace is: Forbidden.
+	for _, prefix := range []string{"../x", "..", "a/../../x"} {
+		_, err := checkpoint.NewStore(ws, prefix)
+		assert.ErrorIs(t, err, fault.Forbidden, "%q", prefix)
+		assert.False(t, fault.Is(err, fault.Validation), "%q: %v", prefix, err)
+		assert.ErrorContains(t, err, "escapes the workspace root", "%q", prefix)
 	}
 	_, err := checkpoint.NewStore(nil, "")
 	assert.ErrorIs(t, err, fault.Validation)

@@ -158,8 +158,14 @@ func (b binding) fail(path, at, format string, args ...any) error {
 
 // wrap returns err as a document error at path, keeping its kind unless
 // the binding imposes one (Validation when it has none); msg may be empty.
+// A refusal on policy grounds (Forbidden: a path that leaves the base
+// directory or a workspace) keeps its kind even where the binding imposes
+// one, so that an escape is Forbidden wherever it is written.
 func (b binding) wrap(path, msg string, err error) error {
 	kind := b.kind
+	if fault.Is(err, fault.Forbidden) {
+		kind = fault.Forbidden
+	}
 	if kind == nil {
 		kind = fault.KindOf(err)
 	}

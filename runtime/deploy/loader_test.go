@@ -239,3 +239,30 @@ func rawRegistry(into map[string]string) *resource.Registry {
 	}))
 	return reg
 }
+
+// A settings file that leaves the base directory is Forbidden wherever the
+// reference is written: in a resource's settings and in an agent engine's,
+// although the binding of an agent makes its other failures Validation
+// errors. Leaving the base directory is a policy refusal, not a malformed
+// document.
+func TestSettingsEscapeIsForbidden(t *testing.T) {
+	t.Parallel()
+	base := sandboxDir(t)
+	for _, file := range []string{"../secret.txt", "sub/../../secret.txt", "out", "subout/secret.txt"} {
+		for name, text := range map[string]string{
+			"resource": "version: v1\nresources:\n  t: {kind: test.Thing, settings: {file: " + file + "}}\n",
+			"agent": "version: v1\nagents:\n  qa: {card: {name: QA}, engine: {kind: agent.Engine, impl: fake, " +
+				"settings: {file: " + file + "}}}\n",
+		} {
+			doc := mustParse(t, text)
+			_, err := deploy.Deploy(context.Background(), doc, deploy.Options{
+				Registry: testRegistry(&journal{}),
+				Loader:   deploy.NewLoader(deploy.LoaderConfig{BaseDir: base}),
+			})
+			require.Error(t, err, "%s %s", name, file)
+			assert.ErrorIs(t, err, fault.Forbidden, "%s %s", name, file)
+			assert.Equal(t, fault.Forbidden, fault.KindOf(err), "%s %s: the kind callers see", name, file)
+			assert.ErrorContains(t, err, "escapes the base directory", "%s %s", name, file)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package event_test
 import (
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/runtime/event"
 )
@@ -10,8 +12,13 @@ import (
 // validSubjectOracle restates the subject rules of REF 4.2.1 in the
 // plainest way, to check ValidateSubject against.
 func validSubjectOracle(s string) bool {
-	if s == "" || len(s) > event.MaxSubjectLen || strings.ContainsAny(s, "*>") {
+	if s == "" || len(s) > event.MaxSubjectLen || strings.ContainsAny(s, "*>") || !utf8.ValidString(s) {
 		return false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.In(r, unicode.Cf) {
+			return false
+		}
 	}
 	for _, seg := range strings.Split(s, ".") {
 		if seg == "" {
@@ -43,7 +50,8 @@ func matchOracle(pattern, subject string) bool {
 // REF 4.2.1
 // REF 4.2.4
 func FuzzValidateSubject(f *testing.F) {
-	for _, s := range []string{"", "a", "a.b", "a..b", ".a", "a.", "a.*", "a.>", "agent.run.r1.start", "ü.\x00", strings.Repeat("a", 1025)} {
+	for _, s := range []string{"", "a", "a.b", "a..b", ".a", "a.", "a.*", "a.>", "agent.run.r1.start", "ü.\x00", strings.Repeat("a", 1025),
+		"a b", "a\tb", "a.b\n", "a\u200bb", "\ufeffa", "a\u202eb", "a\u00a0b", "a\u0085b", "a\x7f", "a\xffb", "ü.ok", "日本.語"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -78,6 +86,7 @@ func FuzzPatternMatch(f *testing.F) {
 	seeds := [][2]string{
 		{"agent.run.r1.>", "agent.run.r1.start"}, {"agent.run.>", "agent.run"}, {"*", "a"}, {"*.>", "a"},
 		{">", "a.b.c"}, {"a.*.c", "a.b.c"}, {"a*", "a*"}, {"a.>.b", "a.x.b"}, {"a..b", "a..b"}, {"a.b", "a.b."},
+		{"a.*", "a.b c"}, {"a b.>", "a b.c"}, {"a.\u200b", "a.\u200b"}, {"*.>", "a.\xff"},
 	}
 	for _, s := range seeds {
 		f.Add(s[0], s[1])

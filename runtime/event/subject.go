@@ -2,6 +2,8 @@ package event
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 )
@@ -25,8 +27,11 @@ var ErrInvalidPattern = fault.New(fault.Validation, "", "invalid pattern")
 
 // ValidateSubject reports whether s is a valid subject: segments joined by
 // '.', non-empty, at most MaxSubjectLen bytes, no empty segment (so no
-// leading, trailing or doubled '.'), and no '*' or '>' anywhere. The error
-// matches ErrInvalidSubject and fault.Validation.
+// leading, trailing or doubled '.'), no '*' or '>' anywhere, and no
+// character that would make two subjects look alike but differ (see
+// InvisibleRune): whitespace, control and format (zero-width, bidi)
+// characters, and bytes that are not UTF-8. The error matches
+// ErrInvalidSubject and fault.Validation.
 func ValidateSubject(s string) error {
 	if reason := subjectProblem(s); reason != "" {
 		return fault.Wrap(fault.Validation, ErrInvalidSubject, "validate subject", "%q: %s", abbreviate(s), reason)
@@ -44,11 +49,20 @@ func subjectProblem(s string) string {
 	start := 0
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) {
-			switch s[i] {
-			case '*', '>':
+			switch c := s[i]; {
+			case c == '*' || c == '>':
 				return "a subject must not contain '*' or '>'"
-			case '.':
+			case c == '.':
+			case c <= ' ' || c == 0x7f:
+				return "a subject must not contain whitespace or control characters"
+			case c < utf8.RuneSelf:
+				continue
 			default:
+				n, reason := runeProblem(s[i:])
+				if reason != "" {
+					return reason
+				}
+				i += n - 1
 				continue
 			}
 		}
@@ -58,6 +72,29 @@ func subjectProblem(s string) string {
 		start = i + 1
 	}
 	return ""
+}
+
+// runeProblem checks the multi-byte character at the start of s: its
+// length in bytes, and the reason it is refused or "".
+func runeProblem(s string) (int, string) {
+	r, n := utf8.DecodeRuneInString(s)
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		return n, "a subject must be UTF-8"
+	case InvisibleRune(r):
+		return n, "a subject must not contain whitespace, control or zero-width characters"
+	}
+	return n, ""
+}
+
+// InvisibleRune reports whether r is a character a subject must not hold:
+// white space (unicode.IsSpace), a control character (C0, DEL, C1) or a
+// format character (category Cf: zero-width space and joiners, the byte
+// order mark, bidirectional marks and overrides, soft hyphen). Each either
+// splits what a reader takes for one token or makes two different subjects
+// print alike.
+func InvisibleRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // ValidatePattern reports whether p is a valid pattern: a subject in which
@@ -95,6 +132,8 @@ func patternProblem(p string) string {
 	segs := strings.Split(p, ".")
 	for i, seg := range segs {
 		switch {
+		case seg != WildcardOne && seg != WildcardTail && seg != "" && segmentProblem(seg) != "":
+			return segmentProblem(seg)
 		case seg == "":
 			return "empty segment"
 		case seg == WildcardTail && i != len(segs)-1:
@@ -153,9 +192,9 @@ func (p Pattern) Match(subject string) bool {
 	return false
 }
 
-// validSegment reports whether seg is a non-empty subject segment.
+// validSegment reports whether seg is a valid segment of a subject.
 func validSegment(seg string) bool {
-	return seg != "" && strings.IndexByte(seg, '*') < 0 && strings.IndexByte(seg, '>') < 0
+	return seg != "" && strings.IndexByte(seg, '*') < 0 && strings.IndexByte(seg, '>') < 0 && segmentProblem(seg) == ""
 }
 
 // Match reports whether subject matches pattern. An invalid pattern or an
@@ -169,23 +208,50 @@ func Match(pattern, subject string) bool {
 	return p.Match(subject)
 }
 
-// SanitiseID makes s safe to use as one subject segment: '.', '*' and '>'
+// SanitiseID makes s safe to use as one subject segment: '.', '*' and '>',
+// every character InvisibleRune reports and every byte that is not UTF-8
 // become '_', and an empty s becomes "_". Every id placed in a subject goes
 // through it, so an id never adds segments or wildcards. It is idempotent.
 func SanitiseID(s string) string {
 	if s == "" {
 		return "_"
 	}
-	if strings.IndexAny(s, ".*>") < 0 {
+	if strings.IndexAny(s, ".*>") < 0 && segmentProblem(s) == "" {
 		return s
 	}
-	b := []byte(s)
-	for i, c := range b {
-		if c == '.' || c == '*' || c == '>' {
-			b[i] = '_'
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '.' || r == '*' || r == '>', r == utf8.RuneError && n <= 1, InvisibleRune(r):
+			b.WriteByte('_')
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// segmentProblem checks the characters of one segment of a subject or a
+// pattern (not its wildcards): the reason it is refused, or "".
+func segmentProblem(seg string) string {
+	for i := 0; i < len(seg); {
+		switch c := seg[i]; {
+		case c <= ' ' || c == 0x7f:
+			return "a subject must not contain whitespace or control characters"
+		case c >= utf8.RuneSelf:
+			n, reason := runeProblem(seg[i:])
+			if reason != "" {
+				return reason
+			}
+			i += n
+		default:
+			i++
 		}
 	}
-	return string(b)
+	return ""
 }
 
 func abbreviate(s string) string {

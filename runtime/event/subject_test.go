@@ -26,7 +26,24 @@ func TestValidateSubject(t *testing.T) {
 	}{
 		{"a", ""},
 		{"agent.run.r1.start", ""},
-		{"A-b_c.d e.ü", ""},
+		{"A-b_c.d-e.ü", ""},
+		{"日本.語", ""},
+		{"d e", "whitespace"},
+		{"a.b\tc", "whitespace"},
+		{"a.b\n", "whitespace"},
+		{"a\x00b", "control"},
+		{"a\x7f", "control"},
+		{"a\u00a0b", "whitespace"},  // no-break space
+		{"a\u2028b", "whitespace"},  // line separator
+		{"a\u0085b", "whitespace"},  // next line (C1)
+		{"a\u009bb", "control"},     // C1 control
+		{"a\u200bb", "zero-width"},  // zero-width space
+		{"a\u200db", "zero-width"},  // zero-width joiner
+		{"\ufeffa", "zero-width"},   // byte order mark
+		{"a.\u202eb", "zero-width"}, // right-to-left override
+		{"a\u00adb", "zero-width"},  // soft hyphen
+		{"a\xffb", "UTF-8"},
+		{"a\xe2\x80", "UTF-8"}, // a truncated character
 		{long, ""},
 		{long + "c", "longer than 1024"},
 		{"", "empty"},
@@ -76,6 +93,9 @@ func TestValidatePattern(t *testing.T) {
 		{"**", "whole segment"},
 		{"a.>b", "whole segment"},
 		{"a.>>", "whole segment"},
+		{"a.b c.>", "whitespace"},
+		{"*.\u200b", "zero-width"},
+		{"a.\xff.*", "UTF-8"},
 	}
 	for _, c := range cases {
 		err := event.ValidatePattern(c.pattern)
@@ -173,6 +193,10 @@ func TestSanitiseID(t *testing.T) {
 		"a*b>c":        "a_b_c",
 		"...":          "___",
 		"tenant-1/ünï": "tenant-1/ünï",
+		"a b\tc":       "a_b_c",
+		"a\u200bb":     "a_b",
+		"a\xffb":       "a_b",
+		"\ufeff":       "_",
 	}
 	for in, want := range cases {
 		got := event.SanitiseID(in)

@@ -18,6 +18,18 @@ import (
 // its target. List hides names made of tempPrefix and 16 hex digits.
 const tempPrefix = ".corral-tmp-"
 
+// CleanPath checks p as a workspace path and returns its clean,
+// slash-separated form, as every operation of a Workspace checks it before
+// touching the file system. An absolute path or one that climbs out of the
+// root with ".." is Forbidden: leaving the workspace is a policy matter,
+// whoever asks. A NUL byte, a backslash or the root itself ("" or ".") is a
+// Validation error. op prefixes the error's message.
+//
+// Other packages that build workspace paths from settings (the checkpoint
+// store's prefix) check them with CleanPath, so that an escape is Forbidden
+// wherever it is written.
+func CleanPath(op, p string) (string, error) { return cleanPath(op, p, false) }
+
 // cleanPath checks a workspace path and returns its clean, slash-separated
 // form. The empty path and "." name the root itself, which only allowRoot
 // accepts. A NUL byte or a backslash is a Validation error; an absolute path

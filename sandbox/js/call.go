@@ -380,6 +380,7 @@ func (c *call) throw(err error) {
 		panic(cerr)
 	}
 	_ = obj.Set("code", fault.KindOr(err, fault.Internal).String())
+	_ = obj.DefineDataProperty("stack", c.vm.ToValue(scriptStack(obj.Get("stack").String())), goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 	if c.hostErrors == nil {
 		c.hostErrors = make(map[*goja.Object]error)
 	}

@@ -27,9 +27,33 @@ type method struct {
 func (c *call) api(methods ...method) *goja.Object {
 	o := c.vm.NewObject()
 	for _, m := range methods {
-		_ = o.Set(m.name, m.fn)
+		_ = o.Set(m.name, c.native(m.name, m.fn))
 	}
 	return o
+}
+
+// native returns fn as a script function called name. goja names a Go
+// function after its symbol ("github.com/…/js.(*call).hostFunc.func1"),
+// which Function.prototype.toString and stack frames would show; named
+// after the method, toString reads "function publish() { [native code] }".
+func (c *call) native(name string, fn func(goja.FunctionCall) goja.Value) goja.Value {
+	f := c.vm.ToValue(fn).(*goja.Object)
+	_ = f.DefineDataProperty("name", c.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	return f
+}
+
+// scriptStack is the stack of an error raised by a host function as the
+// script sees it: the message and the script's own frames, without the
+// frames of native functions ("at publish (native)").
+func scriptStack(stack string) string {
+	lines := strings.Split(stack, "\n")
+	out := lines[:1]
+	for _, l := range lines[1:] {
+		if !strings.HasSuffix(strings.TrimSpace(l), "(native)") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // apis are the script API objects of a realm, made at its first Invoke

@@ -25,6 +25,7 @@ func abiCases() []Case {
 		{"capability refused", "A host function whose capability is not granted throws a policy_denied error the script can catch, and nothing reaches the host.", capabilityRefused},
 		{"capability refused uncaught", "An uncaught refused call ends the call with a PolicyDenied error that names the function and the node.", capabilityRefusedUncaught},
 		{"capability missing on host", "A granted capability that the host does not provide is refused as well (Date.now without a clock).", capabilityMissing},
+		{"publish needs an event bus", "A granted host.publish is refused with policy_denied, caught or not, when the host yields no event bus, and nothing is published.", publishWithoutBus},
 		{"bad abi arguments", "Malformed arguments to a host function throw a validation error, and a refused subject publishes nothing.", badArguments},
 		{"every function bound", "Every function of the catalog is bound on host, granted or not.", everyFunctionBound},
 		{"publish confined", "host.publish writes only under the run's own custom namespace, whatever suffix the script names.", publishConfined},

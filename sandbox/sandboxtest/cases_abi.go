@@ -50,6 +50,26 @@ func capabilityMissing(t *testing.T, env *Env) {
 	assert.NotContains(t, res.Board.Vars, "now")
 }
 
+func publishWithoutBus(t *testing.T, env *Env) {
+	h := NewHost(1)
+	h.SetEventBus(false)
+	res := env.Invoke(t, Call{Program: "call_refused", Host: h, Grants: []string{agent.CapPublish}})
+	require.NoError(t, res.Err)
+	assert.Equal(t, fault.PolicyDenied.String(), Var(t, res, "code"))
+	assert.Contains(t, Var(t, res, "message"), hostabi.FuncPublish)
+	assert.Contains(t, Var(t, res, "message"), "does not provide")
+	assert.NotContains(t, res.Board.Vars, "reached")
+	assert.Empty(t, h.Events(), "a refused publish must not reach the host")
+
+	h = NewHost(1)
+	h.SetEventBus(false)
+	res = env.Invoke(t, Call{Program: "call_refused_uncaught", Node: "writer", Host: h, Grants: []string{agent.CapPublish}})
+	RequireKind(t, res.Err, fault.PolicyDenied)
+	assert.Contains(t, res.Err.Error(), "writer")
+	assert.Contains(t, res.Err.Error(), hostabi.FuncPublish)
+	assert.Empty(t, h.Events())
+}
+
 func badArguments(t *testing.T, env *Env) {
 	grants := []string{agent.CapEmit, agent.CapLog, agent.CapPublish, agent.CapUsage}
 	res := env.Invoke(t, Call{Program: "bad_args", Grants: grants})

@@ -7,17 +7,23 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 )
 
 // Host is a deterministic agent.Host for the suite: it records what a
 // script publishes and logs, and provides every optional capability the
-// host ABI uses (Clock, RandomSource, LogSink, SteerSource). Its clock
+// host ABI uses (Clock, RandomSource, LogSink, SteerSource and, until
+// SetEventBus(false), an event bus for host.publish). Its clock
 // starts at a fixed instant and moves one second per reading; its random
 // numbers come from a generator seeded with the seed. It is safe for
 // concurrent use.
 type Host struct {
+	// EventBusSwitch yields the bus host.publish needs;
+	// SetEventBus(false) withholds it.
+	agenttest.EventBusSwitch
+
 	mu         sync.Mutex
 	now        time.Time
 	rng        *rand.Rand
@@ -39,11 +45,12 @@ type LogLine struct {
 func Epoch() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
 
 var (
-	_ agent.Host         = (*Host)(nil)
-	_ agent.Clock        = (*Host)(nil)
-	_ agent.RandomSource = (*Host)(nil)
-	_ agent.LogSink      = (*Host)(nil)
-	_ agent.SteerSource  = (*Host)(nil)
+	_ agent.Host             = (*Host)(nil)
+	_ agent.Clock            = (*Host)(nil)
+	_ agent.RandomSource     = (*Host)(nil)
+	_ agent.LogSink          = (*Host)(nil)
+	_ agent.SteerSource      = (*Host)(nil)
+	_ agent.EventBusProvider = (*Host)(nil)
 )
 
 // NewHost returns a Host whose random numbers follow seed.

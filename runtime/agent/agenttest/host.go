@@ -12,9 +12,12 @@ import (
 )
 
 // Host is an agent.Host for engine tests that records what it is asked to
-// do. It also offers agent.SteerSource. Make one with NewHost; it is safe
-// for concurrent use.
+// do. It also offers agent.SteerSource and, until SetEventBus(false), an
+// event bus (agent.EventBusProvider), as a session's host does. Make one
+// with NewHost; it is safe for concurrent use.
 type Host struct {
+	EventBusSwitch
+
 	mu          sync.Mutex
 	interrupts  chan agent.Interrupt
 	envs        []event.Envelope
@@ -28,13 +31,49 @@ type Host struct {
 }
 
 var (
-	_ agent.Host        = (*Host)(nil)
-	_ agent.SteerSource = (*Host)(nil)
+	_ agent.Host             = (*Host)(nil)
+	_ agent.SteerSource      = (*Host)(nil)
+	_ agent.EventBusProvider = (*Host)(nil)
 )
 
 // NewHost returns a host that accepts everything. Its interrupt channel
 // holds one interrupt; AskUser is NotAvailable until SetAskUser.
 func NewHost() *Host { return &Host{interrupts: make(chan agent.Interrupt, 1)} }
+
+// EventBusSwitch is the event-bus capability of a test host
+// (agent.EventBusProvider): an in-memory bus of its own, made at the first
+// EventBus call, until SetEventBus(false) withholds it, as a host of a
+// runtime without an event bus does (scripts then cannot host.publish).
+// The zero value yields a bus. Embed it in a host; it is safe for
+// concurrent use. What the host publishes does not go through the bus:
+// tests read the host's own record.
+type EventBusSwitch struct {
+	mu  sync.Mutex
+	bus *event.MemoryBus
+	off bool
+}
+
+var _ agent.EventBusProvider = (*EventBusSwitch)(nil)
+
+// SetEventBus yields the bus (on) or withholds it.
+func (s *EventBusSwitch) SetEventBus(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.off = !on
+}
+
+// EventBus returns the bus, or nil after SetEventBus(false).
+func (s *EventBusSwitch) EventBus() event.Bus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
+		return nil
+	}
+	if s.bus == nil {
+		s.bus = event.NewMemoryBus()
+	}
+	return s.bus
+}
 
 // SetPublishError makes Publish call fn first; a non-nil result is
 // returned and the envelope is not recorded.
