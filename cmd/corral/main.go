@@ -24,9 +24,12 @@ import (
 	"context"
 	"os"
 	"os/signal"
+
+	"github.com/corral-rt/corral/sandbox/js"
 )
 
 func main() {
+	js.ServeWorkerIfChild() // a worker of isolation: process serves and exits here
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt)
 	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, echo: !isTerminal(os.Stdin)}

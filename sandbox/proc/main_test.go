@@ -1,0 +1,61 @@
+package proc_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/proc"
+)
+
+// The test binary is its own worker: js workers for the runtimes the
+// tests build through the js factory, and "crashy" workers, a js runtime
+// with a way to make the Go runtime of the worker fail fatally.
+func TestMain(m *testing.M) {
+	js.ServeWorkerIfChild()
+	proc.ServeIfChild(crashyWorker, func(raw json.RawMessage) (sandbox.Runtime, error) {
+		rt, err := js.New(js.Options{PoolSize: 1})
+		if err != nil {
+			return nil, err
+		}
+		return crashy{rt}, nil
+	})
+	os.Exit(m.Run())
+}
+
+const crashyWorker = "crashy"
+
+// crashy is a js runtime whose scripts that start with a marker make the
+// worker's Go runtime die as a runner bug would: a fatal error, a stack
+// overflow of Go code. Nothing a script can do in a real runner.
+type crashy struct{ *js.Runtime }
+
+func (c crashy) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	switch {
+	case strings.HasPrefix(inv.Script.Source, "//go-stack-overflow"):
+		return sandbox.Outcome{}, recurse(nil)
+	case strings.HasPrefix(inv.Script.Source, "//go-fatal"):
+		var m map[int]int
+		go func() {
+			for i := 0; ; i++ {
+				m[i] = i // a nil map write in a goroutine: panic, the process dies
+			}
+		}()
+		select {}
+	}
+	return c.Runtime.Invoke(ctx, inv)
+}
+
+//go:noinline
+func recurse(b []byte) error {
+	var pad [1024]byte
+	pad[0] = byte(len(b))
+	if err := recurse(pad[:]); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
+)
+
+// worker is the parent's handle on one worker process: its pipes, the
+// goroutine that reads its frames and the one that waits for its exit.
+type worker struct {
+	tenant string
+	memory int64 // its cap, in bytes (0: none)
+	max    int   // frame bound
+	cmd    *exec.Cmd
+	pid    int
+	caps   string
+
+	wmu sync.Mutex
+	w   *bufio.Writer
+	wc  io.Closer // the parent's end of the worker's input
+
+	frames chan frame    // frames read, closed when reading stops
+	stop   chan struct{} // closed by kill: the reader stops sending
+	exited chan struct{} // closed when the process has exited and been reaped
+	stderr *stderrWatch
+	// readErr and waitErr are set before frames and exited close.
+	readErr, waitErr error
+
+	killOnce sync.Once
+	lastUsed time.Time // when it last went idle (pool's lock)
+	nextID   uint64    // call ids (the caller's, one call at a time)
+}
+
+// spawnConfig is what starting a worker needs.
+type spawnConfig struct {
+	path     string   // the executable
+	args     []string // its arguments (argv[1:])
+	worker   string   // the runner's name, EnvWorker's value
+	start    startMsg // the start frame
+	maxFrame int
+	stderr   io.Writer // also receives the worker's stderr; nil: nothing
+}
+
+// spawn starts a worker and waits for its ready frame, or ctx.
+func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
+	toChild, fromParent, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromChild, toParent, err := os.Pipe()
+	if err != nil {
+		_ = toChild.Close()
+		_ = fromParent.Close()
+		return nil, err
+	}
+	cmd := exec.Command(c.path, c.args...)
+	cmd.Env = append(os.Environ(), EnvWorker+"="+c.worker)
+	cmd.ExtraFiles = []*os.File{toChild, toParent} // fd 3 and fd 4
+	watch := &stderrWatch{also: c.stderr}
+	cmd.Stderr = watch
+	cmd.SysProcAttr = workerAttr()
+	w := &worker{
+		tenant: c.start.Tenant, memory: c.start.MemoryBytes, max: c.maxFrame, cmd: cmd,
+		w: bufio.NewWriterSize(fromParent, 64<<10), wc: fromParent,
+		frames: make(chan frame), stop: make(chan struct{}), exited: make(chan struct{}), stderr: watch,
+	}
+	err = cmd.Start()
+	_ = toChild.Close() // the child's ends: the child holds them now
+	_ = toParent.Close()
+	if err != nil {
+		_ = fromParent.Close()
+		_ = fromChild.Close()
+		return nil, err
+	}
+	w.pid = cmd.Process.Pid
+	go w.read(fromChild)
+	go w.wait()
+	if err := w.handshake(ctx, c.start); err != nil {
+		w.kill()
+		<-w.exited
+		if cause := w.cause(); cause != "" {
+			err = fmt.Errorf("%w (%s)", err, cause)
+		}
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *worker) handshake(ctx context.Context, start startMsg) error {
+	if err := w.send(frameStart, &start); err != nil {
+		return err
+	}
+	select {
+	case f, ok := <-w.frames:
+		if !ok {
+			return fmt.Errorf("worker exited before it was ready: %v", w.readErr)
+		}
+		var m readyMsg
+		if err := decode(f, frameReady, &m); err != nil {
+			return err
+		}
+		w.caps = m.Caps
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// read reads frames until the pipe ends or a frame is malformed (the
+// worker is then killed: it does not speak the protocol).
+func (w *worker) read(r io.ReadCloser) {
+	defer close(w.frames)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		f, err := readFrame(br, w.max)
+		if err != nil {
+			w.readErr = err
+			if !errors.Is(err, io.EOF) {
+				w.kill()
+			}
+			return
+		}
+		select {
+		case w.frames <- f:
+		case <-w.stop:
+			w.readErr = errors.New("worker stopped")
+			return
+		}
+	}
+}
+
+// wait reaps the process and closes exited.
+func (w *worker) wait() {
+	w.waitErr = w.cmd.Wait()
+	close(w.exited)
+}
+
+func (w *worker) send(t frameType, msg any) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return writeFrame(w.w, t, msg, w.max)
+}
+
+// kill stops the worker (SIGKILL) and its reader; it is idempotent and
+// does not wait (exited does).
+func (w *worker) kill() {
+	w.killOnce.Do(func() {
+		close(w.stop)
+		_ = w.cmd.Process.Kill()
+		w.wmu.Lock()
+		_ = w.wc.Close()
+		w.wmu.Unlock()
+	})
+}
+
+// alive reports whether the worker has not been stopped or exited.
+func (w *worker) alive() bool {
+	select {
+	case <-w.stop:
+		return false
+	case <-w.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// cause names why an exited worker died: the first fatal line of its
+// stderr, else its exit status.
+func (w *worker) cause() string {
+	if line := w.stderr.cause(); line != "" {
+		return line
+	}
+	if w.waitErr != nil {
+		return w.waitErr.Error()
+	}
+	return "exited"
+}
+
+// deathError is the error of a call whose worker died under it: a
+// memory_bytes *sandbox.LimitError when its memory cap stopped it,
+// Internal otherwise. It names the node and the tenant.
+func (w *worker) deathError(op, node string) error {
+	if w.stderr.oom() && w.memory > 0 {
+		return fmt.Errorf("%s: tenant %q: worker %d stopped by its memory cap (%s): %w", op, w.tenant, w.pid, w.caps,
+			&sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: w.memory})
+	}
+	return fault.New(fault.Internal, op, "tenant %q: worker %d died: %s", w.tenant, w.pid, w.cause())
+}
+
+// stderrWatch keeps what a worker's stderr says about its death: the
+// first line that names a cause, and whether a line said out of memory.
+// It reads lines as they pass, keeping at most one partial line.
+type stderrWatch struct {
+	also io.Writer
+
+	mu      sync.Mutex
+	partial []byte
+	first   string
+	outOfMe bool
+}
+
+const maxStderrLine = 1024
+
+func (s *stderrWatch) Write(p []byte) (int, error) {
+	if s.also != nil {
+		_, _ = s.also.Write(p)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			room := maxStderrLine - len(s.partial)
+			if room > 0 {
+				s.partial = append(s.partial, rest[:min(room, len(rest))]...)
+			}
+			break
+		}
+		room := maxStderrLine - len(s.partial)
+		s.partial = append(s.partial, rest[:min(max(room, 0), i)]...)
+		s.line(string(s.partial))
+		s.partial = s.partial[:0]
+		rest = rest[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *stderrWatch) line(l string) {
+	if isOOMLine(l) {
+		s.outOfMe = true
+	}
+	if s.first == "" && isCauseLine(l) {
+		s.first = l
+	}
+}
+
+func (s *stderrWatch) cause() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first == "" && len(s.partial) > 0 {
+		return string(s.partial)
+	}
+	return s.first
+}
+
+func (s *stderrWatch) oom() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outOfMe || isOOMLine(string(s.partial))
+}
