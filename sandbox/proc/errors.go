@@ -142,10 +142,12 @@ func (e *remoteError) Unwrap() []error {
 }
 
 // oomMarkers are what a Go worker writes on stderr when its memory cap
-// stops an allocation: the Go runtime's out-of-memory throw, and the race
-// detector's failed shadow allocation (ENOMEM) in a -race build.
+// stops an allocation: the Go runtime's out-of-memory throws (a heap
+// allocation past the cap, a mapping the kernel refused with ENOMEM), and
+// the race detector's failed shadow allocation in a -race build.
 var oomMarkers = []string{"fatal error: runtime: out of memory", "fatal error: out of memory",
-	"runtime: out of memory", "ThreadSanitizer failed to allocate"}
+	"runtime: out of memory", "fatal error: runtime: cannot allocate memory",
+	"ThreadSanitizer failed to allocate"}
 
 // isOOMLine reports whether a line of a worker's stderr says its memory
 // cap stopped it.

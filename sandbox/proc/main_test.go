@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corral-rt/corral/sandbox"
@@ -37,15 +39,13 @@ type crashy struct{ *js.Runtime }
 func (c crashy) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
 	switch {
 	case strings.HasPrefix(inv.Script.Source, "//go-stack-overflow"):
+		debug.SetMaxStack(16 << 20) // overflow well under the memory cap
 		return sandbox.Outcome{}, recurse(nil)
 	case strings.HasPrefix(inv.Script.Source, "//go-fatal"):
-		var m map[int]int
-		go func() {
-			for i := 0; ; i++ {
-				m[i] = i // a nil map write in a goroutine: panic, the process dies
-			}
-		}()
-		select {}
+		var mu sync.Mutex
+		mu.Unlock() // fatal error: sync: unlock of unlocked mutex
+	case strings.HasPrefix(inv.Script.Source, "//go-hang"):
+		select {} // deaf to its context and its wall time
 	}
 	return c.Runtime.Invoke(ctx, inv)
 }
