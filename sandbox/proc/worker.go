@@ -184,9 +184,9 @@ func (w *worker) cause() string {
 		return line
 	}
 	if w.waitErr != nil {
-		return w.waitErr.Error()
+		return w.waitErr.Error() + ", nothing on stderr"
 	}
-	return "exited"
+	return "exited, nothing on stderr"
 }
 
 // deathError is the error of a call whose worker died under it: a
@@ -208,7 +208,8 @@ type stderrWatch struct {
 
 	mu      sync.Mutex
 	partial []byte
-	first   string
+	first   string // the first line that names a cause
+	last    string // the last non-empty line
 	outOfMe bool
 }
 
@@ -240,6 +241,9 @@ func (s *stderrWatch) Write(p []byte) (int, error) {
 }
 
 func (s *stderrWatch) line(l string) {
+	if l != "" {
+		s.last = l
+	}
 	if isOOMLine(l) {
 		s.outOfMe = true
 	}
@@ -251,10 +255,13 @@ func (s *stderrWatch) line(l string) {
 func (s *stderrWatch) cause() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.first == "" && len(s.partial) > 0 {
+	switch {
+	case s.first != "":
+		return s.first
+	case len(s.partial) > 0:
 		return string(s.partial)
 	}
-	return s.first
+	return s.last
 }
 
 func (s *stderrWatch) oom() bool {
