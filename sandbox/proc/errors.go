@@ -143,10 +143,13 @@ func (e *remoteError) Unwrap() []error {
 
 // oomMarkers are what a Go worker writes on stderr when its memory cap
 // stops an allocation: the Go runtime's out-of-memory throws (a heap
-// allocation past the cap, a mapping the kernel refused with ENOMEM), and
-// the race detector's failed shadow allocation in a -race build.
+// allocation past the cap, a mapping the kernel refused with ENOMEM), a
+// thread whose stack the cap refused (thread stacks are private writable
+// mappings too), and the race detector's failed shadow allocation in a
+// -race build.
 var oomMarkers = []string{"fatal error: runtime: out of memory", "fatal error: out of memory",
 	"runtime: out of memory", "fatal error: runtime: cannot allocate memory",
+	"runtime/cgo: pthread_create failed", "runtime: failed to create new OS thread",
 	"ThreadSanitizer failed to allocate"}
 
 // isOOMLine reports whether a line of a worker's stderr says its memory
@@ -164,6 +167,6 @@ func isOOMLine(line string) bool {
 // died (the first such line is named in the error).
 func isCauseLine(line string) bool {
 	return strings.HasPrefix(line, "fatal error:") || strings.HasPrefix(line, "panic:") ||
-		strings.HasPrefix(line, "runtime:") || strings.Contains(line, "ThreadSanitizer") ||
-		strings.HasPrefix(line, "fatal ")
+		strings.HasPrefix(line, "runtime:") || strings.HasPrefix(line, "runtime/cgo:") ||
+		strings.Contains(line, "ThreadSanitizer") || strings.HasPrefix(line, "fatal ")
 }
