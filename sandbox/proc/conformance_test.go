@@ -17,7 +17,7 @@ import (
 // worker needs room for the race detector's shadow memory.
 func workerMemory() int64 {
 	if raceEnabled {
-		return 2 << 30
+		return 768 << 20
 	}
 	return 512 << 20
 }

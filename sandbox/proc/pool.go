@@ -104,6 +104,9 @@ func (p *tenantPool) start(ctx context.Context) (*worker, error) {
 		start: startMsg{Settings: r.o.Settings, MemoryBytes: r.memoryFor(p.tenant), Tenant: p.tenant},
 	})
 	if err != nil {
+		if ctx.Err() != nil { // the caller gave up while the worker started
+			return nil, fault.FromContext(ctx.Err(), "start a worker")
+		}
 		return nil, fault.Wrap(fault.NotAvailable, err, "", "start a worker")
 	}
 	p.mu.Lock()

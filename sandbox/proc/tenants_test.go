@@ -42,7 +42,7 @@ func TestTenantIsolation(t *testing.T) {
 	rounds := 100
 	capA := int64(128 << 20)
 	if raceEnabled {
-		capA = 1 << 30 // the race detector's shadow memory counts against it
+		capA = 512 << 20 // the race detector's shadow memory counts against it
 	}
 	limits := sandbox.Limits{WallTime: 2 * time.Minute}
 	rt, err := proc.New(proc.Options{
