@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/proc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,6 +48,18 @@ func BenchmarkProcessVsInProcess(b *testing.B) {
 			}
 		}
 		alternate(b, call(inproc), call(process))
+	})
+	b.Run("noop", func(b *testing.B) {
+		floor, err := proc.New(proc.Options{Worker: noopWorker})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = floor.Close() })
+		call := func(rt sandbox.Runtime) func() error {
+			return func() error {
+				_, _, err := invoke(context.Background(), rt, "acme", "n", src)
+				return err
+			}
+		}
+		alternate(b, call(inproc), call(floor))
 	})
 	b.Run("chain10", func(b *testing.B) {
 		chain := func(rt sandbox.Runtime) func() error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -32,56 +34,107 @@ type conversation struct {
 	wall     time.Duration
 }
 
-// hold sends the call and waits for its result. An error is the call's
-// failure on the parent's side (the worker died, was killed, or broke the
-// protocol); the worker is then dead and reaped.
+// Why a call's worker was killed under it.
+const (
+	killedNot int32 = iota
+	killedOverrun
+	killedCancel
+)
+
+// hold sends the call and reads the worker's frames until its result.
+// Meanwhile the caller's context (a cancel frame, then a kill after
+// cancelGrace) and the wall time (a kill after overrunGrace) are watched
+// by timers, whose kill ends the read. An error is the call's failure on
+// the parent's side (the worker died, was killed, or broke the protocol);
+// the worker is then dead and reaped.
 func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any, closing <-chan struct{}) (resultMsg, error) {
 	if err := w.send(t, msg); err != nil {
 		if errors.Is(err, errTooLarge) {
 			return resultMsg{}, fault.Wrap(fault.BudgetExceeded, err, c.op, "the call does not fit in a message")
 		}
-		return resultMsg{}, c.fail(w, nil)
+		return resultMsg{}, c.fail(w, closing)
 	}
 	deadline := time.Now().Add(c.wall + overrunGrace(c.wall))
-	overrun := time.NewTimer(time.Until(deadline))
-	defer overrun.Stop()
-	done := ctx.Done()
-	var grace <-chan time.Time
+	k := &killer{w: w}
+	defer k.finish()
+	k.overrun = time.AfterFunc(time.Until(deadline), func() { k.kill(killedOverrun) })
+	k.stopCtx = context.AfterFunc(ctx, func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if !k.done {
+			_ = w.send(frameCancel, &cancelMsg{ID: w.nextID})
+			k.grace = time.AfterFunc(cancelGrace, func() { k.kill(killedCancel) })
+		}
+	})
 	for {
-		select {
-		case f, ok := <-w.frames:
-			if !ok {
-				return resultMsg{}, c.fail(w, closing)
-			}
-			res, end, err := c.answer(ctx, w, f, deadline)
-			if err != nil {
-				w.kill()
+		f, err := readFrame(w.r, w.max)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && w.alive() {
+				w.kill() // it does not speak the protocol
 				<-w.exited
 				return resultMsg{}, fault.Wrap(fault.Internal, err, c.op, "tenant %q: worker %d", w.tenant, w.pid)
 			}
-			if end {
-				return res, nil
+			switch k.reason() {
+			case killedOverrun:
+				<-w.exited
+				return resultMsg{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: c.node, Max: int64(c.wall)}
+			case killedCancel:
+				<-w.exited
+				return resultMsg{}, fault.FromContext(ctx.Err(), c.op)
 			}
-		case <-done:
-			done = nil
-			_ = w.send(frameCancel, &cancelMsg{ID: w.nextID})
-			t := time.NewTimer(cancelGrace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
+			return resultMsg{}, c.fail(w, closing)
+		}
+		res, end, err := c.answer(ctx, w, f, deadline)
+		if err != nil {
 			w.kill()
 			<-w.exited
-			return resultMsg{}, fault.FromContext(ctx.Err(), c.op)
-		case <-overrun.C:
-			w.kill()
-			<-w.exited
-			return resultMsg{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: c.node, Max: int64(c.wall)}
-		case <-closing:
-			w.kill()
-			<-w.exited
-			return resultMsg{}, fault.New(fault.Aborted, c.op, "tenant %q: the runtime is closing", w.tenant)
+			return resultMsg{}, fault.Wrap(fault.Internal, err, c.op, "tenant %q: worker %d", w.tenant, w.pid)
+		}
+		if end {
+			return res, nil
 		}
 	}
+}
+
+// killer kills a call's worker when its timers fire, and never after the
+// call has ended (finish).
+type killer struct {
+	w       *worker
+	overrun *time.Timer
+	stopCtx func() bool
+
+	mu    sync.Mutex
+	done  bool
+	why   int32
+	grace *time.Timer
+}
+
+func (k *killer) kill(why int32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.done || k.why != killedNot {
+		return
+	}
+	k.why = why
+	k.w.kill()
+}
+
+func (k *killer) reason() int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.why
+}
+
+// finish stops the timers; no kill comes after it.
+func (k *killer) finish() {
+	k.mu.Lock()
+	k.done = true
+	if k.grace != nil {
+		k.grace.Stop()
+	}
+	k.mu.Unlock()
+	k.overrun.Stop()
+	k.stopCtx()
 }
 
 // fail is the error of a call whose worker stopped under it.

@@ -43,7 +43,11 @@ func (p *tenantPool) take(ctx context.Context) (*worker, error) {
 	case <-p.r.closing:
 		return nil, fault.New(fault.NotAvailable, "", "the runtime is closed")
 	}
-	if w := p.takeIdle(); w != nil {
+	w, short := p.takeIdle()
+	if short {
+		p.r.wake()
+	}
+	if w != nil {
 		return w, nil
 	}
 	w, err := p.start(ctx)
@@ -55,8 +59,9 @@ func (p *tenantPool) take(ctx context.Context) (*worker, error) {
 }
 
 // takeIdle returns the most recently used live idle worker, or nil; it
-// drops and reaps the ones that died while idle.
-func (p *tenantPool) takeIdle() *worker {
+// drops and reaps the ones that died while idle. short says the pool
+// needs spares started.
+func (p *tenantPool) takeIdle() (w *worker, short bool) {
 	var dead []*worker
 	defer func() {
 		for _, w := range dead {
@@ -65,22 +70,32 @@ func (p *tenantPool) takeIdle() *worker {
 	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.spares = true
-	for len(p.idle) > 0 {
-		w := p.idle[len(p.idle)-1]
+	for len(p.idle) > 0 && w == nil {
+		next := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
-		if w.alive() {
-			return w
+		if next.alive() {
+			w = next
+		} else {
+			delete(p.all, next)
+			dead = append(dead, next)
 		}
-		delete(p.all, w)
-		dead = append(dead, w)
 	}
-	return nil
+	return w, p.shortLocked()
+}
+
+// shortLocked reports whether the pool has fewer idle workers than
+// Spares and room for more, and if so marks it for the keeper; p.mu is
+// held.
+func (p *tenantPool) shortLocked() bool {
+	if !p.closed && len(p.idle) < p.r.o.Spares && len(p.all) < p.r.o.MaxWorkers {
+		p.spares = true
+	}
+	return p.spares
 }
 
 // give takes a worker back after a call: ready again, or dropped when it
-// died or was killed.
-func (p *tenantPool) give(w *worker) {
+// died or was killed. It reports whether the pool needs spares started.
+func (p *tenantPool) give(w *worker) (short bool) {
 	p.mu.Lock()
 	if w.alive() && !p.closed {
 		w.lastUsed = time.Now()
@@ -92,8 +107,10 @@ func (p *tenantPool) give(w *worker) {
 		<-w.exited
 		p.mu.Lock()
 	}
+	short = p.shortLocked()
 	p.mu.Unlock()
 	<-p.tokens
+	return short
 }
 
 // start starts a worker of the pool and adds it to all (not to idle).

@@ -253,8 +253,9 @@ func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t fra
 	}
 	w.nextID++
 	res, err := c.hold(ctx, w, t, msg(w.nextID), r.closing)
-	p.give(w)
-	r.wake()
+	if p.give(w) {
+		r.wake()
+	}
 	return res, err
 }
 

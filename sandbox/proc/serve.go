@@ -40,6 +40,10 @@ func ServeIfChild(name string, build Builder) {
 	if name == "" || os.Getenv(EnvWorker) != name {
 		return
 	}
+	// Non-blocking, the pipes are read and written through the Go
+	// runtime's poller rather than by a thread blocked in a system call.
+	pollable(workerInFD)
+	pollable(workerOutFD)
 	in := os.NewFile(workerInFD, "corral-worker-in")
 	out := os.NewFile(workerOutFD, "corral-worker-out")
 	if in == nil || out == nil {

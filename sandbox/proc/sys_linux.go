@@ -49,3 +49,7 @@ func cpuTime() time.Duration {
 func workerAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
+
+// pollable makes fd non-blocking, so that the Go runtime's poller reads
+// and writes it rather than a thread blocked in a system call.
+func pollable(fd int) { _ = syscall.SetNonblock(fd, true) }

@@ -23,3 +23,5 @@ func capMemory(n int64) (string, error) {
 func cpuTime() time.Duration { return 0 }
 
 func workerAttr() *syscall.SysProcAttr { return nil }
+
+func pollable(int) {}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +15,9 @@ import (
 	"github.com/corral-rt/corral/sandbox"
 )
 
-// worker is the parent's handle on one worker process: its pipes, the
-// goroutine that reads its frames and the one that waits for its exit.
+// worker is the parent's handle on one worker process: its pipes (the
+// call that holds the worker reads its frames itself) and the goroutine
+// that waits for its exit.
 type worker struct {
 	tenant string
 	memory int64 // its cap, in bytes (0: none)
@@ -30,12 +30,13 @@ type worker struct {
 	w   *bufio.Writer
 	wc  io.Closer // the parent's end of the worker's input
 
-	frames chan frame    // frames read, closed when reading stops
-	stop   chan struct{} // closed by kill: the reader stops sending
+	r      *bufio.Reader // from the worker, read by the one call holding it
+	rc     io.Closer
+	stop   chan struct{} // closed by kill
 	exited chan struct{} // closed when the process has exited and been reaped
 	stderr *stderrWatch
-	// readErr and waitErr are set before frames and exited close.
-	readErr, waitErr error
+	// waitErr is set before exited closes.
+	waitErr error
 
 	killOnce sync.Once
 	lastUsed time.Time // when it last went idle (pool's lock)
@@ -73,7 +74,8 @@ func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
 	w := &worker{
 		tenant: c.start.Tenant, memory: c.start.MemoryBytes, max: c.maxFrame, cmd: cmd,
 		w: bufio.NewWriterSize(fromParent, 64<<10), wc: fromParent,
-		frames: make(chan frame), stop: make(chan struct{}), exited: make(chan struct{}), stderr: watch,
+		r: bufio.NewReaderSize(fromChild, 64<<10), rc: fromChild,
+		stop: make(chan struct{}), exited: make(chan struct{}), stderr: watch,
 	}
 	err = cmd.Start()
 	_ = toChild.Close() // the child's ends: the child holds them now
@@ -84,7 +86,6 @@ func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
 		return nil, err
 	}
 	w.pid = cmd.Process.Pid
-	go w.read(fromChild)
 	go w.wait()
 	if err := w.handshake(ctx, c.start); err != nil {
 		w.kill()
@@ -98,52 +99,31 @@ func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
 }
 
 func (w *worker) handshake(ctx context.Context, start startMsg) error {
+	stop := context.AfterFunc(ctx, w.kill)
+	defer stop()
 	if err := w.send(frameStart, &start); err != nil {
 		return err
 	}
-	select {
-	case f, ok := <-w.frames:
-		if !ok {
-			return fmt.Errorf("worker exited before it was ready: %v", w.readErr)
+	f, err := readFrame(w.r, w.max)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		var m readyMsg
-		if err := decode(f, frameReady, &m); err != nil {
-			return err
-		}
-		w.caps = m.Caps
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("worker exited before it was ready: %w", err)
 	}
+	var m readyMsg
+	if err := decode(f, frameReady, &m); err != nil {
+		return err
+	}
+	w.caps = m.Caps
+	return nil
 }
 
-// read reads frames until the pipe ends or a frame is malformed (the
-// worker is then killed: it does not speak the protocol).
-func (w *worker) read(r io.ReadCloser) {
-	defer close(w.frames)
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		f, err := readFrame(br, w.max)
-		if err != nil {
-			w.readErr = err
-			if !errors.Is(err, io.EOF) {
-				w.kill()
-			}
-			return
-		}
-		select {
-		case w.frames <- f:
-		case <-w.stop:
-			w.readErr = errors.New("worker stopped")
-			return
-		}
-	}
-}
-
-// wait reaps the process and closes exited.
+// wait reaps the process, closes the parent's end of its output and
+// closes exited.
 func (w *worker) wait() {
 	w.waitErr = w.cmd.Wait()
+	_ = w.rc.Close()
 	close(w.exited)
 }
 
@@ -158,7 +138,7 @@ func (w *worker) send(t frameType, msg any) error {
 func (w *worker) kill() {
 	w.killOnce.Do(func() {
 		close(w.stop)
-		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Process.Kill() // its output ends: a read of it returns
 		w.wmu.Lock()
 		_ = w.wc.Close()
 		w.wmu.Unlock()
