@@ -20,9 +20,11 @@ const (
 	DefaultIdleTimeout = 5 * time.Minute
 	// DefaultSpares is how many ready workers a tenant's pool keeps.
 	DefaultSpares = 1
-	// MinMemoryBytes is the smallest memory cap a worker takes: below it
-	// a Go worker cannot start.
-	MinMemoryBytes = 32 << 20
+	// MinMemoryBytes is the smallest memory cap a worker takes: an idle
+	// js worker already maps about 110 MiB that RLIMIT_DATA counts (thread
+	// stacks and heap arenas, docs/sandbox.md); below this it has no room
+	// to run a call.
+	MinMemoryBytes = 128 << 20
 )
 
 // Options configure a Runtime.

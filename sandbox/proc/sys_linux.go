@@ -43,11 +43,13 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// workerAttr makes a worker die with its parent (the kernel sends it
-// SIGKILL when the parent thread that started it exits) and puts it in
-// its own process group.
+// workerAttr puts a worker in its own process group, so that a terminal's
+// Ctrl-C reaches the parent only, which stops its workers. There is no
+// parent-death signal: Linux sends it when the thread that started the
+// worker exits, which in Go need not be when the process does; a worker
+// whose parent is gone sees its input end and exits instead.
 func workerAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	return &syscall.SysProcAttr{Setpgid: true}
 }
 
 // pollable makes fd non-blocking, so that the Go runtime's poller reads

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -152,4 +153,29 @@ func FuzzFrame(f *testing.F) {
 			_ = decodeAny(fr)
 		}
 	})
+}
+
+// A worker's stderr tells a memory death from another: the Go runtime's
+// out-of-memory throws, a refused thread, the race detector's refused
+// shadow, and a C-level abort with no Go fatal error before it are the
+// cap; a Go fatal error, a panic or a Go-raised abort are not.
+func TestStderrWatch(t *testing.T) {
+	for text, oom := range map[string]bool{
+		"fatal error: runtime: out of memory\n\ngoroutine 1 [running]:\n":                          true,
+		"runtime: out of memory: cannot allocate 4194304-byte block\nfatal error: out of memory\n": true,
+		"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n":   true,
+		"==1==ERROR: ThreadSanitizer failed to allocate 0x1ff000 (2093056) bytes (errno: 12)\n":    true,
+		"SIGABRT: abort\nPC=0x7f0 m=3 sigcode=18446744073709551610\n":                              true,
+		"fatal error: sync: unlock of unlocked mutex\n\ngoroutine 1\n":                             false,
+		"panic: boom\n\ngoroutine 1 [running]:\n":                                                  false,
+		"fatal error: all goroutines are asleep\nSIGABRT: abort\n":                                 false,
+		"runtime: goroutine stack exceeds 16777216-byte limit\nfatal error: stack overflow\n":      false,
+	} {
+		var w stderrWatch
+		for chunk := range slices.Chunk([]byte(text), 7) { // lines arrive in pieces
+			_, _ = w.Write(chunk)
+		}
+		assert.Equal(t, oom, w.oom(), text)
+		assert.NotEmpty(t, w.cause(), text)
+	}
 }

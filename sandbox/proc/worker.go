@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +192,10 @@ type stderrWatch struct {
 	first   string // the first line that names a cause
 	last    string // the last non-empty line
 	outOfMe bool
+	// cAbort is a SIGABRT raised outside Go code with no Go fatal error or
+	// panic before it: the C library aborting when the cap refused it
+	// memory (a thread's stack or its malloc arena in a cgo build).
+	cAbort, goFatal bool
 }
 
 const maxStderrLine = 1024
@@ -227,6 +232,12 @@ func (s *stderrWatch) line(l string) {
 	if isOOMLine(l) {
 		s.outOfMe = true
 	}
+	switch {
+	case strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:"):
+		s.goFatal = true
+	case strings.HasPrefix(l, "SIGABRT: abort") && !s.goFatal:
+		s.cAbort = true
+	}
 	if s.first == "" && isCauseLine(l) {
 		s.first = l
 	}
@@ -247,5 +258,5 @@ func (s *stderrWatch) cause() string {
 func (s *stderrWatch) oom() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.outOfMe || isOOMLine(string(s.partial))
+	return s.outOfMe || s.cAbort || isOOMLine(string(s.partial))
 }
