@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -209,4 +210,23 @@ func TestCloseStopsWorkers(t *testing.T) {
 	}
 	_, _, err = invoke(context.Background(), rt, "a", "n", `1`)
 	assert.True(t, fault.Is(err, fault.NotAvailable), "kind: %v", err)
+}
+
+// A runtime leaves no goroutine behind: after calls in several tenants,
+// a death and Close, the goroutines it started have ended.
+func TestNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	rt, err := proc.New(proc.Options{Worker: crashyWorker, Limits: sandbox.Limits{WallTime: time.Minute}, MemoryBytes: workerMemory()})
+	require.NoError(t, err)
+	for _, tenant := range []string{"a", "b", "c"} {
+		_, _, err := invoke(context.Background(), rt, tenant, "n", `board.setVar("x", 1)`)
+		require.NoError(t, err)
+	}
+	_, _, err = invoke(context.Background(), rt, "a", "crash", "//go-fatal")
+	require.Error(t, err)
+	require.NoError(t, rt.Close())
+	for n := 0; runtime.NumGoroutine() > before; n++ { // timers' goroutines end on their own
+		require.Less(t, n, 6000, "goroutines left: %d, before: %d", runtime.NumGoroutine(), before)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
