@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
 )
@@ -84,6 +85,10 @@ type Outcome struct {
 	// board the script left; the caller measures the board's new size as
 	// it applies them (Writes.ApplyMeasured) and trusts nothing else.
 	Writes Writes
+	// CPU is the CPU time the call took, when the runner can tell it (a
+	// worker process's rusage), or 0: the caller then charges the call's
+	// duration, an upper bound.
+	CPU time.Duration
 }
 
 // CallConfig returns the config of inv's call: Config, else Script.Config.

@@ -30,9 +30,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/corral-rt/corral/sandbox/js"
 )
 
 func main() {
+	js.ServeWorkerIfChild() // a worker of isolation: process serves and exits here
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	sio := stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, signals: signals, terminal: isTerminal(os.Stdin)}

@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/proc"
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 )
@@ -235,13 +237,65 @@ type Settings struct {
 	PoolSize int `json:"pool_size"`
 	// ProgramCacheSize is how many compiled scripts are kept (0: 256).
 	ProgramCacheSize int `json:"program_cache_size"`
+	// Isolation is where calls run: IsolationInProcess (the default) or
+	// IsolationProcess, in worker processes of this same executable, one
+	// tenant per worker, memory capped by the kernel (docs/sandbox.md,
+	// "Process isolation"). The executable's main must call
+	// ServeWorkerIfChild.
+	Isolation string `json:"isolation"`
+	// Process configures the workers of IsolationProcess.
+	Process proc.Settings `json:"process"`
+}
+
+// The values of Settings.Isolation.
+const (
+	IsolationInProcess = "in_process"
+	IsolationProcess   = "process"
+)
+
+// ServeWorkerIfChild makes this executable able to host the workers of
+// isolation: process. Call it first thing in main (and in TestMain of a
+// test binary that uses process isolation): in a normal process it
+// returns at once; in a worker it serves calls until its parent goes away
+// and exits, never returning.
+func ServeWorkerIfChild() {
+	proc.ServeIfChild(Name, func(raw json.RawMessage) (sandbox.Runtime, error) {
+		s, err := resource.DecodeTyped[Settings](raw)
+		if err != nil {
+			return nil, err
+		}
+		limits, err := s.Limits.Limits()
+		if err != nil {
+			return nil, err
+		}
+		return New(Options{Limits: limits, PoolSize: 1, ProgramCacheSize: s.ProgramCacheSize})
+	})
+}
+
+// newProcess builds the runtime of isolation: process: a proc.Runtime
+// whose workers build a one-slot in-process Runtime from s.
+func newProcess(s Settings, limits sandbox.Limits) (*proc.Runtime, error) {
+	inWorker := Settings{Limits: s.Limits, ProgramCacheSize: s.ProgramCacheSize}
+	raw, err := json.Marshal(inWorker)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "", "settings")
+	}
+	o, err := s.Process.Options(Name, raw, limits)
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = s.PoolSize
+	}
+	return proc.New(o)
 }
 
 // LimitSettings are sandbox.Limits as a document writes them.
 type LimitSettings = sandbox.LimitSettings
 
 // Factory returns the factory of kind "sandbox.Runtime", impl "js". It
-// has no dependencies; its value is a *Runtime, closed with the resource.
+// has no dependencies; its value is a *Runtime, or a *proc.Runtime in
+// isolation: process, closed with the resource.
 func Factory() resource.Factory {
 	return resource.FactoryFunc(resource.Spec{Kind: sandbox.Kind, Impl: Name}, newFromInput)
 }
@@ -259,7 +313,15 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, op, "settings")
 	}
-	rt, err := New(Options{Limits: limits, PoolSize: s.PoolSize, ProgramCacheSize: s.ProgramCacheSize})
+	var rt any
+	switch s.Isolation {
+	case "", IsolationInProcess:
+		rt, err = New(Options{Limits: limits, PoolSize: s.PoolSize, ProgramCacheSize: s.ProgramCacheSize})
+	case IsolationProcess:
+		rt, err = newProcess(s, limits)
+	default:
+		err = fault.New(fault.Validation, "", "settings: isolation: want %q or %q, got %q", IsolationInProcess, IsolationProcess, s.Isolation)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -1,0 +1,74 @@
+package proc_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/proc"
+)
+
+// The test binary is its own worker: js workers for the runtimes the
+// tests build through the js factory, and "crashy" workers, a js runtime
+// with a way to make the Go runtime of the worker fail fatally.
+func TestMain(m *testing.M) {
+	js.ServeWorkerIfChild()
+	proc.ServeIfChild(crashyWorker, func(raw json.RawMessage) (sandbox.Runtime, error) {
+		rt, err := js.New(js.Options{PoolSize: 1})
+		if err != nil {
+			return nil, err
+		}
+		return crashy{rt}, nil
+	})
+	proc.ServeIfChild(noopWorker, func(json.RawMessage) (sandbox.Runtime, error) { return noop{}, nil })
+	os.Exit(m.Run())
+}
+
+const crashyWorker = "crashy"
+
+// crashy is a js runtime whose scripts that start with a marker make the
+// worker's Go runtime die as a runner bug would: a fatal error, a stack
+// overflow of Go code. Nothing a script can do in a real runner.
+type crashy struct{ *js.Runtime }
+
+func (c crashy) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	switch {
+	case strings.HasPrefix(inv.Script.Source, "//go-stack-overflow"):
+		debug.SetMaxStack(16 << 20) // overflow well under the memory cap
+		return sandbox.Outcome{}, recurse(nil)
+	case strings.HasPrefix(inv.Script.Source, "//go-fatal"):
+		var mu sync.Mutex
+		mu.Unlock() // fatal error: sync: unlock of unlocked mutex
+	case strings.HasPrefix(inv.Script.Source, "//go-hang"):
+		select {} // deaf to its context and its wall time
+	}
+	return c.Runtime.Invoke(ctx, inv)
+}
+
+//go:noinline
+func recurse(b []byte) error {
+	var pad [1024]byte
+	pad[0] = byte(len(b))
+	if err := recurse(pad[:]); err != nil {
+		return err
+	}
+	return nil
+}
+
+const noopWorker = "noop"
+
+// noop is a runner that does nothing: what a call costs beside the
+// runner's own work.
+type noop struct{}
+
+func (noop) Name() string { return noopWorker }
+func (noop) Invoke(context.Context, sandbox.Invocation) (sandbox.Outcome, error) {
+	return sandbox.Outcome{}, nil
+}
+func (noop) Eval(context.Context, sandbox.Evaluation) (any, error) { return true, nil }

@@ -1,0 +1,70 @@
+package proc_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/hostabi"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/resource"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A call in a worker and the same call in process leave the same board,
+// events and journal: host calls run on the parent's dispatcher either
+// way, so a run recorded in one isolation replays in the other.
+func TestSameJournalInBothModes(t *testing.T) {
+	inproc, err := js.New(js.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inproc.Close() })
+	process := newProcessJS(t, "")
+	grants := append(hostabi.DefaultGrants(), agent.CapPublish)
+	results := make([]sandboxtest.Result, 2)
+	for i, rt := range []sandbox.Runtime{inproc, process} {
+		env := &sandboxtest.Env{Runtime: rt, Programs: sandboxtest.JSPrograms()}
+		results[i] = env.Invoke(t, sandboxtest.Call{Program: "deterministic", Host: sandboxtest.NewHost(7), Grants: grants})
+		require.NoError(t, results[i].Err)
+	}
+	assert.Equal(t, results[0].Board, results[1].Board)
+	assert.Equal(t, results[0].Journal.Entries(), results[1].Journal.Entries())
+	assert.NotEmpty(t, results[1].Journal.Entries())
+	assert.Equal(t, published(results[0]), published(results[1]))
+}
+
+// published is what a call published: subjects and payloads (envelope
+// ids and times are the bus's own).
+func published(r sandboxtest.Result) []string {
+	var out []string
+	for _, e := range r.Host.(*sandboxtest.Host).Events() {
+		out = append(out, e.Subject+" "+string(e.Payload))
+	}
+	return out
+}
+
+// The isolation setting is checked: an unknown isolation, a malformed
+// idle_timeout, a negative cap and an unknown process key are Validation
+// errors; in_process builds the in-process runtime.
+func TestIsolationSettings(t *testing.T) {
+	build := func(settings string) (any, error) {
+		return js.Factory().New(context.Background(), resource.Input{Name: "js", Settings: []byte(settings)})
+	}
+	for _, bad := range []string{
+		`{"isolation": "vm"}`,
+		`{"isolation": "process", "process": {"idle_timeout": "soon"}}`,
+		`{"isolation": "process", "process": {"memory_per_worker": -1}}`,
+		`{"isolation": "process", "process": {"memory": 1}}`,
+	} {
+		_, err := build(bad)
+		assert.True(t, fault.Is(err, fault.Validation), "%s: %v", bad, err)
+	}
+	v, err := build(`{"isolation": "in_process"}`)
+	require.NoError(t, err)
+	rt, ok := v.(*js.Runtime)
+	require.True(t, ok)
+	require.NoError(t, rt.Close())
+}
