@@ -233,7 +233,8 @@ func (c *Call) meter() agent.Meter {
 // keep what it made of it), and makes the call's board writes on c.Board.
 // The engine measures the board as it applies them, from the size it
 // knew, so that it need not measure the board after the wave: nothing the
-// runtime reports is taken on trust. The call's time is charged to the
+// runtime reports is taken on trust. The call's CPU time (Outcome.CPU, as
+// a worker process measures it) or else its duration is charged to the
 // host's agent.Meter, when it has one (a tenant's quotas); a charge past a
 // quota fails the node.
 func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sandbox.Script, cfg map[string]any, static bool) error {
@@ -251,7 +252,11 @@ func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sand
 	}
 	out, err := rt.Invoke(ctx, inv)
 	if meter != nil {
-		if qerr := meter.ChargeCPU(time.Since(start)); qerr != nil && err == nil {
+		spent := out.CPU // a worker's rusage (isolation: process)
+		if spent <= 0 {
+			spent = time.Since(start) // in process: the call's duration, an upper bound
+		}
+		if qerr := meter.ChargeCPU(spent); qerr != nil && err == nil {
 			err = fmt.Errorf("invoke node %q: %w", c.Node, qerr)
 		}
 	}

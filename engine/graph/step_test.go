@@ -246,3 +246,27 @@ func TestScriptCallsChargedToTheMeter(t *testing.T) {
 	assert.Len(t, host.charges, 2)
 	assert.NotContains(t, board.Vars, "c")
 }
+
+// cpuRuntime reports a fixed CPU time for every call, as a worker
+// process does from its rusage.
+type cpuRuntime struct {
+	sandbox.Runtime
+	cpu time.Duration
+}
+
+func (r cpuRuntime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
+	out, err := r.Runtime.Invoke(ctx, inv)
+	out.CPU = r.cpu
+	return out, err
+}
+
+// A runner that reports the CPU time of a call (Outcome.CPU) is charged
+// that time, not the call's duration.
+func TestScriptCallsChargeReportedCPU(t *testing.T) {
+	t.Parallel()
+	doc := parseDoc(t, "name: g\nentry: a\nnodes: [{id: a, type: script, config: {source: set a 1}}]")
+	host := &meterHost{Host: newHost(), limit: 10}
+	_, err := buildWith(t, doc, cpuRuntime{Runtime: newFake(), cpu: 7 * time.Hour}, graph.Options{}).Execute(context.Background(), testRun(), host, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{7 * time.Hour}, host.charges)
+}
