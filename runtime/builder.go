@@ -215,6 +215,7 @@ func (rt *Runtime) buildGeneration(ctx context.Context, id uint64, doc *deploy.D
 		return nil, placeConfigErr(doc, configErr("runtime.event_bus", fault.Conflict,
 			"event_bus %q is the bus the serving generation uses; each generation needs its own bus", cfg.EventBus))
 	}
+	g.bindWorkerMemory()
 	if g.hostFactory, err = rt.hostFactoryFor(g); err != nil {
 		return nil, err
 	}
@@ -292,6 +293,20 @@ func parentPath(p string) string {
 // with the tunables of its runtime: section.
 func newSessionManager(g *generation) (*session.Manager, error) {
 	return session.NewManagerWithConfig(g.sessionDeps(), session.Config{Tunables: g.cfg.Sessions.Tunables, Quotas: g.cfg.Tenants})
+}
+
+// bindWorkerMemory hands each resource that caps its workers' memory
+// (session.WorkerMemoryBinder) the memory_per_worker quotas of g's tenants.
+func (g *generation) bindWorkerMemory() {
+	tenants := g.cfg.Tenants
+	quota := func(tenant string) int64 { return tenants[tenant].MemoryPerWorker }
+	for _, n := range g.result.Order() {
+		if v, _ := g.result.Value(n); v != nil {
+			if b, ok := v.(session.WorkerMemoryBinder); ok {
+				b.BindWorkerMemory(quota)
+			}
+		}
+	}
 }
 
 // bindManager hands the manager to the one resource that implements

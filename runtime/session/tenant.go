@@ -341,3 +341,13 @@ func (m *Manager) UpdateQuotas(quotas map[string]Quotas) error {
 	m.tenants.set(q)
 	return nil
 }
+
+// WorkerMemoryBinder is implemented by a deployment resource that caps
+// the memory of the worker processes it runs per tenant (sandbox.Runtime/js
+// in isolation: process). The runtime hands every such resource of a
+// generation, once after it is built, the memory_per_worker quota of each
+// tenant as that generation declares it (0: the tenant sets none, and the
+// resource's own setting applies).
+type WorkerMemoryBinder interface {
+	BindWorkerMemory(quota func(tenant string) int64)
+}

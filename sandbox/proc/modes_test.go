@@ -68,3 +68,27 @@ func TestIsolationSettings(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, rt.Close())
 }
+
+// A tenant's memory_per_worker quota, bound by the runtime that builds
+// the resource, caps that tenant's workers; a tenant without one gets the
+// runtime's own setting.
+func TestBoundWorkerMemory(t *testing.T) {
+	rt := newProcessJS(t, "")
+	quota := workerMemory() + 64<<20
+	rt.BindWorkerMemory(func(tenant string) int64 {
+		if tenant == "acme" {
+			return quota
+		}
+		return 0
+	})
+	for _, tenant := range []string{"acme", "beta"} {
+		_, _, err := invoke(context.Background(), rt, tenant, "n", `board.setVar("ok", 1)`)
+		require.NoError(t, err)
+	}
+	caps := map[string]int64{}
+	for _, w := range rt.Workers() {
+		caps[w.Tenant] = w.MemoryBytes
+	}
+	assert.Equal(t, quota, caps["acme"])
+	assert.Equal(t, workerMemory(), caps["beta"])
+}

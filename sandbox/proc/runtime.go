@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -83,6 +84,10 @@ type Runtime struct {
 	calls   sync.WaitGroup // running calls
 	keeper  chan struct{}  // closed when the keeper goroutine ends
 	refill  chan struct{}  // wakes the keeper
+
+	// boundMemory is the tenant quota lookup BindWorkerMemory handed
+	// over, read when a worker starts.
+	boundMemory atomic.Pointer[func(tenant string) int64]
 }
 
 var (
@@ -170,11 +175,26 @@ func (r *Runtime) Close() error {
 	return nil
 }
 
-// memoryFor is the cap of tenant's workers.
+// BindWorkerMemory hands the runtime the memory_per_worker quota of each
+// tenant (runtime.tenants in a deployment document): a tenant's workers
+// started from then on are capped at it when it is set, and at
+// Options.MemoryFor or MemoryBytes otherwise. The runtime calls it once
+// per generation, after the resource is built (session.WorkerMemoryBinder).
+func (r *Runtime) BindWorkerMemory(quota func(tenant string) int64) {
+	r.boundMemory.Store(&quota)
+}
+
+// memoryFor is the cap of tenant's workers: the tenant's bound quota,
+// else Options.MemoryFor, else Options.MemoryBytes.
 func (r *Runtime) memoryFor(tenant string) int64 {
 	n := r.o.MemoryBytes
 	if r.o.MemoryFor != nil {
 		if t := r.o.MemoryFor(tenant); t > 0 {
+			n = t
+		}
+	}
+	if q := r.boundMemory.Load(); q != nil && *q != nil {
+		if t := (*q)(tenant); t > 0 {
 			n = t
 		}
 	}
