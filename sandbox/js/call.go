@@ -92,6 +92,16 @@ type call struct {
 	// mem is the memory guard of the call being watched; only the
 	// runtime's watchdog goroutine touches it.
 	mem memoryGuard
+	// wallTimer fires at the call's deadline (wallTimeUp); made at the
+	// VM's first call and reset for each. onParentDone is parentDone as a
+	// func value, made once, and stopAfter unregisters it from the
+	// caller's context (context.AfterFunc) at the end of the call.
+	wallTimer    *time.Timer
+	onParentDone func()
+	stopAfter    func() bool
+	// tenant is the tenant of the calls the VM ran ("" before its
+	// first): a pooled VM serves one tenant only (realmPool.get).
+	tenant string
 	// watchAt is the call's index among the watchdog's calls, -1 when it
 	// is not watched; guarded by the watchdog's lock.
 	watchAt int
@@ -168,6 +178,71 @@ func (c *call) stopLocked(reason error) {
 	cancel := c.cancel
 	c.mu.Unlock()
 	cancel()
+}
+
+// watchStart registers the call with the runtime's watchdog (memory,
+// host ceiling, Close) and arms its stops on the event: the wall-time
+// timer, and context.AfterFunc on the caller's context when it can end.
+// Neither callback carries the call's generation: each checks the call
+// the VM runs when it fires (its deadline, its caller's context), so
+// that one that comes late never stops the next call. watchEnd must
+// follow.
+func (c *call) watchStart() {
+	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
+	if c.wallTimer == nil {
+		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
+	} else {
+		c.wallTimer.Reset(c.limits.WallTime)
+	}
+	if c.parent.Done() != nil {
+		if c.onParentDone == nil {
+			c.onParentDone = c.parentDone
+		}
+		c.stopAfter = context.AfterFunc(c.parent, c.onParentDone)
+	}
+}
+
+// watchEnd undoes watchStart once the call ended.
+func (c *call) watchEnd() {
+	c.rt.watchdog.remove(c)
+	c.wallTimer.Stop()
+	if c.stopAfter != nil {
+		c.stopAfter()
+		c.stopAfter = nil
+	}
+}
+
+// wallTimeUp stops the running call once its deadline has passed; a
+// timer that fires early is set again for the rest.
+func (c *call) wallTimeUp() {
+	c.mu.Lock()
+	if c.parent == nil || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(c.deadline); left > 0 {
+		c.wallTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.limitError(sandbox.LimitWallTime))
+}
+
+// parentDone stops the running call once its caller's context ended.
+func (c *call) parentDone() {
+	c.mu.Lock()
+	if c.parent == nil || c.parent.Err() == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.contextStop(c.parent.Err()))
+}
+
+// ceilingError is the error of a call stopped because the process neared
+// the host memory ceiling: a memory_bytes LimitError.
+func (c *call) ceilingError(ceiling int64) error {
+	return fmt.Errorf("%s: the process neared the host memory ceiling of %d bytes: %w",
+		c.op.String(), ceiling, c.limitError(sandbox.LimitMemory))
 }
 
 // hostCtx is the context of the call's host calls: the caller's, bounded

@@ -163,12 +163,12 @@ func scriptName(inv sandbox.Invocation) string {
 // values which may throw (a config, an expression's vars); a setup that
 // only installs objects needs none, and a panic still ends the call.
 func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
-	c.rt.watchdog.add(c, watch{gen: c.gen, parent: c.parent, deadline: c.deadline, budget: c.limits.MemoryBytes})
+	c.watchStart()
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
-		c.rt.watchdog.remove(c)
+		c.watchEnd()
 		c.cancel()
 	}()
 	if trySetup {
