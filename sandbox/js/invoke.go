@@ -28,7 +28,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	}
 	name := scriptName(inv)
 	key := cacheKey(keyScript, name, inv.Script.Source)
-	c, comp, err := r.realmFor(ctx, op, key, func() (*compiled, error) {
+	c, comp, err := r.realmFor(ctx, op, inv.Run.Tenant, key, func() (*compiled, error) {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
@@ -51,14 +51,14 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 }
 
 // realmFor takes a slot and a realm for a call of the script of key and
-// returns them with the script's program: the one the realm ran before
+// returns them with the script's program (the realm serves tenant only): the one the realm ran before
 // (found by where the key's strings are, without a lock), else the
 // runtime's cached one, else one compiled with compile, with no slot held
 // meanwhile (a long script takes a while). When no slot is free at once,
 // or the runtime is closed, the program is found or compiled first, so
 // that a script that does not compile fails at once, as at any time. The
 // realm holds the slot (slotHeld) until finish.
-func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
+func (r *Runtime) realmFor(ctx context.Context, op opName, tenant string, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
 	id := identityOf(key)
 	var made *compiled // found or compiled with no slot held
 	if !r.tryAcquire() {
@@ -71,7 +71,7 @@ func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compi
 		}
 	}
 	for {
-		c, err := r.fresh()
+		c, err := r.fresh(tenant)
 		if err != nil {
 			r.leave(true)
 			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
@@ -231,7 +231,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	if err := r.acquire(ctx, op); err != nil {
 		return nil, err
 	}
-	c, err := r.fresh()
+	c, err := r.fresh(ev.Tenant)
 	if err != nil {
 		r.leave(true)
 		return nil, fmt.Errorf("%s: %w", op.String(), err)
