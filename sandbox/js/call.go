@@ -94,10 +94,16 @@ type call struct {
 	mem memoryGuard
 	// wallTimer fires at the call's deadline (wallTimeUp); made at the
 	// VM's first call and reset for each. onParentDone is parentDone as a
-	// func value, made once, and stopAfter unregisters it from the
-	// caller's context (context.AfterFunc) at the end of the call.
+	// func value, made once; it is registered with the caller's context
+	// (context.AfterFunc), whose Done channel is afterDone, and stopAfter
+	// unregisters it. The registration outlives the call: the next call
+	// of the VM with the same context (a run's nodes share one) keeps it,
+	// and it ends when that context ends (parentDone), when a call comes
+	// with another, or when the VM is dropped (unwatchParent). Guarded by
+	// mu.
 	wallTimer    *time.Timer
 	onParentDone func()
+	afterDone    <-chan struct{}
 	stopAfter    func() bool
 	// tenant is the tenant of the calls the VM ran ("" before its
 	// first): a pooled VM serves one tenant only (realmPool.get).
@@ -194,22 +200,44 @@ func (c *call) watchStart() {
 	} else {
 		c.wallTimer.Reset(c.limits.WallTime)
 	}
-	if c.parent.Done() != nil {
-		if c.onParentDone == nil {
-			c.onParentDone = c.parentDone
+	if done := c.parent.Done(); done != nil {
+		c.mu.Lock()
+		if done != c.afterDone {
+			c.watchParentLocked(done)
 		}
-		c.stopAfter = context.AfterFunc(c.parent, c.onParentDone)
+		c.mu.Unlock()
 	}
 }
 
-// watchEnd undoes watchStart once the call ended.
+// watchParentLocked registers parentDone with the caller's context,
+// whose Done channel is done, in place of the registration the VM held;
+// c.mu is held.
+func (c *call) watchParentLocked(done <-chan struct{}) {
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	if c.onParentDone == nil {
+		c.onParentDone = c.parentDone
+	}
+	c.afterDone, c.stopAfter = done, context.AfterFunc(c.parent, c.onParentDone)
+}
+
+// unwatchParent ends the VM's registration with a caller's context: the
+// VM is dropped, and must not stay reachable from a context that lives on.
+func (c *call) unwatchParent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	c.afterDone, c.stopAfter = nil, nil
+}
+
+// watchEnd undoes watchStart once the call ended, but for the context
+// registration, which the VM's next call may share.
 func (c *call) watchEnd() {
 	c.rt.watchdog.remove(c)
 	c.wallTimer.Stop()
-	if c.stopAfter != nil {
-		c.stopAfter()
-		c.stopAfter = nil
-	}
 }
 
 // wallTimeUp stops the running call once its deadline has passed; a
@@ -228,9 +256,18 @@ func (c *call) wallTimeUp() {
 	c.stopLocked(c.limitError(sandbox.LimitWallTime))
 }
 
-// parentDone stops the running call once its caller's context ended.
+// parentDone runs when a context the VM registered with ends: the
+// registration is over, and the running call is stopped if that context
+// is its caller's.
 func (c *call) parentDone() {
 	c.mu.Lock()
+	if c.afterDone != nil {
+		select {
+		case <-c.afterDone:
+			c.afterDone, c.stopAfter = nil, nil
+		default:
+		}
+	}
 	if c.parent == nil || c.parent.Err() == nil {
 		c.mu.Unlock()
 		return

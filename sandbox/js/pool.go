@@ -54,19 +54,19 @@ func (p *realmPool) get(tenant string) *call {
 }
 
 // put adds c to the waiting VMs, in place of the longest-waiting VM of
-// another tenant when the pool is full; it reports false, keeping
-// nothing, when the pool is full of c's tenant's VMs. evicted reports
-// whether a VM of another tenant was dropped.
-func (p *realmPool) put(c *call) (kept, evicted bool) {
+// another tenant when the pool is full, which it returns (dropped); it
+// reports false, keeping nothing, when the pool is full of c's tenant's
+// VMs.
+func (p *realmPool) put(c *call) (kept bool, evicted *call) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) >= p.max {
 		i := slices.IndexFunc(p.idle, func(o *call) bool { return o.tenant != c.tenant })
 		if i < 0 {
-			return false, false
+			return false, nil
 		}
+		evicted = p.idle[i]
 		p.idle = slices.Delete(p.idle, i, i+1)
-		evicted = true
 	}
 	p.idle = append(p.idle, c)
 	return true, evicted
@@ -83,6 +83,9 @@ func (p *realmPool) len() int {
 func (p *realmPool) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, c := range p.idle {
+		c.unwatchParent()
+	}
 	clear(p.idle)
 	p.idle = p.idle[:0]
 }
@@ -200,14 +203,21 @@ func (r *Runtime) release(c *call) {
 	c.vm.SetGlobalObject(c.template)
 	switch {
 	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
+		c.unwatchParent()
 		r.wantSpare()
 		return
 	case c.uses >= realmUses:
+		c.unwatchParent()
 		return // its replacement was asked for at half its calls
 	case c.uses == realmUses/2:
 		r.wantSpare()
 	}
-	if _, evicted := r.realms.put(c); evicted {
+	kept, evicted := r.realms.put(c)
+	if !kept {
+		c.unwatchParent()
+	}
+	if evicted != nil {
+		evicted.unwatchParent()
 		r.wantSpare() // another tenant's VM was dropped
 	}
 }
