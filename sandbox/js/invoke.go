@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -170,6 +171,9 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 		}
 		c.watchEnd()
 		c.cancel()
+		if le := (*sandbox.LimitError)(nil); err != nil && errors.As(err, &le) && le.Limit == sandbox.LimitMemory {
+			c.rt.watchdog.requestGC() // what the call held is garbage
+		}
 	}()
 	if trySetup {
 		if ex := c.vm.Try(setup); ex != nil {

@@ -48,10 +48,13 @@ type watchdog struct {
 	// ceilingShare of it.
 	ceiling int64
 	heap    heapReader // the goroutine's reader of runtime/metrics
-	// gcBusy is set while a GC asked for by requestGC runs; gcs waits for
-	// it.
-	gcBusy atomic.Bool
-	gcs    sync.WaitGroup
+	// gcBusy is set while the goroutine of requestGC runs; gcs waits for
+	// it. gcAsked counts the GCs asked for, and gcServed is the count of
+	// asks made before the start of the last GC that goroutine completed.
+	gcBusy   atomic.Bool
+	gcs      sync.WaitGroup
+	gcAsked  atomic.Uint64
+	gcServed atomic.Uint64
 	// ceilingStops counts the calls stopped at the host ceiling.
 	ceilingStops atomic.Int64
 }
@@ -203,7 +206,10 @@ func (d *watchdog) checkMemory(now heapStats, c *call, w watch) bool {
 		c.mem.reset(w.gen, w.budget, now)
 		return false
 	}
-	exceeded, wantGC := c.mem.exceeded(now)
+	exceeded, wantGC := c.mem.exceeded(now, d.gcServed.Load())
+	if wantGC {
+		c.mem.asked = d.gcAsked.Load() + 1 // the ask requestGC makes
+	}
 	if exceeded {
 		c.stopGen(w.gen, func() error { return c.limitError(sandbox.LimitMemory) })
 		return false
@@ -211,18 +217,30 @@ func (d *watchdog) checkMemory(now heapStats, c *call, w watch) bool {
 	return wantGC
 }
 
-// requestGC starts a garbage collection on a goroutine of its own, unless
-// the one it started last still runs; shutdown waits for it. Only the
-// watchdog's goroutine calls it.
+// requestGC asks for a garbage collection, run on a goroutine of its
+// own; the asks made while it runs are served by one more GC once it
+// ends. shutdown waits for the goroutine. The watchdog's goroutine calls
+// it, and so does a call stopped for memory as it ends (call.run): what
+// it held is garbage, which a GC returns, and the live heap it then
+// measures no longer counts it, for the guards of the next calls. (Close
+// waits for the calls before shutdown waits for the goroutine.)
 func (d *watchdog) requestGC() {
+	d.gcAsked.Add(1)
 	if !d.gcBusy.CompareAndSwap(false, true) {
 		return
 	}
 	d.gcs.Add(1)
 	go func() {
 		defer d.gcs.Done()
-		defer d.gcBusy.Store(false)
-		runtime.GC()
+		for {
+			asked := d.gcAsked.Load()
+			runtime.GC()
+			d.gcServed.Store(asked)
+			d.gcBusy.Store(false)
+			if d.gcAsked.Load() == asked || !d.gcBusy.CompareAndSwap(false, true) {
+				return
+			}
+		}
 	}()
 }
 
@@ -297,7 +315,7 @@ type memoryGuard struct {
 	start   uint64 // GC cycles at the first look
 	cycles  uint64 // GC cycles at the last look
 	sinceGC int64  // lowest allocated heap seen since the last GC
-	gcAsks  int    // looks at which this guard asked for a GC
+	asked   uint64 // the watchdog's count of GC asks at this guard's pending ask; 0 for none
 }
 
 // runawayFactor is how many times its budget a call may see allocated
@@ -307,22 +325,31 @@ const runawayFactor = 4
 
 // reset makes g watch the call of generation gen from now on.
 func (g *memoryGuard) reset(gen uint64, budget int64, now heapStats) {
-	g.gen, g.budget, g.gcAsks = gen, budget, 0
+	g.gen, g.budget, g.asked = gen, budget, 0
 	g.minLive, g.cycles, g.sinceGC, g.start = now.live, now.cycles, now.objects, now.cycles
 }
 
 // exceeded reports whether the budget is exceeded by the reading now,
-// and whether the guard wants a GC to measure the live heap.
-func (g *memoryGuard) exceeded(now heapStats) (exceeded, wantGC bool) {
+// and whether the guard wants a GC to measure the live heap. served is
+// the watchdog's count of GC asks served (watchdog.gcServed).
+func (g *memoryGuard) exceeded(now heapStats, served uint64) (exceeded, wantGC bool) {
 	if now.cycles != g.cycles {
 		g.cycles, g.sinceGC = now.cycles, now.objects
 	}
 	g.sinceGC = min(g.sinceGC, now.objects)
 	g.minLive = min(g.minLive, now.live)
+	grown := now.live-g.minLive > g.budget
 	// A cycle in progress when the call started marked what was live
 	// before it (a previous call's garbage): only a cycle that began
-	// after the start, the second one on, measures the call.
-	if now.cycles >= g.start+2 && now.live-g.minLive > g.budget {
+	// after the start, the second one on, measures the call, or the GC
+	// this guard asked for, which began after the ask.
+	if g.asked != 0 && served >= g.asked {
+		g.asked = 0
+		if grown {
+			return true, false
+		}
+	}
+	if now.cycles >= g.start+2 && grown {
 		return true, false
 	}
 	allocated := now.objects - g.sinceGC
@@ -332,6 +359,5 @@ func (g *memoryGuard) exceeded(now heapStats) (exceeded, wantGC bool) {
 	case allocated > runawayFactor*g.budget:
 		return true, false
 	}
-	g.gcAsks++
-	return false, true
+	return false, g.asked == 0
 }
