@@ -177,7 +177,7 @@ func requireMemoryStop(t *testing.T, err error, what string) {
 // while the string kept doubling, until the process ran out of memory.)
 func TestDoublingStringBesideInnocentCallsIsStopped(t *testing.T) {
 	t.Parallel()
-	out := runChild(t, "TestChildDoublingString", 5*time.Minute, rssBound)
+	out := runChild(t, "TestChildDoublingString", 5*time.Minute, rssBound+1<<30)
 	require.Contains(t, out, "bomb stopped: memory_bytes")
 }
 
