@@ -171,8 +171,8 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 		}
 		c.watchEnd()
 		c.cancel()
-		if le := (*sandbox.LimitError)(nil); err != nil && errors.As(err, &le) && le.Limit == sandbox.LimitMemory {
-			c.rt.watchdog.requestGC() // what the call held is garbage
+		if err != nil && c.stopped.Load() {
+			c.afterStop(err)
 		}
 	}()
 	if trySetup {
@@ -186,6 +186,15 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 		return c.result(nil)
 	}
 	return c.result(body())
+}
+
+// afterStop asks for a GC once a call stopped for memory ended: what it
+// held is garbage (watchdog.requestGC).
+func (c *call) afterStop(err error) {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) && le.Limit == sandbox.LimitMemory {
+		c.rt.watchdog.requestGC()
+	}
 }
 
 // panicked maps a panic that reached run: a stop unwinding Go code that
