@@ -55,8 +55,6 @@ type watchdog struct {
 	gcs      sync.WaitGroup
 	gcAsked  atomic.Uint64
 	gcServed atomic.Uint64
-	// ceilingStops counts the calls stopped at the host ceiling.
-	ceilingStops atomic.Int64
 }
 
 // watch is what the watchdog needs to know of one call, copied at
@@ -186,7 +184,6 @@ func (d *watchdog) check() int {
 	for i, s := range d.snap {
 		switch {
 		case over:
-			d.ceilingStops.Add(1)
 			s.c.stopGen(s.w.gen, func() error { return s.c.ceilingError(d.ceiling) })
 		case s.w.budget > 0:
 			wantGC = d.checkMemory(now, s.c, s.w) || wantGC
