@@ -239,7 +239,8 @@ func TestChildHostCeiling(t *testing.T) {
 }
 
 // Tenant a runs memory bombs (a doubling string, an array, a Map) in a
-// loop while tenants b, c and d run real work on the same runtime, for
+// loop while tenants b, c and d run real work on the same runtime, at
+// 16 MiB budgets, for
 // 100 rounds: the process never dies, every bomb is stopped for memory,
 // and the test prints how many innocent calls were stopped with them
 // (docs/sandbox.md quotes it).
@@ -258,8 +259,10 @@ func TestChildTenantMix(t *testing.T) {
 	if !inChild(t.Name()) {
 		t.Skip("the child of TestTenantMixInProcess")
 	}
-	// A wall time long enough that only memory stops a bomb.
-	rt, err := js.New(js.Options{PoolSize: 4, Limits: sandbox.Limits{WallTime: time.Minute}})
+	// A wall time long enough that only memory stops a bomb; 16 MiB
+	// budgets, so that 100 rounds fit the test binary's default timeout
+	// under the race detector.
+	rt, err := js.New(js.Options{PoolSize: 4, Limits: sandbox.Limits{WallTime: time.Minute, MemoryBytes: 16 << 20}})
 	require.NoError(t, err)
 	defer rt.Close()
 	const rounds = 100
