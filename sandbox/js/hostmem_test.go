@@ -240,10 +240,9 @@ func TestChildHostCeiling(t *testing.T) {
 
 // Tenant a runs memory bombs (a doubling string, an array, a Map) in a
 // loop while tenants b, c and d run real work on the same runtime, at
-// 16 MiB budgets, for
-// 100 rounds: the process never dies, every bomb is stopped for memory,
-// and the test prints how many innocent calls were stopped with them
-// (docs/sandbox.md quotes it).
+// 16 MiB budgets, for 100 rounds: the process never dies, every bomb is
+// stopped for memory, and the test prints how many innocent calls were
+// stopped with them (docs/sandbox.md quotes it).
 func TestTenantMixInProcess(t *testing.T) {
 	t.Parallel()
 	out := runChild(t, "TestChildTenantMix", 15*time.Minute, 2*rssBound)
