@@ -196,7 +196,9 @@ func (c *call) stopLocked(reason error) {
 func (c *call) watchStart() {
 	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
 	if c.wallTimer == nil {
+		c.mu.Lock() // wallTimeUp reads it under the lock
 		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
+		c.mu.Unlock()
 	} else {
 		c.wallTimer.Reset(c.limits.WallTime)
 	}
