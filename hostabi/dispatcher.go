@@ -189,6 +189,33 @@ func (l *InterruptLatch) Done() <-chan struct{} {
 	return l.done
 }
 
+// Wait blocks until the latch remembers an interrupt, taking one from ch
+// (and remembering it) when one arrives there, and returns it; it returns
+// false once stop is closed first. A nil or closed ch never interrupts,
+// but an interrupt another poller remembers still ends the wait. An
+// interrupt Wait takes from ch is in the latch before Wait returns: a
+// caller that must not let an interrupt out of sight of other pollers
+// (the engine's wave boundaries) closes stop and waits for Wait to return
+// before it polls.
+func (l *InterruptLatch) Wait(stop <-chan struct{}, ch <-chan agent.Interrupt) (agent.Interrupt, bool) {
+	done := l.Done()
+	for {
+		select {
+		case <-done:
+			return l.Seen()
+		case <-stop:
+			return agent.Interrupt{}, false
+		case intr, ok := <-ch:
+			if !ok {
+				ch = nil // closed: only another poller can still interrupt
+				continue
+			}
+			l.remember(intr)
+			return l.Seen()
+		}
+	}
+}
+
 // Poll returns the remembered interrupt, or takes one from ch without
 // blocking and remembers it. A nil or closed ch never interrupts.
 func (l *InterruptLatch) Poll(ch <-chan agent.Interrupt) (agent.Interrupt, bool) {

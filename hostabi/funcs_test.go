@@ -109,6 +109,39 @@ func TestInterruptLatch(t *testing.T) {
 	assert.Len(t, ch, 1)
 }
 
+// Wait takes an interrupt from the channel and remembers it before it
+// returns, returns false once stopped, and returns an interrupt another
+// poller remembered.
+func TestInterruptLatchWait(t *testing.T) {
+	t.Parallel()
+	var l hostabi.InterruptLatch
+	stop := make(chan struct{})
+	close(stop)
+	_, ok := l.Wait(stop, make(chan agent.Interrupt))
+	assert.False(t, ok, "stopped")
+
+	ch := make(chan agent.Interrupt, 1)
+	ch <- agent.Interrupt{Cause: agent.CauseUserCancel}
+	intr, ok := l.Wait(nil, ch)
+	require.True(t, ok)
+	assert.Equal(t, agent.CauseUserCancel, intr.Cause)
+	seen, ok := l.Seen()
+	require.True(t, ok, "remembered before Wait returned")
+	assert.Equal(t, intr, seen)
+
+	var other hostabi.InterruptLatch
+	done := make(chan agent.Interrupt)
+	go func() {
+		intr, _ := other.Wait(nil, nil)
+		done <- intr
+	}()
+	pollCh := make(chan agent.Interrupt, 1)
+	pollCh <- agent.Interrupt{Cause: agent.CauseHostShutdown}
+	_, ok = other.Poll(pollCh)
+	require.True(t, ok)
+	assert.Equal(t, agent.CauseHostShutdown, (<-done).Cause, "another poller's interrupt ends the wait")
+}
+
 // REF 5.4: askUser({parts,schema,source,metadata}) → {parts,metadata};
 // the prompt is decoded strictly (REF 9.9).
 func TestAskUser(t *testing.T) {

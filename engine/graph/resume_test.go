@@ -267,3 +267,27 @@ nodes:
 	assert.NotContains(t, board.Vars, "before")
 	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next", Script: sandbox.Script{Source: `1`}}, nil))
 }
+
+// An interrupt that comes as a long wave ends (past the delay after which
+// the engine waits for interrupts on a goroutine) is never lost: the wave
+// boundary sees it, whoever took it from the host's channel. Repeated, as
+// the race it guards against is narrow.
+func TestInterruptAtTheEndOfALongWaveIsNeverLost(t *testing.T) {
+	t.Parallel()
+	for i := range 50 {
+		host := newHost()
+		rt := newFake().on("interrupt-me", func(ctx context.Context, inv sandbox.Invocation) error {
+			time.Sleep(time.Duration(i%5) * 200 * time.Microsecond)
+			host.Interrupt(agent.Interrupt{Cause: agent.CauseUserInput, Detail: "late"})
+			return nil
+		})
+		doc := loadDoc(t, "chain.yaml")
+		doc.Nodes[1].Config = []byte(`{"source": "interrupt-me"}`)
+		e := buildWith(t, doc, rt, graph.Options{})
+		board, err := e.Execute(context.Background(), testRun(), host, nil)
+		var ie *agent.InterruptedError
+		require.ErrorAs(t, err, &ie, "run %d", i)
+		assert.Equal(t, "b", board.Vars[graph.VarInterruptedNode], "run %d", i)
+		assert.NotContains(t, board.Vars, "greeting", "run %d: c did not run", i)
+	}
+}

@@ -328,18 +328,18 @@ func (a *lazyABI) Call(ctx context.Context, name string, args json.RawMessage) (
 	return a.d.Call(ctx, name, args)
 }
 
-// interruptPoll is how often the engine looks for an interrupt while a
-// wave runs past it; a wave shorter than it is never looked at.
-const interruptPoll = 2 * time.Millisecond
+// watchDelay is how long a wave runs before the engine watches the host's
+// interrupts on the event (a goroutine waiting on them): a shorter wave
+// costs no goroutine, and the wave boundaries' polls see an interrupt that
+// came during it.
+const watchDelay = 200 * time.Microsecond
 
 // watchInterrupts returns ctx made to end, with the interrupt as its
 // cause, interrupt_grace after the run's host interrupts it while a wave
 // runs, so that a node that runs on (a loop that never calls
 // host.checkInterrupt) is stopped rather than left to its wall time; the
-// run then ends Interrupted at its last checkpoint. The watch polls the
-// run's latch (no other reader of the host's channel, so no interrupt is
-// ever taken out of sight of the wave boundaries' polls). stop ends the
-// watch. A host without interrupts is not watched.
+// run then ends Interrupted at its last checkpoint. stop ends the watch.
+// A host without interrupts is not watched.
 func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop func()) {
 	ch := r.host.Interrupts()
 	if ch == nil {
@@ -356,8 +356,14 @@ func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop
 // errRunEnded is the cause of a run's watch context once the run ended.
 var errRunEnded = errors.New("the run ended")
 
-// waveWatch looks for an interrupt while a wave runs, every interruptPoll,
-// and stops the run interrupt_grace after one.
+// waveWatch waits for an interrupt while a wave runs and stops the run
+// interrupt_grace after one. A wave that runs past watchDelay gets a
+// watcher: the delay timer's goroutine, which waits on the run's latch
+// and the host's channel (hostabi.InterruptLatch.Wait) until the wave
+// ends. end stops the watcher and waits for it, so that an interrupt it
+// took from the host's channel is in the latch before the wave boundary
+// polls it: the watcher never takes an interrupt out of sight of the
+// boundaries.
 type waveWatch struct {
 	latch  *hostabi.InterruptLatch
 	ch     <-chan agent.Interrupt
@@ -366,8 +372,10 @@ type waveWatch struct {
 
 	mu      sync.Mutex
 	running bool
-	tick    *time.Timer
-	stop    *time.Timer // the grace, once an interrupt was seen
+	tick    *time.Timer   // the watchDelay of the running wave
+	quit    chan struct{} // closed by end to stop the wave's watcher
+	exited  chan struct{} // closed when the wave's watcher returns; nil when none runs
+	stop    *time.Timer   // the grace, once an interrupt was seen
 }
 
 // begin starts watching a wave; a nil watch watches nothing.
@@ -379,19 +387,19 @@ func (w *waveWatch) begin() {
 	defer w.mu.Unlock()
 	w.running = true
 	if w.tick == nil {
-		w.tick = time.AfterFunc(interruptPoll, w.check)
+		w.tick = time.AfterFunc(watchDelay, w.watchWave)
 	} else {
-		w.tick.Reset(interruptPoll)
+		w.tick.Reset(watchDelay)
 	}
 }
 
-// end stops watching the wave.
+// end stops watching the wave: it returns once the wave's watcher, if
+// one started, has returned.
 func (w *waveWatch) end() {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.running = false
 	if w.tick != nil {
 		w.tick.Stop()
@@ -400,19 +408,38 @@ func (w *waveWatch) end() {
 		w.stop.Stop()
 		w.stop = nil
 	}
+	exited := w.exited
+	if exited != nil {
+		close(w.quit)
+		w.quit, w.exited = nil, nil
+	}
+	w.mu.Unlock()
+	if exited != nil {
+		<-exited
+	}
 }
 
-// check polls the latch; an interrupt starts the grace, else the next
-// poll is armed.
-func (w *waveWatch) check() {
-	intr, interrupted := w.latch.Poll(w.ch)
+// watchWave is the watcher of the running wave, run by the delay timer:
+// it waits for an interrupt until end stops it, and an interrupt starts
+// the grace. A timer that fires once the wave ended, or while a watcher
+// runs, does nothing.
+func (w *waveWatch) watchWave() {
+	w.mu.Lock()
+	if !w.running || w.exited != nil {
+		w.mu.Unlock()
+		return
+	}
+	quit, exited := make(chan struct{}), make(chan struct{})
+	w.quit, w.exited = quit, exited
+	w.mu.Unlock()
+	defer close(exited)
+	intr, ok := w.latch.Wait(quit, w.ch)
+	if !ok {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch {
-	case !w.running:
-	case !interrupted:
-		w.tick.Reset(interruptPoll)
-	case w.stop == nil:
+	if w.running && w.quit == quit && w.stop == nil {
 		w.stop = time.AfterFunc(w.grace, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()

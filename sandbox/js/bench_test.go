@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,4 +241,62 @@ func BenchmarkEvalBoard(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCancelToReturn prints how long after its caller's context is
+// cancelled a call that spins (for (;;) {}) returns: p50, p99 and the
+// most, in microseconds. The stop comes on the event (context.AfterFunc),
+// not at a tick of the watchdog.
+func BenchmarkCancelToReturn(b *testing.B) {
+	rt, err := js.New(js.Options{PoolSize: 1, Limits: sandbox.Limits{WallTime: time.Minute}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	started := make(chan struct{}, 1)
+	inv := sandbox.Invocation{Node: "spin", Script: sandbox.Script{Source: `host.log("info", "spinning"); for (;;) {}`},
+		ABI: startABI(started)}
+	var took []time.Duration
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan time.Time, 1)
+		go func() {
+			_ = sandbox.InvokeOn(ctx, rt, inv, agent.NewBoard())
+			done <- time.Now()
+		}()
+		<-started
+		time.Sleep(100 * time.Microsecond) // the call spins
+		start := time.Now()
+		cancel()
+		took = append(took, (<-done).Sub(start))
+		// The stopped VM is dropped and its replacement prepared on the
+		// runtime's goroutine: let it finish, so that the next stop is
+		// measured on an idle machine, not behind it (with both cores
+		// busy, the goroutine context.AfterFunc starts waits for the
+		// scheduler's 10 ms time slice).
+		b.StopTimer()
+		time.Sleep(20 * time.Millisecond)
+		b.StartTimer()
+	}
+	reportDistribution(b, took)
+}
+
+// startABI is a host ABI of one function, log, which signals started.
+type startABI chan struct{}
+
+func (startABI) Functions() []string { return []string{"log"} }
+
+func (a startABI) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	a <- struct{}{}
+	return json.RawMessage("null"), nil
+}
+
+// reportDistribution reports p50, p99 and the most of took, in µs.
+func reportDistribution(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	at := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))].Nanoseconds()) / 1000 }
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(1), "max-µs")
+	b.ReportMetric(0, "ns/op")
 }

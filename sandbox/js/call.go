@@ -92,6 +92,22 @@ type call struct {
 	// mem is the memory guard of the call being watched; only the
 	// runtime's watchdog goroutine touches it.
 	mem memoryGuard
+	// wallTimer fires at the call's deadline (wallTimeUp); made at the
+	// VM's first call and reset for each. onParentDone is parentDone as a
+	// func value, made once; it is registered with the caller's context
+	// (context.AfterFunc), whose Done channel is afterDone, and stopAfter
+	// unregisters it. The registration outlives the call: the next call
+	// of the VM with the same context (a run's nodes share one) keeps it,
+	// and it ends when that context ends (parentDone), when a call comes
+	// with another, or when the VM is dropped (unwatchParent). Guarded by
+	// mu.
+	wallTimer    *time.Timer
+	onParentDone func()
+	afterDone    <-chan struct{}
+	stopAfter    func() bool
+	// tenant is the tenant of the calls the VM ran ("" before its
+	// first): a pooled VM serves one tenant only (realmPool.get).
+	tenant string
 	// watchAt is the call's index among the watchdog's calls, -1 when it
 	// is not watched; guarded by the watchdog's lock.
 	watchAt int

@@ -40,7 +40,7 @@ func TestStaticConfig(t *testing.T) {
 	}
 	assert.Equal(t, "bug3true", board.Vars["shared"])
 	assert.Equal(t, "bugtrue", board.Vars["own"])
-	c := rt.realms.get()
+	c := rt.realms.get("")
 	require.NotNil(t, c)
 	assert.Len(t, c.configs, 1, "made once, kept by the map's identity")
 	rt.realms.put(c)
@@ -135,7 +135,7 @@ func TestStaticConfigAcrossABIs(t *testing.T) {
 			Script: sandbox.Script{Source: `board.setVar("r", config.label + "," + typeof host.log)`, Config: cfg}}, board))
 		assert.Equal(t, "bug,"+want, board.Vars["r"], "call %d", i)
 	}
-	c := rt.realms.get()
+	c := rt.realms.get("")
 	require.NotNil(t, c)
 	defer rt.realms.put(c)
 	require.Len(t, c.configs, 1)

@@ -25,8 +25,8 @@
 // # Lifecycle
 //
 // New starts a watchdog goroutine and a preparer goroutine; Close stops
-// running calls (Aborted), waits for them and for both goroutines, and is
-// idempotent. VMs are pooled:
+// running calls (Aborted), waits for them and for both goroutines (and a
+// GC the watchdog asked for), and is idempotent. VMs are pooled:
 // each is locked down once (every built-in frozen, SES-style) and runs
 // many calls, each with a new global object that inherits the script API
 // (frozen objects whose functions act on the running call) and the frozen
@@ -44,11 +44,17 @@
 // context ends (NotAvailable). A call waiting in a blocking host function
 // (hostabi.Func.Blocking: askUser, delegate) gives its slot up for the wait
 // and takes one again before it continues; its wall time keeps counting.
-// Each call runs on the caller's goroutine, registered with the runtime's
-// watchdog, which looks at every running call every 2 ms (wall time, the
-// caller's context, the memory guard); a stop carries the call's
-// generation, so that one that comes late never reaches the next call on
-// the VM.
+// Each call runs on the caller's goroutine. Its wall time and its caller's
+// context stop it on the event: a timer of its VM, and a callback
+// registered with the context (context.AfterFunc; kept by the VM across
+// the calls that share the context, as a run's nodes do). The runtime's
+// watchdog looks at every running call every 2 ms for memory (the memory
+// guard, the host memory ceiling) and never waits for a GC. A stop that
+// comes late never reaches the next call on the VM: the watchdog's carries
+// the call's generation, and the timer and the context callback check the
+// call the VM runs when they fire. Tenants never share a VM: a pooled VM
+// serves the tenant of its first call only (Invocation.Run.Tenant,
+// Evaluation.Tenant).
 //
 // # Errors
 //

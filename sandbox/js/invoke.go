@@ -2,6 +2,7 @@ package js
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -28,7 +29,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	}
 	name := scriptName(inv)
 	key := cacheKey(keyScript, name, inv.Script.Source)
-	c, comp, err := r.realmFor(ctx, op, key, func() (*compiled, error) {
+	c, comp, err := r.realmFor(ctx, op, inv.Run.Tenant, key, func() (*compiled, error) {
 		return compileScript(name, inv.Script.Source)
 	})
 	if err != nil {
@@ -51,14 +52,14 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 }
 
 // realmFor takes a slot and a realm for a call of the script of key and
-// returns them with the script's program: the one the realm ran before
+// returns them with the script's program (the realm serves tenant only): the one the realm ran before
 // (found by where the key's strings are, without a lock), else the
 // runtime's cached one, else one compiled with compile, with no slot held
 // meanwhile (a long script takes a while). When no slot is free at once,
 // or the runtime is closed, the program is found or compiled first, so
 // that a script that does not compile fails at once, as at any time. The
 // realm holds the slot (slotHeld) until finish.
-func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
+func (r *Runtime) realmFor(ctx context.Context, op opName, tenant string, key programKey, compile func() (*compiled, error)) (*call, *compiled, error) {
 	id := identityOf(key)
 	var made *compiled // found or compiled with no slot held
 	if !r.tryAcquire() {
@@ -71,7 +72,7 @@ func (r *Runtime) realmFor(ctx context.Context, op opName, key programKey, compi
 		}
 	}
 	for {
-		c, err := r.fresh()
+		c, err := r.fresh(tenant)
 		if err != nil {
 			r.leave(true)
 			return nil, nil, fmt.Errorf("%s: %w", op.String(), err)
@@ -163,13 +164,16 @@ func scriptName(inv sandbox.Invocation) string {
 // values which may throw (a config, an expression's vars); a setup that
 // only installs objects needs none, and a panic still ends the call.
 func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
-	c.rt.watchdog.add(c, watch{gen: c.gen, parent: c.parent, deadline: c.deadline, budget: c.limits.MemoryBytes})
+	c.watchStart()
 	defer func() {
 		if p := recover(); p != nil {
 			err = c.panicked(p)
 		}
-		c.rt.watchdog.remove(c)
+		c.watchEnd()
 		c.cancel()
+		if err != nil && c.stopped.Load() {
+			c.afterStop(err)
+		}
 	}()
 	if trySetup {
 		if ex := c.vm.Try(setup); ex != nil {
@@ -182,6 +186,15 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 		return c.result(nil)
 	}
 	return c.result(body())
+}
+
+// afterStop asks for a GC once a call stopped for memory ended: what it
+// held is garbage (watchdog.requestGC).
+func (c *call) afterStop(err error) {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) && le.Limit == sandbox.LimitMemory {
+		c.rt.watchdog.requestGC()
+	}
 }
 
 // panicked maps a panic that reached run: a stop unwinding Go code that
@@ -231,7 +244,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	if err := r.acquire(ctx, op); err != nil {
 		return nil, err
 	}
-	c, err := r.fresh()
+	c, err := r.fresh(ev.Tenant)
 	if err != nil {
 		r.leave(true)
 		return nil, fmt.Errorf("%s: %w", op.String(), err)

@@ -182,7 +182,7 @@ func runWithOwnGlobal(t *testing.T, r *Runtime, comp *compiled) (own []string, r
 	ctx := context.Background()
 	op := opName{r, "invoke", "fuzz"}
 	require.NoError(t, r.acquire(ctx, op))
-	c, err := r.fresh()
+	c, err := r.fresh("")
 	require.NoError(t, err)
 	c.slotHeld = true
 	defer r.finish(c)

@@ -3,6 +3,7 @@ package js
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
@@ -19,6 +20,12 @@ import (
 // last one put back handed out first (its memory is the likeliest still in
 // the CPU's caches). A mutex rather than a channel: a call takes and
 // returns a VM, and the lock costs a fraction of two channel operations.
+//
+// Tenants never share a VM: a VM is tagged with the tenant of its first
+// call (call.tenant) and handed to calls of that tenant only. The tenants
+// share the max: a VM put back into a full pool takes the place of the
+// longest-waiting VM of another tenant, which is dropped. With one tenant
+// the VM handed out is the last one, as without tenants.
 type realmPool struct {
 	mu   sync.Mutex
 	max  int
@@ -29,30 +36,40 @@ func newRealmPool(max int) *realmPool {
 	return &realmPool{max: max, idle: make([]*call, 0, max)}
 }
 
-// get takes a waiting VM, or returns nil when none waits.
-func (p *realmPool) get() *call {
+// get takes a waiting VM of tenant, the last put back, or returns nil
+// when none waits.
+func (p *realmPool) get(tenant string) *call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.idle)
-	if n == 0 {
-		return nil
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if c := p.idle[i]; c.tenant == tenant {
+			last := len(p.idle) - 1
+			copy(p.idle[i:], p.idle[i+1:])
+			p.idle[last] = nil
+			p.idle = p.idle[:last]
+			return c
+		}
 	}
-	c := p.idle[n-1]
-	p.idle[n-1] = nil
-	p.idle = p.idle[:n-1]
-	return c
+	return nil
 }
 
-// put adds c to the waiting VMs; it reports false, keeping nothing, when
-// the pool is full.
-func (p *realmPool) put(c *call) bool {
+// put adds c to the waiting VMs, in place of the longest-waiting VM of
+// another tenant when the pool is full, which it returns (dropped); it
+// reports false, keeping nothing, when the pool is full of c's tenant's
+// VMs.
+func (p *realmPool) put(c *call) (kept bool, evicted *call) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.idle) >= p.max {
-		return false
+		i := slices.IndexFunc(p.idle, func(o *call) bool { return o.tenant != c.tenant })
+		if i < 0 {
+			return false, nil
+		}
+		evicted = p.idle[i]
+		p.idle = slices.Delete(p.idle, i, i+1)
 	}
 	p.idle = append(p.idle, c)
-	return true
+	return true, evicted
 }
 
 // len returns how many VMs wait.
@@ -66,6 +83,9 @@ func (p *realmPool) len() int {
 func (p *realmPool) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, c := range p.idle {
+		c.unwatchParent()
+	}
 	clear(p.idle)
 	p.idle = p.idle[:0]
 }
@@ -129,18 +149,26 @@ func (r *Runtime) leave(held bool) {
 // garbage collection it makes.
 const realmUses = 100_000
 
-// fresh returns a realm no other call is using: a pooled one when one is
-// ready, else a spare prepared ahead (below), else one made now.
-func (r *Runtime) fresh() (*call, error) {
-	if c := r.realms.get(); c != nil {
+// fresh returns a realm no other call is using, for a call of tenant: a
+// pooled one of that tenant when one is ready, else a spare prepared ahead
+// (below), else one made now.
+// A VM that comes from the spares or is made now is new: it takes the
+// tenant's tag.
+func (r *Runtime) fresh(tenant string) (*call, error) {
+	if c := r.realms.get(tenant); c != nil {
 		return c, nil
 	}
+	var c *call
 	select {
-	case c := <-r.spares:
-		return c, nil
+	case c = <-r.spares:
 	default:
-		return r.prepare()
+		var err error
+		if c, err = r.prepare(); err != nil {
+			return nil, err
+		}
 	}
+	c.tenant = tenant
+	return c, nil
 }
 
 // finish ends c's call: the realm goes back to the pool (release) and
@@ -175,14 +203,23 @@ func (r *Runtime) release(c *call) {
 	c.vm.SetGlobalObject(c.template)
 	switch {
 	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
+		c.unwatchParent()
 		r.wantSpare()
 		return
 	case c.uses >= realmUses:
+		c.unwatchParent()
 		return // its replacement was asked for at half its calls
 	case c.uses == realmUses/2:
 		r.wantSpare()
 	}
-	r.realms.put(c)
+	kept, evicted := r.realms.put(c)
+	if !kept {
+		c.unwatchParent()
+	}
+	if evicted != nil {
+		evicted.unwatchParent()
+		r.wantSpare() // another tenant's VM was dropped
+	}
 }
 
 // Replacing a VM means locking a new one down (realm.go: prepare), a

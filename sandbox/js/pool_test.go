@@ -112,3 +112,63 @@ func TestSymbolRegistryBounded(t *testing.T) {
 	assert.Zero(t, rt.realms.len(), "past the budget the VM is dropped")
 	assert.Greater(t, vm.symbolKeyBytes, int64(maxSymbolKeyBytes))
 }
+
+// invokeTenant runs src as a call of tenant and returns the VM it ran in,
+// found as the one pooled after it (PoolSize 1: the only one).
+func invokeTenant(t *testing.T, rt *Runtime, tenant, src string) *call {
+	t.Helper()
+	inv := sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src}, Run: sandbox.RunInfo{Tenant: tenant}}
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, inv, agent.NewBoard()))
+	rt.realms.mu.Lock()
+	defer rt.realms.mu.Unlock()
+	require.Len(t, rt.realms.idle, 1)
+	return rt.realms.idle[0]
+}
+
+// Tenants never share a VM pool slot: a VM that ran a call of tenant A is
+// never handed to tenant B, nor to an evaluation of B; with one tenant the
+// same VM runs call after call.
+func TestPoolNeverHandsAVMToAnotherTenant(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{PoolSize: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	a1 := invokeTenant(t, rt, "a", "board.x = 1")
+	require.Same(t, a1, invokeTenant(t, rt, "a", "board.x = 2"), "one tenant: the same VM")
+	require.Equal(t, "a", a1.tenant)
+	b := invokeTenant(t, rt, "b", "board.x = 3")
+	require.NotSame(t, a1, b, "tenant b got tenant a's VM")
+	require.Equal(t, "b", b.tenant)
+	a2 := invokeTenant(t, rt, "a", "board.x = 4")
+	require.NotSame(t, b, a2, "tenant a got tenant b's VM")
+	require.NotSame(t, a1, a2, "a's VM was dropped for b's: a new one")
+	_, err = rt.Eval(context.Background(), sandbox.Evaluation{Expr: "1 + 1", Tenant: "b"})
+	require.NoError(t, err)
+	rt.realms.mu.Lock()
+	got := rt.realms.idle[0]
+	rt.realms.mu.Unlock()
+	require.NotSame(t, a2, got, "an evaluation of tenant b ran in tenant a's VM")
+	require.Equal(t, "b", got.tenant)
+}
+
+// A full pool keeps the VMs of one tenant and takes a VM of another in
+// place of the longest-waiting VM of a tenant other than its own.
+func TestRealmPoolSharesItsBoundAcrossTenants(t *testing.T) {
+	t.Parallel()
+	p := newRealmPool(2)
+	a1, a2, b := &call{tenant: "a"}, &call{tenant: "a"}, &call{tenant: "b"}
+	kept, _ := p.put(a1)
+	require.True(t, kept)
+	kept, _ = p.put(a2)
+	require.True(t, kept)
+	kept, evicted := p.put(&call{tenant: "a"})
+	require.False(t, kept, "full of a's VMs")
+	require.Nil(t, evicted)
+	kept, evicted = p.put(b)
+	require.True(t, kept)
+	require.Same(t, a1, evicted)
+	require.Nil(t, p.get("c"))
+	require.Same(t, b, p.get("b"))
+	require.Same(t, a2, p.get("a"), "a1, the longest waiting, was dropped")
+	require.Nil(t, p.get("a"))
+}

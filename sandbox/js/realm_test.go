@@ -123,7 +123,7 @@ func TestPooledVMDroppedAfterCodeOrStop(t *testing.T) {
 func pooled(t *testing.T, rt *Runtime) *call {
 	t.Helper()
 	require.Equal(t, 1, rt.realms.len())
-	c := rt.realms.get()
+	c := rt.realms.get("")
 	rt.realms.put(c)
 	return c
 }

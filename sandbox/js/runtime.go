@@ -42,6 +42,13 @@ type Options struct {
 	// many compiled expressions, are kept. Zero means
 	// DefaultProgramCacheSize.
 	ProgramCacheSize int
+	// HostMemoryBytes is the host memory ceiling: once the process's heap
+	// passes three quarters of it, every running call is stopped
+	// (memory_bytes), so that the process never reaches it. Zero derives
+	// it from the host (sandbox.HostMemoryCeiling: GOMEMLIMIT, else the
+	// cgroup's limit, else the machine's memory); negative turns the
+	// ceiling off.
+	HostMemoryBytes int64
 }
 
 // Runtime runs JavaScript node scripts and expressions in goja: pooled VMs
@@ -136,7 +143,7 @@ func New(o Options) (*Runtime, error) {
 		realms:   newRealmPool(o.PoolSize),
 		epoch:    time.Now(),
 		ops:      map[[2]string]string{},
-		watchdog: newWatchdog(),
+		watchdog: newWatchdog(hostCeiling(o.HostMemoryBytes)),
 		blocking: hostabi.BlockingNames(),
 		numbers:  newNumbers(),
 		closing:  make(chan struct{}),
@@ -149,6 +156,21 @@ func New(o Options) (*Runtime, error) {
 	go r.prepareSpares()
 	return r, nil
 }
+
+// hostCeiling is the host memory ceiling of Options.HostMemoryBytes.
+func hostCeiling(setting int64) int64 {
+	switch {
+	case setting > 0:
+		return setting
+	case setting < 0:
+		return 0
+	}
+	return sandbox.HostMemoryCeiling()
+}
+
+// HostMemoryBytes returns the host memory ceiling the runtime holds the
+// process under (0: none).
+func (r *Runtime) HostMemoryBytes() int64 { return r.watchdog.ceiling }
 
 // Name returns "js".
 func (r *Runtime) Name() string { return Name }
@@ -237,6 +259,9 @@ type Settings struct {
 	PoolSize int `json:"pool_size"`
 	// ProgramCacheSize is how many compiled scripts are kept (0: 256).
 	ProgramCacheSize int `json:"program_cache_size"`
+	// HostMemoryBytes is the host memory ceiling (0: derived from the
+	// host; negative: none).
+	HostMemoryBytes int64 `json:"host_memory_bytes"`
 	// Isolation is where calls run: IsolationInProcess (the default) or
 	// IsolationProcess, in worker processes of this same executable, one
 	// tenant per worker, memory capped by the kernel (docs/sandbox.md,
@@ -316,7 +341,8 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 	var rt any
 	switch s.Isolation {
 	case "", IsolationInProcess:
-		rt, err = New(Options{Limits: limits, PoolSize: s.PoolSize, ProgramCacheSize: s.ProgramCacheSize})
+		rt, err = New(Options{Limits: limits, PoolSize: s.PoolSize, ProgramCacheSize: s.ProgramCacheSize,
+			HostMemoryBytes: s.HostMemoryBytes})
 	case IsolationProcess:
 		rt, err = newProcess(s, limits)
 	default:

@@ -64,6 +64,15 @@ func TestFactory(t *testing.T) {
 			assert.Equal(t, 5000, rt.Limits().MaxEvents)
 			assert.Equal(t, int64(sandbox.DefaultMemoryBytes), rt.Limits().MemoryBytes)
 		}},
+		{"host memory ceiling", `{"host_memory_bytes": 1073741824}`, false, func(t *testing.T, rt *js.Runtime) {
+			assert.Equal(t, int64(1<<30), rt.HostMemoryBytes())
+		}},
+		{"no host memory ceiling", `{"host_memory_bytes": -1}`, false, func(t *testing.T, rt *js.Runtime) {
+			assert.Zero(t, rt.HostMemoryBytes())
+		}},
+		{"host memory ceiling from the host", ``, false, func(t *testing.T, rt *js.Runtime) {
+			assert.Equal(t, sandbox.HostMemoryCeiling(), rt.HostMemoryBytes())
+		}},
 		{"unknown key", `{"pool": 3}`, true, nil},
 		{"unknown limit", `{"limits": {"cpu": 1}}`, true, nil},
 		{"duration as a number", `{"limits": {"wall_time": 5}}`, true, nil},

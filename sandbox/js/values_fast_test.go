@@ -19,7 +19,7 @@ func TestPrimitivesCrossAsThroughJSON(t *testing.T) {
 	rt, err := New(Options{})
 	require.NoError(t, err)
 	defer rt.Close()
-	c, err := rt.fresh()
+	c, err := rt.fresh("")
 	require.NoError(t, err)
 	c.bind(context.Background(), "test", "n", rt.Limits())
 	defer c.cancel()
@@ -55,7 +55,7 @@ func FuzzPrimitiveJSON(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer rt.Close()
-	c, err := rt.fresh()
+	c, err := rt.fresh("")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func newTreeChecker(t testing.TB) *treeChecker {
 	rt, err := New(Options{PoolSize: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close() })
-	c, err := rt.fresh()
+	c, err := rt.fresh("")
 	require.NoError(t, err)
 	c.bind(context.Background(), "tree", "n", rt.Limits())
 	t.Cleanup(c.cancel)

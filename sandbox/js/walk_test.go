@@ -162,7 +162,7 @@ func setUpCall(t *testing.T, rt *Runtime, shared bool) *call {
 	if shared {
 		inv.Config = nil
 	}
-	c, err := rt.fresh()
+	c, err := rt.fresh("")
 	require.NoError(t, err)
 	c.bind(context.Background(), "walk", "n", rt.Limits())
 	t.Cleanup(c.cancel)

@@ -2,10 +2,12 @@ package js
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/sandbox"
@@ -15,13 +17,21 @@ import (
 // sleeps: calls back to back do not wake it each time.
 const idleTicks = 64
 
-// watchdog stops the running calls of a runtime: a call past its wall
-// time (a LimitError), a call whose caller's context ended (Aborted or
-// Timeout), a call whose memory guard trips, and every call when the
-// runtime closes. One goroutine per runtime does it, ticking every
+// watchdog bounds the memory of the running calls of a runtime: a call
+// whose memory guard trips, and every call when the process nears the
+// host's memory ceiling, is stopped (memory_bytes); closeAll stops every
+// call when the runtime closes. (A call's wall time and its caller's
+// context stop it on the event, through a timer and context.AfterFunc:
+// call.watchStart.) One goroutine per runtime does it, ticking every
 // memorySampleInterval while calls run and sleeping otherwise, so that a
-// call costs a registration rather than a goroutine and timers of its own;
-// a stop lands within a tick of its cause.
+// call costs a registration rather than a goroutine of its own.
+//
+// A tick reads runtime/metrics once and nothing else: it never waits for
+// a garbage collection, nor for anything a running call can prolong, so
+// that stopping calls is never held up by the call being stopped (a GC
+// waits for a goroutine copying a huge string to reach a safe point). When
+// a guard needs the live heap measured it asks for a GC, which runs on a
+// goroutine of its own (requestGC), and decides at a later tick.
 type watchdog struct {
 	mu sync.Mutex
 	// calls are the watched calls, in no order; a call's watchAt is its
@@ -34,15 +44,26 @@ type watchdog struct {
 	quit   chan struct{} // closed by shutdown
 	exited chan struct{} // closed when the goroutine ends
 	snap   []watched     // the goroutine's copy of calls
+
+	// ceiling is the host memory ceiling (Options.HostMemoryBytes), 0 for
+	// none; the goroutine stops every call once the process's heap passes
+	// ceilingShare of it.
+	ceiling int64
+	heap    heapReader // the goroutine's reader of runtime/metrics
+	// gcBusy is set while the goroutine of requestGC runs; gcs waits for
+	// it. gcAsked counts the GCs asked for, and gcServed is the count of
+	// asks made before the start of the last GC that goroutine completed.
+	gcBusy   atomic.Bool
+	gcs      sync.WaitGroup
+	gcAsked  atomic.Uint64
+	gcServed atomic.Uint64
 }
 
 // watch is what the watchdog needs to know of one call, copied at
 // registration: the call's fields may change once it ends.
 type watch struct {
-	gen      uint64
-	parent   context.Context
-	deadline time.Time
-	budget   int64 // memory_bytes; 0 means no memory guard
+	gen    uint64
+	budget int64 // memory_bytes; 0 means no memory guard
 }
 
 type watched struct {
@@ -50,9 +71,9 @@ type watched struct {
 	w watch
 }
 
-func newWatchdog() *watchdog {
+func newWatchdog(ceiling int64) *watchdog {
 	d := &watchdog{wake: make(chan struct{}, 1),
-		quit: make(chan struct{}), exited: make(chan struct{})}
+		quit: make(chan struct{}), exited: make(chan struct{}), ceiling: ceiling}
 	go d.loop()
 	return d
 }
@@ -106,7 +127,8 @@ func (d *watchdog) closeAll() {
 	}
 }
 
-// shutdown ends the goroutine and waits for it. It is idempotent.
+// shutdown ends the goroutine and waits for it and for a GC it asked for.
+// It is idempotent.
 func (d *watchdog) shutdown() {
 	d.mu.Lock()
 	select {
@@ -116,6 +138,7 @@ func (d *watchdog) shutdown() {
 	}
 	d.mu.Unlock()
 	<-d.exited
+	d.gcs.Wait()
 }
 
 func (d *watchdog) loop() {
@@ -132,8 +155,8 @@ func (d *watchdog) loop() {
 		t.Reset(memorySampleInterval)
 		for idle := 0; idle < idleTicks; {
 			select {
-			case now := <-t.C:
-				if d.check(now) == 0 {
+			case <-t.C:
+				if d.check() == 0 {
 					idle++
 				} else {
 					idle = 0
@@ -146,52 +169,223 @@ func (d *watchdog) loop() {
 	}
 }
 
-// check looks at every watched call once and returns how many there were.
-func (d *watchdog) check(now time.Time) int {
+// check reads the heap once, stops every watched call when the process
+// nears the host ceiling, else looks at each call's guard; it returns how
+// many calls there were.
+func (d *watchdog) check() int {
 	d.mu.Lock()
 	d.snap = append(d.snap[:0], d.calls...)
 	d.mu.Unlock()
+	n := len(d.snap)
+	if n == 0 {
+		return 0
+	}
+	now := d.heap.read()
+	over := d.ceiling > 0 && now.inUse() > int64(float64(d.ceiling)*ceilingShare)
+	wantGC := over
 	for i, s := range d.snap {
-		d.checkOne(now, s.c, s.w)
+		switch {
+		case over:
+			s.c.stopGen(s.w.gen, func() error { return s.c.ceilingError(d.ceiling) })
+		case s.w.budget > 0:
+			wantGC = d.checkMemory(now, s.c, s.w) || wantGC
+		}
 		d.snap[i] = watched{}
 	}
-	return len(d.snap)
+	if wantGC {
+		d.requestGC()
+	}
+	return n
 }
 
-func (d *watchdog) checkOne(now time.Time, c *call, w watch) {
-	switch {
-	case w.parent.Err() != nil:
-		c.stopGen(w.gen, func() error { return c.contextStop(w.parent.Err()) })
-		return
-	case !now.Before(w.deadline):
-		c.stopGen(w.gen, func() error { return c.limitError(sandbox.LimitWallTime) })
-		return
-	case w.budget <= 0:
-		return
+// checkMemory looks at one call's memory guard and stops the call when
+// it trips; it reports whether the guard wants the live heap measured.
+func (d *watchdog) checkMemory(now heapStats, c *call, w watch) bool {
+	if c.mem.gen != w.gen {
+		c.mem.reset(w.gen, w.budget, now)
+		return false
 	}
-	if c.mem.gen != w.gen || c.mem.samples == nil {
-		c.mem.reset(w.gen, w.budget)
-		return
+	exceeded, wantGC := c.mem.exceeded(now, d.gcServed.Load())
+	if wantGC {
+		c.mem.asked = d.gcAsked.Load() + 1 // the ask requestGC makes
 	}
-	if c.mem.exceeded() {
+	if exceeded {
 		c.stopGen(w.gen, func() error { return c.limitError(sandbox.LimitMemory) })
+		return false
+	}
+	return wantGC
+}
+
+// requestGC asks for a garbage collection, run on a goroutine of its
+// own; the asks made while it runs are served by one more GC once it
+// ends. shutdown waits for the goroutine. The watchdog's goroutine calls
+// it, and so does a call stopped for memory as it ends (call.run): what
+// it held is garbage, which a GC returns, and the live heap it then
+// measures no longer counts it, for the guards of the next calls. (Close
+// waits for the calls before shutdown waits for the goroutine.)
+func (d *watchdog) requestGC() {
+	d.gcAsked.Add(1)
+	if !d.gcBusy.CompareAndSwap(false, true) {
+		return
+	}
+	d.gcs.Add(1)
+	go func() {
+		defer d.gcs.Done()
+		for {
+			asked := d.gcAsked.Load()
+			runtime.GC()
+			d.gcServed.Store(asked)
+			d.gcBusy.Store(false)
+			if d.gcAsked.Load() == asked || !d.gcBusy.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// watchStart registers the call with the runtime's watchdog (memory,
+// host ceiling, Close) and arms its stops on the event: the wall-time
+// timer, and context.AfterFunc on the caller's context when it can end.
+// Neither callback carries the call's generation: each checks the call
+// the VM runs when it fires (its deadline, its caller's context), so
+// that one that comes late never stops the next call. watchEnd must
+// follow.
+func (c *call) watchStart() {
+	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
+	if c.wallTimer == nil {
+		c.mu.Lock() // wallTimeUp reads it under the lock
+		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
+		c.mu.Unlock()
+	} else {
+		c.wallTimer.Reset(c.limits.WallTime)
+	}
+	if done := c.parent.Done(); done != nil {
+		c.mu.Lock()
+		if done != c.afterDone {
+			c.watchParentLocked(done)
+		}
+		c.mu.Unlock()
 	}
 }
 
-// memorySampleInterval is how often a call's watchdog reads the heap.
+// watchParentLocked registers parentDone with the caller's context,
+// whose Done channel is done, in place of the registration the VM held;
+// c.mu is held.
+func (c *call) watchParentLocked(done <-chan struct{}) {
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	if c.onParentDone == nil {
+		c.onParentDone = c.parentDone
+	}
+	c.afterDone, c.stopAfter = done, context.AfterFunc(c.parent, c.onParentDone)
+}
+
+// unwatchParent ends the VM's registration with a caller's context: the
+// VM is dropped, and must not stay reachable from a context that lives on.
+func (c *call) unwatchParent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	c.afterDone, c.stopAfter = nil, nil
+}
+
+// watchEnd undoes watchStart once the call ended, but for the context
+// registration, which the VM's next call may share.
+func (c *call) watchEnd() {
+	c.rt.watchdog.remove(c)
+	c.wallTimer.Stop()
+}
+
+// wallTimeUp stops the running call once its deadline has passed; a
+// timer that fires early is set again for the rest.
+func (c *call) wallTimeUp() {
+	c.mu.Lock()
+	if c.parent == nil || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(c.deadline); left > 0 {
+		c.wallTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.limitError(sandbox.LimitWallTime))
+}
+
+// parentDone runs when a context the VM registered with ends: the
+// registration is over, and the running call is stopped if that context
+// is its caller's.
+func (c *call) parentDone() {
+	c.mu.Lock()
+	if c.afterDone != nil {
+		select {
+		case <-c.afterDone:
+			c.afterDone, c.stopAfter = nil, nil
+		default:
+		}
+	}
+	if c.parent == nil || c.parent.Err() == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.contextStop(c.parent.Err()))
+}
+
+// ceilingError is the error of a call stopped because the process neared
+// the host memory ceiling: a memory_bytes LimitError.
+func (c *call) ceilingError(ceiling int64) error {
+	return fmt.Errorf("%s: the process neared the host memory ceiling of %d bytes: %w",
+		c.op.String(), ceiling, c.limitError(sandbox.LimitMemory))
+}
+
+// ceilingShare is the share of the host ceiling past which the watchdog
+// stops every call: the rest is headroom for what the calls allocate
+// before they stop (up to a tick's worth, and a step in flight).
+const ceilingShare = 0.75
+
+// memorySampleInterval is how often the watchdog reads the heap.
 const memorySampleInterval = 2 * time.Millisecond
 
-// The runtime/metrics the memory guard reads.
+// The runtime/metrics the watchdog reads.
 const (
 	metricHeapObjects = "/memory/classes/heap/objects:bytes" // allocated, including garbage not yet swept
 	metricHeapLive    = "/gc/heap/live:bytes"                // marked live by the last GC
 	metricGCCycles    = "/gc/cycles/total:gc-cycles"         // GC cycles completed
+	metricStacks      = "/memory/classes/heap/stacks:bytes"  // goroutine stacks
 )
 
 // heapStats is one reading of the heap.
 type heapStats struct {
-	objects, live int64
-	cycles        uint64
+	objects, live, stacks int64
+	cycles                uint64
+}
+
+// inUse is what the process's heap holds: its objects (live or not yet
+// swept) and the goroutines' stacks.
+func (h heapStats) inUse() int64 { return h.objects + h.stacks }
+
+// heapReader reads the heap through runtime/metrics, which never stops
+// the world nor waits for a GC.
+type heapReader struct {
+	samples []metrics.Sample
+}
+
+func (r *heapReader) read() heapStats {
+	if r.samples == nil {
+		r.samples = []metrics.Sample{{Name: metricHeapObjects}, {Name: metricHeapLive},
+			{Name: metricGCCycles}, {Name: metricStacks}}
+	}
+	metrics.Read(r.samples)
+	val := func(i int) uint64 {
+		if r.samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return r.samples[i].Value.Uint64()
+	}
+	return heapStats{objects: int64(val(0)), live: int64(val(1)), cycles: val(2), stacks: int64(val(3))}
 }
 
 // memoryGuard watches the process heap on behalf of one call. goja has no
@@ -200,68 +394,67 @@ type heapStats struct {
 // it, exceeds the lowest live heap seen since the guard's first look by
 // more than the budget. The live heap is only measured by a GC, so when
 // more than the budget has been allocated since the last GC the guard
-// forces one (runtime.GC) to measure it: a call is thus stopped after
-// holding about its budget, plus what it allocates while that GC runs.
+// asks for one (watchdog.requestGC) and looks again at the next ticks: a
+// call is thus stopped after holding about its budget, plus what it
+// allocates until that GC ends. Should that GC be held up (a GC waits for
+// a goroutine inside a huge copy), the guard trips without it once
+// runawayFactor times the budget was allocated since the last GC ended.
 // Only the runtime's watchdog goroutine uses it; its first look at a call
 // is at its first tick after the call began (within
 // memorySampleInterval).
 //
 // A GC that was running at the first look measured the heap before it;
-// the guard trusts the live heap only from the second GC after that, or
-// from one it forced.
+// the guard trusts the live heap only from the second GC after that.
 type memoryGuard struct {
-	gen      uint64 // the generation of the call the guard watches
-	budget   int64
-	minLive  int64
-	start    uint64 // GC cycles at the first look
-	cycles   uint64 // GC cycles at the last look
-	sinceGC  int64  // lowest allocated heap seen since the last GC
-	samples  []metrics.Sample
-	forceGCs int // GCs this guard forced
+	gen     uint64 // the generation of the call the guard watches
+	budget  int64
+	minLive int64
+	start   uint64 // GC cycles at the first look
+	cycles  uint64 // GC cycles at the last look
+	sinceGC int64  // lowest allocated heap seen since the last GC
+	asked   uint64 // the watchdog's count of GC asks at this guard's pending ask; 0 for none
 }
 
+// runawayFactor is how many times its budget a call may see allocated
+// since the last GC, while the GC it asked for does not end, before the
+// guard trips without it.
+const runawayFactor = 4
+
 // reset makes g watch the call of generation gen from now on.
-func (g *memoryGuard) reset(gen uint64, budget int64) {
-	if g.samples == nil {
-		g.samples = []metrics.Sample{{Name: metricHeapObjects}, {Name: metricHeapLive}, {Name: metricGCCycles}}
-	}
-	g.gen, g.budget, g.forceGCs = gen, budget, 0
-	now := g.read()
+func (g *memoryGuard) reset(gen uint64, budget int64, now heapStats) {
+	g.gen, g.budget, g.asked = gen, budget, 0
 	g.minLive, g.cycles, g.sinceGC, g.start = now.live, now.cycles, now.objects, now.cycles
 }
 
-func (g *memoryGuard) read() heapStats {
-	metrics.Read(g.samples)
-	val := func(i int) uint64 {
-		if g.samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return g.samples[i].Value.Uint64()
-	}
-	return heapStats{objects: int64(val(0)), live: int64(val(1)), cycles: val(2)}
-}
-
-// exceeded reads the heap and reports whether the budget is exceeded.
-func (g *memoryGuard) exceeded() bool {
-	now := g.read()
+// exceeded reports whether the budget is exceeded by the reading now,
+// and whether the guard wants a GC to measure the live heap. served is
+// the watchdog's count of GC asks served (watchdog.gcServed).
+func (g *memoryGuard) exceeded(now heapStats, served uint64) (exceeded, wantGC bool) {
 	if now.cycles != g.cycles {
 		g.cycles, g.sinceGC = now.cycles, now.objects
 	}
 	g.sinceGC = min(g.sinceGC, now.objects)
 	g.minLive = min(g.minLive, now.live)
+	grown := now.live-g.minLive > g.budget
 	// A cycle in progress when the call started marked what was live
 	// before it (a previous call's garbage): only a cycle that began
-	// after the start, the second one on, measures the call.
-	if now.cycles >= g.start+2 && now.live-g.minLive > g.budget {
-		return true
+	// after the start, the second one on, measures the call, or the GC
+	// this guard asked for, which began after the ask.
+	if g.asked != 0 && served >= g.asked {
+		g.asked = 0
+		if grown {
+			return true, false
+		}
 	}
-	if now.objects-g.sinceGC <= g.budget {
-		return false
+	if now.cycles >= g.start+2 && grown {
+		return true, false
 	}
-	runtime.GC()
-	g.forceGCs++
-	now = g.read()
-	g.cycles, g.sinceGC = now.cycles, now.objects
-	g.minLive = min(g.minLive, now.live)
-	return now.live-g.minLive > g.budget
+	allocated := now.objects - g.sinceGC
+	switch {
+	case allocated <= g.budget:
+		return false, false
+	case allocated > runawayFactor*g.budget:
+		return true, false
+	}
+	return false, g.asked == 0
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/hostabi"
@@ -216,4 +218,37 @@ func BenchmarkCompile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCancelToReturn prints how long after its caller's context is
+// cancelled a module that loops for ever (loop.wat) returns: p50, p99
+// and the most, in microseconds. wazero closes the module on the
+// context's end (WithCloseOnContextDone), on the event, and the loop
+// checks for it at each back edge.
+func BenchmarkCancelToReturn(b *testing.B) {
+	rt, err := wasm.New(wasm.Options{Limits: sandbox.Limits{WallTime: time.Minute}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	inv := sandbox.Invocation{Node: "spin", Script: sandbox.Script{Module: watModule(&testing.T{}, "loop"), Entry: "run"}}
+	var took []time.Duration
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan time.Time, 1)
+		go func() {
+			_ = sandbox.InvokeOn(ctx, rt, inv, agent.NewBoard())
+			done <- time.Now()
+		}()
+		time.Sleep(time.Millisecond) // the module loops
+		start := time.Now()
+		cancel()
+		took = append(took, (<-done).Sub(start))
+	}
+	slices.Sort(took)
+	at := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))].Nanoseconds()) / 1000 }
+	b.ReportMetric(at(0.5), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(at(1), "max-µs")
+	b.ReportMetric(0, "ns/op")
 }
