@@ -293,14 +293,14 @@ func ServeWorkerIfChild() {
 		if err != nil {
 			return nil, err
 		}
-		return New(Options{Limits: limits, PoolSize: 1, ProgramCacheSize: s.ProgramCacheSize})
+		return New(Options{Limits: limits, PoolSize: 1, ProgramCacheSize: s.ProgramCacheSize, HostMemoryBytes: s.HostMemoryBytes})
 	})
 }
 
 // newProcess builds the runtime of isolation: process: a proc.Runtime
 // whose workers build a one-slot in-process Runtime from s.
 func newProcess(s Settings, limits sandbox.Limits) (*proc.Runtime, error) {
-	inWorker := Settings{Limits: s.Limits, ProgramCacheSize: s.ProgramCacheSize}
+	inWorker := Settings{Limits: s.Limits, ProgramCacheSize: s.ProgramCacheSize, HostMemoryBytes: s.HostMemoryBytes}
 	raw, err := json.Marshal(inWorker)
 	if err != nil {
 		return nil, fault.Wrap(fault.Internal, err, "", "settings")

@@ -57,13 +57,19 @@ type watchdog struct {
 	gcs      sync.WaitGroup
 	gcAsked  atomic.Uint64
 	gcServed atomic.Uint64
+	// epoch counts the ceiling's stops (under mu): a call registered
+	// since the last one holds none of the garbage that stop left, and is
+	// spared until the GC asked for then (ceilingAsk) has measured it.
+	epoch      uint64
+	ceilingAsk atomic.Uint64
 }
 
 // watch is what the watchdog needs to know of one call, copied at
 // registration: the call's fields may change once it ends.
 type watch struct {
 	gen    uint64
-	budget int64 // memory_bytes; 0 means no memory guard
+	budget int64  // memory_bytes; 0 means no memory guard
+	epoch  uint64 // the watchdog's epoch at registration
 }
 
 type watched struct {
@@ -84,6 +90,7 @@ func (d *watchdog) add(c *call, w watch) {
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
+		w.epoch = d.epoch
 		c.watchAt = len(d.calls)
 		d.calls = append(d.calls, watched{c, w})
 	}
@@ -175,6 +182,7 @@ func (d *watchdog) loop() {
 func (d *watchdog) check() int {
 	d.mu.Lock()
 	d.snap = append(d.snap[:0], d.calls...)
+	epoch := d.epoch
 	d.mu.Unlock()
 	n := len(d.snap)
 	if n == 0 {
@@ -182,17 +190,27 @@ func (d *watchdog) check() int {
 	}
 	now := d.heap.read()
 	over := d.ceiling > 0 && now.inUse() > int64(float64(d.ceiling)*ceilingShare)
-	wantGC := over
+	// The heap the last stop left is garbage until a GC measures it: the
+	// calls that started since then are not stopped for it.
+	settling := d.gcServed.Load() < d.ceilingAsk.Load()
+	wantGC, stopped := false, false
 	for i, s := range d.snap {
 		switch {
-		case over:
+		case over && !(settling && s.w.epoch == epoch):
 			s.c.stopGen(s.w.gen, func() error { return s.c.ceilingError(d.ceiling) })
+			stopped = true
 		case s.w.budget > 0:
 			wantGC = d.checkMemory(now, s.c, s.w) || wantGC
 		}
 		d.snap[i] = watched{}
 	}
-	if wantGC {
+	if stopped {
+		d.mu.Lock()
+		d.epoch++
+		d.mu.Unlock()
+		d.requestGC()
+		d.ceilingAsk.Store(d.gcAsked.Load())
+	} else if wantGC {
 		d.requestGC()
 	}
 	return n

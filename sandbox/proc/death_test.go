@@ -86,7 +86,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 func TestWorkerMemoryCap(t *testing.T) {
 	for name, src := range bombs {
 		t.Run(name, func(t *testing.T) {
-			rt := newProcessJS(t, fmt.Sprintf(`, "limits": {"wall_time": "2m", "memory_bytes": %d}`, int64(64)<<30))
+			rt := newProcessJS(t, fmt.Sprintf(`, "host_memory_bytes": -1, "limits": {"wall_time": "2m", "memory_bytes": %d}`, int64(64)<<30))
 			_, _, err := invoke(context.Background(), rt, "acme", "bomb", src)
 			var le *sandbox.LimitError
 			require.True(t, errors.As(err, &le), "a LimitError: %v", err)
@@ -96,6 +96,25 @@ func TestWorkerMemoryCap(t *testing.T) {
 			assert.Contains(t, err.Error(), `tenant "acme"`)
 			assert.Contains(t, err.Error(), "memory cap", "the kernel cap stopped it, not the in-process guard")
 			requireHealthy(t, rt, "acme", 0)
+		})
+	}
+}
+
+// With the in-process host ceiling on (the default), a worker derives it
+// from the GOMEMLIMIT it sets under its kernel cap and stops a bomb
+// itself, before the kernel would kill it; the worker lives on and serves
+// the next call.
+func TestWorkerCeilingStopsBombs(t *testing.T) {
+	for name, src := range bombs {
+		t.Run(name, func(t *testing.T) {
+			rt := newProcessJS(t, fmt.Sprintf(`, "limits": {"wall_time": "2m", "memory_bytes": %d}`, int64(64)<<30))
+			_, _, err := invoke(context.Background(), rt, "acme", "bomb", src)
+			var le *sandbox.LimitError
+			require.True(t, errors.As(err, &le), "a LimitError: %v", err)
+			assert.Equal(t, sandbox.LimitMemory, le.Limit)
+			assert.True(t, fault.Is(err, fault.BudgetExceeded))
+			_, _, err = invoke(context.Background(), rt, "acme", "after", `board.setVar("ok", 1)`)
+			require.NoError(t, err, "the call after the bomb")
 		})
 	}
 }
