@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"github.com/corral-rt/corral/fault"
@@ -211,12 +212,26 @@ func (s *server) invoke(ctx context.Context, m *invokeMsg) resultMsg {
 		inv.Parallel = s.parallel
 	}
 	out, err := s.rt.Invoke(ctx, inv)
+	settle(err)
 	return resultMsg{ID: m.ID, Writes: writeMsgs(out.Writes), Err: encodeError(err)}
 }
 
 func (s *server) eval(ctx context.Context, m *evalMsg) resultMsg {
 	v, err := s.rt.Eval(ctx, sandbox.Evaluation{Node: m.Node, Expr: m.Expr, Vars: m.Vars, Limits: m.Limits, Tenant: m.Tenant})
+	settle(err)
 	return resultMsg{ID: m.ID, Value: v, Err: encodeError(err)}
+}
+
+// settle returns the garbage of a call stopped for memory to the system
+// before the worker answers, so that the next call, which the parent sends
+// once it has the answer, does not find the worker's heap at its kernel
+// cap and die for what the stopped call left. The GC is charged to the
+// stopped call's CPU time.
+func settle(err error) {
+	var le *sandbox.LimitError
+	if errors.As(err, &le) && le.Limit == sandbox.LimitMemory {
+		debug.FreeOSMemory()
+	}
 }
 
 // roundTrip sends a request frame of the running call and waits for its
