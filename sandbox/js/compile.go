@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
@@ -52,6 +53,9 @@ type compiled struct {
 // compileScript parses a node script as a function body, guards it and
 // compiles it. Errors are of kind Validation.
 func compileScript(name, source string) (*compiled, error) {
+	if _, err := jsscan.Script(source); err != nil {
+		return nil, scanError(name, err)
+	}
 	prg, err := parse(name, scriptPrefix+source+scriptSuffix)
 	if err != nil {
 		return nil, err
@@ -69,6 +73,9 @@ func compileScript(name, source string) (*compiled, error) {
 
 // compileExpr parses a single expression, guards it and compiles it.
 func compileExpr(name, expr string) (*compiled, error) {
+	if _, err := jsscan.Expr(expr); err != nil {
+		return nil, scanError(name, err)
+	}
 	prg, err := parse(name, "("+expr+"\n)")
 	if err != nil {
 		return nil, err
@@ -87,13 +94,21 @@ func compileExpr(name, expr string) (*compiled, error) {
 	return comp, nil
 }
 
-// compileCode compiles code for eval and the Function constructor.
+// compileCode compiles code for eval and the Function constructor. The
+// caller scans it first (scanCode).
 func compileCode(name, src string) (*compiled, error) {
 	prg, err := parse(name, src)
 	if err != nil {
 		return nil, err
 	}
 	return compileAST(name, prg)
+}
+
+// scanError is the Validation error of a source the scan refused: goja's
+// parser and compiler recurse once per level of nesting, and a Go stack
+// overflow would end the process (package jsscan).
+func scanError(name string, err error) error {
+	return fault.Wrap(fault.Validation, err, "compile "+name, "")
 }
 
 func parse(name, src string) (*ast.Program, error) {

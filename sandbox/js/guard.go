@@ -1,12 +1,14 @@
 package js
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 )
@@ -323,6 +325,32 @@ func (c *call) typedJoin(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	return callOrig(orig, fc.This, fc.Arguments...)
 }
 
+// refuseSource stops the call with a Validation error: the scan refused
+// a source (code made at run time, a regular expression) that would take
+// goja or regexp2 too deep. It names where the script made it.
+func (c *call) refuseSource(what string, err error) {
+	at := ""
+	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
+		at = " at " + c.position(fs[0])
+	}
+	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
+}
+
+// checkPattern refuses a regular expression made from v (new RegExp(v),
+// "s".match(v)) when its pattern is too large or nests too deep for
+// regexp2, whose compiler recurses once per group.
+func (c *call) checkPattern(v goja.Value) {
+	if isNullish(v) {
+		return
+	}
+	if o, ok := v.(*goja.Object); ok && o.ClassName() == "RegExp" {
+		return // checked when it was made
+	}
+	if err := jsscan.Pattern(c.toStr(v).String()); err != nil {
+		c.refuseSource("a regular expression", err)
+	}
+}
+
 // guardRegexp routes every regular-expression operation through a guarded
 // exec or test (replacing exec turns off the engine's shortcuts, which do
 // not call it). A match of a backtracking pattern that ran past
@@ -332,6 +360,24 @@ func (c *call) guardRegexp() {
 	proto := c.object("RegExp", "prototype")
 	for _, name := range []string{"exec", "test"} {
 		c.wrap(proto, name, c.timedMatch)
+	}
+	c.wrap(proto, "compile", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.checkPattern(fc.Argument(0))
+		return callOrig(orig, fc.This, fc.Arguments...)
+	})
+	c.wrapConstructor("RegExp", func(args []goja.Value) {
+		if len(args) > 0 {
+			c.checkPattern(args[0])
+		}
+	})
+	// These make a regular expression of a string argument.
+	for _, name := range []string{"match", "matchAll", "search"} {
+		c.wrap(c.object("String", "prototype"), name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			if !hasMethod(fc.Argument(0), goja.SymMatch) {
+				c.checkPattern(fc.Argument(0))
+			}
+			return callOrig(orig, fc.This, fc.Arguments...)
+		})
 	}
 }
 
@@ -394,7 +440,15 @@ func (c *call) refuseDynamicKinds() {
 // SyntaxError.
 func (c *call) runCode(name, src string) goja.Value {
 	c.checkStop()
-	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) { return compileCode(name, src) })
+	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) {
+		if _, err := jsscan.Code(src); err != nil {
+			return nil, scanError(name, err)
+		}
+		return compileCode(name, src)
+	})
+	if errors.As(err, new(*jsscan.Error)) {
+		c.refuseSource("code made at run time", err)
+	}
 	if err != nil {
 		panic(c.syntaxError(err.Error()))
 	}

@@ -1,0 +1,137 @@
+package js_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// childEnv makes the test binary run the case named in -test.run itself:
+// a case that would overflow the Go stack kills the process that runs it,
+// so the parent runs each in a child and a crash fails one test.
+const childEnv = "JS_SANDBOX_CHILD"
+
+// inChild runs t (a subtest) in a child process of the test binary, and
+// reports whether this process is that child.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) != "" {
+		return true
+	}
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child process failed:\n%s", tail(out))
+	require.Contains(t, string(out), "--- PASS: "+parts[0][1:len(parts[0])-1], "the child ran no test:\n%s", tail(out))
+	return false
+}
+
+func tail(b []byte) string {
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// deep is n levels of open, a middle, and n of close.
+func deep(open, mid, close string, n int) string {
+	return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+}
+
+// sourceAttack is a source that would take goja's parser or compiler, or
+// regexp2's, deep enough to overflow the Go stack, and where it is: a
+// node script (script), a condition (expr), or made at run time by a
+// script (script that builds it).
+type sourceAttack struct {
+	name   string
+	script string
+	expr   string
+}
+
+// A few hundred thousand levels: each takes at least 250 bytes of stack
+// (a run of new), most 2 to 4 KiB, against Go's ceiling of 1 GiB.
+const crashLevels = 600_000
+
+func sourceAttacks() []sourceAttack {
+	n := crashLevels
+	itoa := strconv.Itoa
+	return []sourceAttack{
+		{name: "parentheses in a script", script: "x = " + deep("(", "1", ")", n)},
+		{name: "arrays in a script", script: "x = " + deep("[", "", "]", n)},
+		{name: "objects in a script", script: "x = " + deep("{a:", "1", "}", n)},
+		{name: "template substitutions in a script", script: "x = " + deep("`${", "1", "}`", n)},
+		{name: "assignment chain in a script", script: deep("a=", "1", "", n)},
+		{name: "conditional chain in a script", script: deep("a?b:", "1", "", n)},
+		{name: "arrow chain in a script", script: deep("x=>", "1", "", n)},
+		{name: "exponent chain in a script", script: deep("2**", "2", "", n)},
+		{name: "prefix operators in a script", script: deep("!", "a", "", n)},
+		{name: "new chain in a script", script: deep("new ", "a", "", n*4)},
+		{name: "else-if chain in a script", script: "if(a);" + deep("else if(a);", "", "", n)},
+		{name: "blocks in a script", script: deep("{", "", "}", n*4)},
+		{name: "parentheses in a condition", expr: deep("(", "1", ")", n)},
+		{name: "conditional chain in a condition", expr: deep("a?b:", "1", "", n)},
+		{name: "parentheses passed to eval", script: `eval("(".repeat(` + itoa(n) + `) + "1" + ")".repeat(` + itoa(n) + `))`},
+		{name: "brackets passed to Function", script: `Function("return " + "[".repeat(` + itoa(n) + `) + "]".repeat(` + itoa(n) + `))`},
+		{name: "assignments passed to Function", script: `Function("a", "a=".repeat(` + itoa(n) + `) + "1")`},
+		{name: "groups and a back-reference in new RegExp", script: `new RegExp("(".repeat(` + itoa(n) + `) + "a" + ")".repeat(` + itoa(n) + `) + "\\1")`},
+		{name: "groups and a back-reference in RegExp()", script: `RegExp("(".repeat(` + itoa(n) + `) + "a" + ")".repeat(` + itoa(n) + `) + "\\1")`},
+		{name: "groups and a back-reference passed to match", script: `"a".match("(".repeat(` + itoa(n) + `) + "a" + ")".repeat(` + itoa(n) + `) + "\\1")`},
+		{name: "groups and a back-reference in a literal", script: "x = /" + deep("(", "a", ")", n) + `\1/`},
+		{name: "a long pattern passed to new RegExp", script: `new RegExp("(a)\\1" + "[ab]c".repeat(1e6))`},
+		{name: "template substitutions passed to eval", script: "eval(\"`${\".repeat(" + itoa(n) + ") + 1 + \"}`\".repeat(" + itoa(n) + "))"},
+	}
+}
+
+// Every source goja or regexp2 would parse too deep — inline in a script,
+// in a condition, or made at run time — is refused with a Validation error
+// naming the node and the line before a parser sees it; the process lives
+// (each case runs in a child process: on a build without the scan, the
+// case kills its child and fails), its memory stays bounded, and the next
+// call on the same runtime succeeds.
+func TestSourceTooDeep(t *testing.T) {
+	for _, a := range sourceAttacks() {
+		t.Run(a.name, func(t *testing.T) {
+			if !inChild(t) {
+				return
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+			require.NoError(t, err)
+			defer rt.Close()
+			resetPeak()
+			if a.expr != "" {
+				_, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: a.expr})
+				sandboxtest.RequireKind(t, err, fault.Validation)
+				assert.Contains(t, err.Error(), `"edge"`)
+			} else {
+				err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+					Script: sandbox.Script{Source: a.script}}, agent.NewBoard())
+				sandboxtest.RequireKind(t, err, fault.Validation)
+				assert.Contains(t, err.Error(), `"attacker"`)
+			}
+			assert.Regexp(t, `line \d+`, err.Error())
+			_, peak := rss()
+			assert.Less(t, peak, int64(rssBound), "peak RSS")
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", eval("(((1)))") === 1 && /(a)\1/.test("aa"))`}}, next))
+			assert.Equal(t, true, next.Vars["ok"])
+		})
+	}
+}
