@@ -34,9 +34,10 @@ type call struct {
 	uses     int
 	// funcs are the functions of the scripts the VM ran (scriptFunc).
 	funcs map[*compiled]goja.Callable
-	// guards are the spread guards (spreadGuard, arraySpreadGuard), which
-	// every global object of the VM holds.
-	guards [2]goja.Value
+	// guards are the spread guards (spreadGuard, arraySpreadGuard) and the
+	// BigInt helper (bigop.Global), which every global object of the VM
+	// holds.
+	guards [3]goja.Value
 	// scripts are the node scripts the VM ran, by where their strings are
 	// (realmFor): found without the runtime's cache and its lock.
 	scripts map[sourceIdentity]vmScript

@@ -4,10 +4,12 @@ import (
 	"container/list"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
 	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
@@ -94,8 +96,8 @@ func compileExpr(name, expr string) (*compiled, error) {
 	return comp, nil
 }
 
-// compileCode compiles code for eval and the Function constructor. The
-// caller scans it first (scanCode).
+// compileCode compiles code for eval and the Function constructor (the
+// caller scans it first).
 func compileCode(name, src string) (*compiled, error) {
 	prg, err := parse(name, src)
 	if err != nil {
@@ -104,9 +106,8 @@ func compileCode(name, src string) (*compiled, error) {
 	return compileAST(name, prg)
 }
 
-// scanError is the Validation error of a source the scan refused: goja's
-// parser and compiler recurse once per level of nesting, and a Go stack
-// overflow would end the process (package jsscan).
+// scanError is the Validation error of a source the scan refused (package
+// jsscan: a Go stack overflow in goja's parser would end the process).
 func scanError(name string, err error) error {
 	return fault.Wrap(fault.Validation, err, "compile "+name, "")
 }
@@ -134,6 +135,9 @@ func isWrappedFunction(prg *ast.Program) bool {
 }
 
 func compileAST(name string, prg *ast.Program) (*compiled, error) {
+	if err := bigop.Rewrite(prg); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
+	}
 	g := &astGuard{seen: map[any]bool{}, idents: map[string]bool{}, guarded: map[*ast.ObjectPattern]bool{}}
 	if err := g.walk(reflect.ValueOf(prg)); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
@@ -147,7 +151,7 @@ func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	}
 	out := &compiled{prog: p}
 	for id := range g.idents {
-		if id != spreadGuard && id != arraySpreadGuard {
+		if id != spreadGuard && id != arraySpreadGuard && id != bigop.Global {
 			out.idents = append(out.idents, id)
 		}
 	}
@@ -320,6 +324,62 @@ func guardCallOf(guard string, e ast.Expression) ast.Expression {
 		ArgumentList:     []ast.Expression{e},
 		RightParenthesis: e.Idx1(),
 	}
+}
+
+// runCode compiles src (guarded, cached apart from node scripts) and runs
+// it in the global scope. A syntax error is thrown to the script as a
+// SyntaxError.
+func (c *call) runCode(name, src string) goja.Value {
+	c.checkStop()
+	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) {
+		if _, err := jsscan.Code(src); err != nil {
+			return nil, scanError(name, err)
+		}
+		return compileCode(name, src)
+	})
+	if errors.As(err, new(*jsscan.Error)) {
+		c.refuseSource("code made at run time", err)
+	}
+	if err != nil {
+		panic(c.syntaxError(err.Error()))
+	}
+	c.ranCode = true
+	v, err := c.vm.RunProgram(comp.prog)
+	rethrow(err)
+	return v
+}
+
+// makeFunction is new Function(p1, ..., body).
+func (c *call) makeFunction(args []goja.Value) goja.Value {
+	params, body := make([]string, len(args)), ""
+	for i, a := range args {
+		params[i] = c.toStr(a).String()
+	}
+	if len(params) > 0 {
+		body, params = params[len(params)-1], params[:len(params)-1]
+	}
+	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
+	return c.runCode("anonymous", src)
+}
+
+func (c *call) syntaxError(msg string) *goja.Object {
+	if ctor, _ := c.vm.Get("SyntaxError").(*goja.Object); ctor != nil {
+		if o, err := c.vm.New(ctor, c.vm.ToValue(msg)); err == nil {
+			return o
+		}
+	}
+	return c.vm.NewTypeError(msg)
+}
+
+// refuseSource stops the call with a Validation error: the scan refused
+// a source (code made at run time, a regular expression) that would take
+// goja or regexp2 too deep. It names where the script made it.
+func (c *call) refuseSource(what string, err error) {
+	at := ""
+	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
+		at = " at " + c.position(fs[0])
+	}
+	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
 }
 
 // programCache keeps compiled programs by their kind, name and source,

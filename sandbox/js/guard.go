@@ -1,13 +1,12 @@
 package js
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
 	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -45,6 +44,7 @@ func (c *call) installGuards() {
 	c.guardJSON()
 	c.guardCode()
 	c.guardSymbolRegistry()
+	c.guardBigInt()
 }
 
 // wrap replaces the method name of obj with g (the property keeps its
@@ -265,6 +265,7 @@ func (c *call) ownGlobal(proto *goja.Object) *goja.Object {
 	global := c.vm.CreateObject(proto)
 	_ = global.DefineDataProperty(spreadGuard, c.guards[0], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	_ = global.DefineDataProperty(arraySpreadGuard, c.guards[1], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	_ = global.DefineDataProperty(bigop.Global, c.guards[2], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	c.vm.SetGlobalObject(global)
 	return global
 }
@@ -323,17 +324,6 @@ func (c *call) typedJoin(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	// A number prints in at most 24 characters.
 	c.need(float64(n) * (24 + sep) * bytesPerChar)
 	return callOrig(orig, fc.This, fc.Arguments...)
-}
-
-// refuseSource stops the call with a Validation error: the scan refused
-// a source (code made at run time, a regular expression) that would take
-// goja or regexp2 too deep. It names where the script made it.
-func (c *call) refuseSource(what string, err error) {
-	at := ""
-	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
-		at = " at " + c.position(fs[0])
-	}
-	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
 }
 
 // checkPattern refuses a regular expression made from v (new RegExp(v),
@@ -435,53 +425,33 @@ func (c *call) refuseDynamicKinds() {
 	}
 }
 
-// runCode compiles src (guarded, cached apart from node scripts) and runs
-// it in the global scope. A syntax error is thrown to the script as a
-// SyntaxError.
-func (c *call) runCode(name, src string) goja.Value {
-	c.checkStop()
-	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) {
-		if _, err := jsscan.Code(src); err != nil {
-			return nil, scanError(name, err)
+// guardBigInt installs the helper that rewritten BigInt operators call
+// (package bigop) and bounds the BigInt built-ins whose work a count sets:
+// BigInt of a long string (parsed in time that grows with the square of
+// its digits), BigInt.asIntN and asUintN (which build 2 to the power of
+// their first argument).
+func (c *call) guardBigInt() {
+	refuse := func() { c.abort(c.limitError(sandbox.LimitMemory)) }
+	maxBits := func() int64 { return bigop.MaxBits(c.budget()) }
+	h, err := bigop.Install(c.vm, maxBits, refuse)
+	if err != nil {
+		panic(err) // a bug: the helper is fixed source
+	}
+	c.guards[2] = h
+	_ = c.vm.GlobalObject().DefineDataProperty(bigop.Global, h, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	c.wrapConstructor("BigInt", func(args []goja.Value) {
+		if len(args) > 0 {
+			if s, ok := args[0].(goja.String); ok && int64(s.Length()) > maxBits()/4 {
+				refuse()
+			}
 		}
-		return compileCode(name, src)
 	})
-	if errors.As(err, new(*jsscan.Error)) {
-		c.refuseSource("code made at run time", err)
-	}
-	if err != nil {
-		panic(c.syntaxError(err.Error()))
-	}
-	c.ranCode = true
-	v, err := c.vm.RunProgram(comp.prog)
-	rethrow(err)
-	return v
-}
-
-// makeFunction is new Function(p1, ..., body).
-func (c *call) makeFunction(args []goja.Value) goja.Value {
-	params := make([]string, 0, len(args))
-	body := ""
-	for i, a := range args {
-		s := c.toStr(a).String()
-		if i == len(args)-1 {
-			body = s
-		} else {
-			params = append(params, s)
+	bits := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		if fc.Argument(0).ToFloat() > float64(maxBits()) {
+			refuse()
 		}
+		return callOrig(orig, fc.This, fc.Arguments...)
 	}
-	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
-	return c.runCode("anonymous", src)
-}
-
-func (c *call) syntaxError(msg string) *goja.Object {
-	ctor, _ := c.vm.Get("SyntaxError").(*goja.Object)
-	if ctor == nil {
-		return c.vm.NewTypeError(msg)
-	}
-	o, err := c.vm.New(ctor, c.vm.ToValue(msg))
-	if err != nil {
-		return c.vm.NewTypeError(msg)
-	}
-	return o
+	c.wrap(c.object("BigInt"), "asIntN", bits)
+	c.wrap(c.object("BigInt"), "asUintN", bits)
 }

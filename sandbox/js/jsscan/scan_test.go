@@ -42,7 +42,7 @@ func TestScanRefusesDeepNesting(t *testing.T) {
 		"new": strings.Repeat("new ", n) + "a", "templates": strings.Repeat("`${", n) + strings.Repeat("}`", n),
 		"if": strings.Repeat("if(a)", n) + "b", "else if": "if(a);" + strings.Repeat("else if(a);", n),
 		"else if blocks": "if (a) {} " + strings.Repeat("else if (b) {} ", n),
-		"blocks": strings.Repeat("{", n) + strings.Repeat("}", n), "labels": strings.Repeat("l:", n) + "b",
+		"blocks":         strings.Repeat("{", n) + strings.Repeat("}", n), "labels": strings.Repeat("l:", n) + "b",
 		"regexp groups": "\n\nx = /" + strings.Repeat("(", n) + "/",
 	} {
 		_, err := jsscan.Script(src)
