@@ -69,6 +69,9 @@ type call struct {
 	// the global scope: a let, const or class it declared stays in the VM,
 	// beyond the global object, so the VM must not run another call.
 	ranCode bool
+	// bigOK is set while the call's program may make BigInts
+	// (compiled.bigint, guard.go's bigSource).
+	bigOK bool
 	// broken is set when the script engine failed: the VM is not reused.
 	broken bool
 	// symbolKeyBytes counts the keys the VM's calls gave Symbol.for: past

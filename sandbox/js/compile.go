@@ -46,6 +46,9 @@ type compiled struct {
 	// sharedGlobal is set for a node script that cannot reach its global
 	// object (needsOwnGlobal), which may then run with a shared one.
 	sharedGlobal bool
+	// bigint: the program can make a BigInt (jsscan.Info); its BigInt
+	// operators are bounded (bigop) and its calls may make BigInts.
+	bigint bool
 	// varsByName is set for an expression that cannot reach its global
 	// object (needsOwnGlobal): it sees a var only by naming it, so only
 	// the vars it names are made for it.
@@ -55,7 +58,8 @@ type compiled struct {
 // compileScript parses a node script as a function body, guards it and
 // compiles it. Errors are of kind Validation.
 func compileScript(name, source string) (*compiled, error) {
-	if _, err := jsscan.Script(source); err != nil {
+	info, err := jsscan.Script(source)
+	if err != nil {
 		return nil, scanError(name, err)
 	}
 	prg, err := parse(name, scriptPrefix+source+scriptSuffix)
@@ -65,7 +69,7 @@ func compileScript(name, source string) (*compiled, error) {
 	if !isWrappedFunction(prg) {
 		return nil, fault.New(fault.Validation, "compile "+name, "the script is not a function body (unbalanced braces?)")
 	}
-	comp, err := compileAST(name, prg)
+	comp, err := compileAST(name, prg, info.BigInt)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +79,8 @@ func compileScript(name, source string) (*compiled, error) {
 
 // compileExpr parses a single expression, guards it and compiles it.
 func compileExpr(name, expr string) (*compiled, error) {
-	if _, err := jsscan.Expr(expr); err != nil {
+	info, err := jsscan.Expr(expr)
+	if err != nil {
 		return nil, scanError(name, err)
 	}
 	prg, err := parse(name, "("+expr+"\n)")
@@ -88,7 +93,7 @@ func compileExpr(name, expr string) (*compiled, error) {
 	if _, ok := prg.Body[0].(*ast.ExpressionStatement); !ok {
 		return nil, fault.New(fault.Validation, "compile "+name, "not a single expression")
 	}
-	comp, err := compileAST(name, prg)
+	comp, err := compileAST(name, prg, info.BigInt)
 	if err != nil {
 		return nil, err
 	}
@@ -96,18 +101,21 @@ func compileExpr(name, expr string) (*compiled, error) {
 	return comp, nil
 }
 
-// compileCode compiles code for eval and the Function constructor (the
-// caller scans it first).
-func compileCode(name, src string) (*compiled, error) {
+// compileCode compiles code for eval and Function, scanned for info. Its
+// BigInt operators are always bounded: it runs in calls of either kind.
+func compileCode(name, src string, info jsscan.Info) (*compiled, error) {
 	prg, err := parse(name, src)
 	if err != nil {
 		return nil, err
 	}
-	return compileAST(name, prg)
+	comp, err := compileAST(name, prg, true)
+	if comp != nil {
+		comp.bigint = info.BigInt
+	}
+	return comp, err
 }
 
-// scanError is the Validation error of a source the scan refused (package
-// jsscan: a Go stack overflow in goja's parser would end the process).
+// scanError is the Validation error of a source package jsscan refused.
 func scanError(name string, err error) error {
 	return fault.Wrap(fault.Validation, err, "compile "+name, "")
 }
@@ -134,8 +142,8 @@ func isWrappedFunction(prg *ast.Program) bool {
 	return ok
 }
 
-func compileAST(name string, prg *ast.Program) (*compiled, error) {
-	if err := bigop.Rewrite(prg); err != nil {
+func compileAST(name string, prg *ast.Program, bigint bool) (*compiled, error) {
+	if err := bigop.Rewrite(prg, bigint); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
 	g := &astGuard{seen: map[any]bool{}, idents: map[string]bool{}, guarded: map[*ast.ObjectPattern]bool{}}
@@ -149,7 +157,7 @@ func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
-	out := &compiled{prog: p}
+	out := &compiled{prog: p, bigint: bigint}
 	for id := range g.idents {
 		if id != spreadGuard && id != arraySpreadGuard && id != bigop.Global {
 			out.idents = append(out.idents, id)
@@ -332,16 +340,20 @@ func guardCallOf(guard string, e ast.Expression) ast.Expression {
 func (c *call) runCode(name, src string) goja.Value {
 	c.checkStop()
 	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) {
-		if _, err := jsscan.Code(src); err != nil {
+		info, err := jsscan.Code(src)
+		if err != nil {
 			return nil, scanError(name, err)
 		}
-		return compileCode(name, src)
+		return compileCode(name, src, info)
 	})
 	if errors.As(err, new(*jsscan.Error)) {
 		c.refuseSource("code made at run time", err)
 	}
 	if err != nil {
 		panic(c.syntaxError(err.Error()))
+	}
+	if comp.bigint {
+		c.bigSource()
 	}
 	c.ranCode = true
 	v, err := c.vm.RunProgram(comp.prog)
@@ -369,17 +381,6 @@ func (c *call) syntaxError(msg string) *goja.Object {
 		}
 	}
 	return c.vm.NewTypeError(msg)
-}
-
-// refuseSource stops the call with a Validation error: the scan refused
-// a source (code made at run time, a regular expression) that would take
-// goja or regexp2 too deep. It names where the script made it.
-func (c *call) refuseSource(what string, err error) {
-	at := ""
-	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
-		at = " at " + c.position(fs[0])
-	}
-	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
 }
 
 // programCache keeps compiled programs by their kind, name and source,

@@ -326,6 +326,17 @@ func (c *call) typedJoin(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	return callOrig(orig, fc.This, fc.Arguments...)
 }
 
+// refuseSource stops the call with a Validation error: the scan refused
+// a source (code made at run time, a regular expression) that would take
+// goja or regexp2 too deep. It names where the script made it.
+func (c *call) refuseSource(what string, err error) {
+	at := ""
+	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
+		at = " at " + c.position(fs[0])
+	}
+	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
+}
+
 // checkPattern refuses a regular expression made from v (new RegExp(v),
 // "s".match(v)) when its pattern is too large or nests too deep for
 // regexp2, whose compiler recurses once per group.
@@ -440,13 +451,24 @@ func (c *call) guardBigInt() {
 	c.guards[2] = h
 	_ = c.vm.GlobalObject().DefineDataProperty(bigop.Global, h, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	c.wrapConstructor("BigInt", func(args []goja.Value) {
+		c.bigSource()
 		if len(args) > 0 {
 			if s, ok := args[0].(goja.String); ok && int64(s.Length()) > maxBits()/4 {
 				refuse()
 			}
 		}
 	})
+	sources := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.bigSource()
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	for _, name := range []string{"BigInt64Array", "BigUint64Array"} {
+		c.wrapConstructor(name, func([]goja.Value) { c.bigSource() })
+	}
+	c.wrap(c.object("DataView", "prototype"), "getBigInt64", sources)
+	c.wrap(c.object("DataView", "prototype"), "getBigUint64", sources)
 	bits := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.bigSource()
 		if fc.Argument(0).ToFloat() > float64(maxBits()) {
 			refuse()
 		}
@@ -454,4 +476,15 @@ func (c *call) guardBigInt() {
 	}
 	c.wrap(c.object("BigInt"), "asIntN", bits)
 	c.wrap(c.object("BigInt"), "asUintN", bits)
+}
+
+// bigSource throws a TypeError unless the running call may make BigInts:
+// only a program that names BigInt or holds a BigInt literal
+// (compiled.bigint) is compiled with its BigInt operators bounded, so a
+// call of another makes none, and no BigInt reaches its operators.
+func (c *call) bigSource() {
+	if !c.bigOK {
+		panic(c.vm.NewTypeError("BigInt is available to a script or expression that names BigInt or " +
+			"holds a BigInt literal (see docs/sandbox.md)"))
+	}
 }

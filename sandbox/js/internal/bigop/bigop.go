@@ -52,8 +52,12 @@ var ErrTarget = errors.New("a compound assignment (*=, **=, <<=, >>=) to a priva
 
 var fileType = reflect.TypeOf((*file.File)(nil))
 
-// Rewrite replaces the operators of the package doc in prg.
-func Rewrite(prg *ast.Program) error {
+// Rewrite replaces the operators of the package doc in prg, when bigint
+// is set (a program that cannot make a BigInt is left as it is).
+func Rewrite(prg *ast.Program, bigint bool) error {
+	if !bigint {
+		return nil
+	}
 	return walk(reflect.ValueOf(prg), map[any]bool{})
 }
 
