@@ -135,3 +135,78 @@ func TestSourceTooDeep(t *testing.T) {
 		})
 	}
 }
+
+// stepAttack is a script whose one native step would build far more than
+// its inputs, or run far longer than its wall time: a BigInt operator or
+// a built-in driven by a count the script sets.
+type stepAttack struct {
+	name, src string
+}
+
+func stepAttacks() []stepAttack {
+	return []stepAttack{
+		{name: "BigInt shift", src: `1n << (2n ** 34n)`},
+		{name: "BigInt power", src: `7n ** 80000000n`},
+		{name: "BigInt squaring", src: `let x = 3n; for (;;) x *= x`},
+		{name: "BigInt shift right by a negative count", src: `1n >> -(2n ** 34n)`},
+		{name: "BigInt compound power", src: `const o = {v: 7n}; o["v"] **= 80000000n`},
+		{name: "BigInt compound shift", src: `let v = 1n; v <<= 2n ** 34n`},
+		{name: "BigInt.asUintN", src: `BigInt.asUintN(2 ** 34, -1n)`},
+		{name: "BigInt of a long string", src: `BigInt("9".repeat(1 << 22))`},
+		{name: "BigInt reached by a key built at run time", src: `// BigInt
+			const B = globalThis["Big" + "Int"]; B(7) ** B(80000000)`},
+		{name: "String.raw of a huge length", src: `String.raw({raw: {length: 1e9}})`},
+		{name: "String.raw of a repeated string", src: `String.raw({raw: Array(4096).fill("x".repeat(1 << 20))})`},
+		{name: "normalize", src: `"\uFDFA".repeat(1 << 20).normalize("NFKD")`},
+	}
+}
+
+// Each native step that would build far more than its inputs is refused
+// before it runs: the call ends with a memory_bytes LimitError, the
+// process lives (each case runs in a child: unguarded, a case allocates
+// gigabytes or runs for most of a minute), its peak RSS stays bounded,
+// and the next call on the same runtime succeeds.
+func TestNativeStepsBounded(t *testing.T) {
+	for _, a := range stepAttacks() {
+		t.Run(a.name, func(t *testing.T) {
+			if !inChild(t) {
+				return
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 3 * time.Second}})
+			require.NoError(t, err)
+			defer rt.Close()
+			resetPeak()
+			err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+				Script: sandbox.Script{Source: a.src}}, agent.NewBoard())
+			sandboxtest.RequireLimit(t, err, sandbox.LimitMemory, "attacker")
+			_, peak := rss()
+			assert.Less(t, peak, int64(rssBound), "peak RSS")
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", String(3n ** 40n) + String.raw` + "`a${1}b`" + `)`}}, next))
+			assert.Equal(t, "12157665459056928801a1b", next.Vars["ok"])
+		})
+	}
+}
+
+// A program that neither names BigInt nor holds a BigInt literal runs
+// with its operators as they are, and cannot make a BigInt at all: the
+// sources throw a TypeError the script can catch.
+func TestBigIntOnlyWhereNamed(t *testing.T) {
+	rt, err := js.New(js.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	b := agent.NewBoard()
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
+		const out = [];
+		const k = "Big" + "Int";
+		for (const f of [() => globalThis[k](1), () => new globalThis[k + "64Array"](1), () => eval("1n"),
+			() => Function("return 2n")()]) {
+			try { f(); out.push("made") } catch (e) { out.push(e.name) }
+		}
+		board.setVar("out", out)`}}, b))
+	assert.Equal(t, []any{"TypeError", "TypeError", "TypeError", "TypeError"}, b.Vars["out"])
+	v, err := rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: `String(2n ** 64n)`})
+	require.NoError(t, err)
+	assert.Equal(t, "18446744073709551616", v)
+}
