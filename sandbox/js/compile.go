@@ -77,6 +77,13 @@ func compileScript(name, source string) (*compiled, error) {
 	return comp, nil
 }
 
+// CheckScript compiles source as Invoke compiles a node script, and runs
+// nothing: nil, or the Validation error naming the line (corral validate).
+func CheckScript(source string) error { _, err := compileScript("script", source); return err }
+
+// CheckExpr is CheckScript for a graph condition or expression (Eval).
+func CheckExpr(expr string) error { _, err := compileExpr("expression", expr); return err }
+
 // compileExpr parses a single expression, guards it and compiles it.
 func compileExpr(name, expr string) (*compiled, error) {
 	info, err := jsscan.Expr(expr)
@@ -128,18 +135,6 @@ func parse(name, src string) (*ast.Program, error) {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
 	return prg, nil
-}
-
-func isWrappedFunction(prg *ast.Program) bool {
-	if len(prg.Body) != 1 {
-		return false
-	}
-	st, ok := prg.Body[0].(*ast.ExpressionStatement)
-	if !ok {
-		return false
-	}
-	_, ok = st.Expression.(*ast.FunctionLiteral)
-	return ok
 }
 
 func compileAST(name string, prg *ast.Program, bigint bool) (*compiled, error) {

@@ -212,3 +212,16 @@ func TestBigIntOnlyWhereNamed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "18446744073709551616", v)
 }
+
+// CheckScript and CheckExpr compile as Invoke and Eval do, running
+// nothing: what corral validate calls.
+func TestCheckScriptAndExpr(t *testing.T) {
+	require.NoError(t, js.CheckScript(`board.setVar("a", 2n ** 3n > 1n)`))
+	err := js.CheckScript("x = 1\n" + deep("(", "1", ")", 2000))
+	sandboxtest.RequireKind(t, err, fault.Validation)
+	assert.Contains(t, err.Error(), "line 2")
+	sandboxtest.RequireKind(t, js.CheckScript(`with (a) {}`), fault.Validation)
+	require.NoError(t, js.CheckExpr(`tool_pending == true && count > 2`))
+	sandboxtest.RequireKind(t, js.CheckExpr(`a); (b`), fault.Validation)
+	sandboxtest.RequireKind(t, js.CheckExpr(deep("[", "", "]", 2000)), fault.Validation)
+}
