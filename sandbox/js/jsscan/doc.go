@@ -19,7 +19,11 @@
 // parser recurse instead of loop — assignment operators (a = b = c), ?,
 // =>, **, prefix operators (! ~ + - ++ -- typeof void delete new await
 // yield ...), labels — and each statement head whose body is a statement
-// (if, else, for, while, with, do). A chain ends where its expression
+// (if, else, for, while, with, do). The parser loops over a chain of
+// binary operators (a + b + c), of members (a.b.c) and of calls (f()()),
+// but it builds a syntax tree as deep as the chain, which goja's compiler
+// descends recursively: each binary operator, dot, call, index and
+// tagged template counts as a level too. A chain ends where its expression
 // does: at ; or , and where one operand follows another (a line break
 // that ends a statement); a run of else-if keeps counting until the if
 // statement ends. A regular expression literal's groups count on top of

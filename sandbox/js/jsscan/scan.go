@@ -282,9 +282,7 @@ func (s *scanner) token() {
 		s.str(c)
 		s.prev = pOperand
 	case c == '`':
-		if s.prev != pOperand && s.prev != pPostfix {
-			s.operandStart()
-		}
+		s.member()
 		s.i++
 		s.template()
 	case isDigit(c) || (c == '.' && isDigit(s.at(s.i+1))):

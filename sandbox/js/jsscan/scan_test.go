@@ -44,6 +44,10 @@ func TestScanRefusesDeepNesting(t *testing.T) {
 		"else if blocks": "if (a) {} " + strings.Repeat("else if (b) {} ", n),
 		"blocks":         strings.Repeat("{", n) + strings.Repeat("}", n), "labels": strings.Repeat("l:", n) + "b",
 		"regexp groups": "\n\nx = /" + strings.Repeat("(", n) + "/",
+		"sums":          strings.Repeat("a+", n) + "a", "members": "a" + strings.Repeat(".b", n),
+		"calls": "f" + strings.Repeat("()", n), "indexes": "a" + strings.Repeat("[0]", n),
+		"comparisons": strings.Repeat("a<", n) + "a", "nullish": strings.Repeat("a??", n) + "a",
+		"tagged templates": "f" + strings.Repeat("``", n), "in": strings.Repeat("a in ", n) + "b",
 	} {
 		_, err := jsscan.Script(src)
 		var se *jsscan.Error

@@ -42,6 +42,7 @@ func (s *scanner) word() {
 func (s *scanner) keyword(w string) {
 	switch w {
 	case "in", "instanceof":
+		s.chain()
 		s.prev = pOp
 		return
 	case "else":
@@ -129,14 +130,17 @@ func (s *scanner) punct(c byte) {
 		s.prev = pOp
 	case strings.HasPrefix(rest, "?.") && !isDigit(s.at(s.i+2)):
 		s.i += 2
+		s.chain()
 		s.prev = pDot
 	case strings.HasPrefix(rest, "++"), strings.HasPrefix(rest, "--"):
 		s.incDec()
 	case strings.HasPrefix(rest, "==="), strings.HasPrefix(rest, "!=="), strings.HasPrefix(rest, ">>>"):
 		s.i += 3
+		s.chain()
 		s.prev = pOp
 	case hasAny(rest, "==", "!=", "<=", ">=", "&&", "||", "??", "<<", ">>"):
 		s.i += 2
+		s.chain()
 		s.prev = pOp
 	default:
 		s.i++
@@ -162,6 +166,7 @@ func (s *scanner) incDec() {
 func (s *scanner) single(c byte) {
 	switch c {
 	case '(':
+		s.member()
 		l := level{kind: '(', ctrl: s.pendingCtrl, fn: s.pendingFunc}
 		s.pendingCtrl, s.pendingFunc = false, 0
 		s.push(l)
@@ -181,6 +186,7 @@ func (s *scanner) single(c byte) {
 			s.prev = pOperand
 		}
 	case '[':
+		s.member()
 		s.push(level{kind: '['})
 		s.prev = pOp
 	case ']':
@@ -204,6 +210,7 @@ func (s *scanner) single(c byte) {
 	case ':':
 		s.colon()
 	case '.':
+		s.chain()
 		s.prev = pDot
 	case '=':
 		s.chain()
@@ -212,13 +219,18 @@ func (s *scanner) single(c byte) {
 		s.operandStart()
 		s.chain()
 		s.prev = pOp
-	case '+', '-':
-		if s.prev != pOperand && s.prev != pPostfix {
-			s.chain()
-		}
+	default: // a binary operator, or + - as a prefix: each makes a level
+		s.chain()
 		s.prev = pOp
-	default:
-		s.prev = pOp
+	}
+}
+
+// member counts a call, an index or a tagged template: after an operand,
+// each makes a level of the syntax tree (f()()(), a[0][0]), which goja's
+// compiler descends recursively.
+func (s *scanner) member() {
+	if s.prev == pOperand || s.prev == pPostfix {
+		s.chain()
 	}
 }
 
