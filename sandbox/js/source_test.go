@@ -85,6 +85,10 @@ func sourceAttacks() []sourceAttack {
 		{name: "new chain in a script", script: deep("new ", "a", "", n*4)},
 		{name: "else-if chain in a script", script: "if(a);" + deep("else if(a);", "", "", n)},
 		{name: "blocks in a script", script: deep("{", "", "}", n*4)},
+		{name: "a sum in a script", script: "x = " + deep("a+", "a", "", n*2)},
+		{name: "a member chain in a script", script: "x = a" + deep(".b", "", "", n*2)},
+		{name: "a call chain in a script", script: "f" + deep("()", "", "", n*2)},
+		{name: "a sum in a condition", expr: deep("a+", "a", "", n*2)},
 		{name: "parentheses in a condition", expr: deep("(", "1", ")", n)},
 		{name: "conditional chain in a condition", expr: deep("a?b:", "1", "", n)},
 		{name: "parentheses passed to eval", script: `eval("(".repeat(` + itoa(n) + `) + "1" + ")".repeat(` + itoa(n) + `))`},
@@ -224,4 +228,23 @@ func TestCheckScriptAndExpr(t *testing.T) {
 	require.NoError(t, js.CheckExpr(`tool_pending == true && count > 2`))
 	sandboxtest.RequireKind(t, js.CheckExpr(`a); (b`), fault.Validation)
 	sandboxtest.RequireKind(t, js.CheckExpr(deep("[", "", "]", 2000)), fault.Validation)
+}
+
+// A chain of logical operators that starts with a constant, which goja's
+// compiler folds in time that doubles with each link (64 links did not
+// end in ten minutes), is refused with a Validation error naming the node:
+// inline, and made at run time.
+func TestConstantChainsRefused(t *testing.T) {
+	rt, err := js.New(js.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "folder",
+		Script: sandbox.Script{Source: "x = " + deep("0&&", "0", "", 64)}}, agent.NewBoard())
+	sandboxtest.RequireKind(t, err, fault.Validation)
+	assert.Contains(t, err.Error(), `"folder"`)
+	_, err = rt.Eval(context.Background(), sandbox.Evaluation{Node: "edge", Expr: deep("1||", "0", "", 64)})
+	sandboxtest.RequireKind(t, err, fault.Validation)
+	err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "folder",
+		Script: sandbox.Script{Source: `try { eval("0??".repeat(64) + "0") } catch (e) { board.setVar("e", e.name) }`}}, agent.NewBoard())
+	require.NoError(t, err, "a syntax error of eval the script may catch")
 }
