@@ -34,9 +34,10 @@ type call struct {
 	uses     int
 	// funcs are the functions of the scripts the VM ran (scriptFunc).
 	funcs map[*compiled]goja.Callable
-	// guards are the spread guards (spreadGuard, arraySpreadGuard), which
-	// every global object of the VM holds.
-	guards [2]goja.Value
+	// guards are the spread guards (spreadGuard, arraySpreadGuard) and the
+	// BigInt helper (bigop.Global), which every global object of the VM
+	// holds.
+	guards [3]goja.Value
 	// scripts are the node scripts the VM ran, by where their strings are
 	// (realmFor): found without the runtime's cache and its lock.
 	scripts map[sourceIdentity]vmScript
@@ -68,6 +69,9 @@ type call struct {
 	// the global scope: a let, const or class it declared stays in the VM,
 	// beyond the global object, so the VM must not run another call.
 	ranCode bool
+	// bigOK is set while the call's program may make BigInts
+	// (compiled.bigint, guard.go's bigSource).
+	bigOK bool
 	// broken is set when the script engine failed: the VM is not reused.
 	broken bool
 	// symbolKeyBytes counts the keys the VM's calls gave Symbol.for: past

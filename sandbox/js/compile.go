@@ -4,10 +4,14 @@ import (
 	"container/list"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
+	"github.com/corral-rt/corral/sandbox/js/internal/fold"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
@@ -43,6 +47,9 @@ type compiled struct {
 	// sharedGlobal is set for a node script that cannot reach its global
 	// object (needsOwnGlobal), which may then run with a shared one.
 	sharedGlobal bool
+	// bigint: the program can make a BigInt (jsscan.Info); its BigInt
+	// operators are bounded (bigop) and its calls may make BigInts.
+	bigint bool
 	// varsByName is set for an expression that cannot reach its global
 	// object (needsOwnGlobal): it sees a var only by naming it, so only
 	// the vars it names are made for it.
@@ -52,6 +59,10 @@ type compiled struct {
 // compileScript parses a node script as a function body, guards it and
 // compiles it. Errors are of kind Validation.
 func compileScript(name, source string) (*compiled, error) {
+	info, err := jsscan.Script(source)
+	if err != nil {
+		return nil, scanError(name, err)
+	}
 	prg, err := parse(name, scriptPrefix+source+scriptSuffix)
 	if err != nil {
 		return nil, err
@@ -59,7 +70,7 @@ func compileScript(name, source string) (*compiled, error) {
 	if !isWrappedFunction(prg) {
 		return nil, fault.New(fault.Validation, "compile "+name, "the script is not a function body (unbalanced braces?)")
 	}
-	comp, err := compileAST(name, prg)
+	comp, err := compileAST(name, prg, info.BigInt)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +78,19 @@ func compileScript(name, source string) (*compiled, error) {
 	return comp, nil
 }
 
+// CheckScript compiles source as Invoke compiles a node script, and runs
+// nothing: nil, or the Validation error naming the line (corral validate).
+func CheckScript(source string) error { _, err := compileScript("script", source); return err }
+
+// CheckExpr is CheckScript for a graph condition or expression (Eval).
+func CheckExpr(expr string) error { _, err := compileExpr("expression", expr); return err }
+
 // compileExpr parses a single expression, guards it and compiles it.
 func compileExpr(name, expr string) (*compiled, error) {
+	info, err := jsscan.Expr(expr)
+	if err != nil {
+		return nil, scanError(name, err)
+	}
 	prg, err := parse(name, "("+expr+"\n)")
 	if err != nil {
 		return nil, err
@@ -79,7 +101,7 @@ func compileExpr(name, expr string) (*compiled, error) {
 	if _, ok := prg.Body[0].(*ast.ExpressionStatement); !ok {
 		return nil, fault.New(fault.Validation, "compile "+name, "not a single expression")
 	}
-	comp, err := compileAST(name, prg)
+	comp, err := compileAST(name, prg, info.BigInt)
 	if err != nil {
 		return nil, err
 	}
@@ -87,13 +109,23 @@ func compileExpr(name, expr string) (*compiled, error) {
 	return comp, nil
 }
 
-// compileCode compiles code for eval and the Function constructor.
-func compileCode(name, src string) (*compiled, error) {
+// compileCode compiles code for eval and Function, scanned for info. Its
+// BigInt operators are always bounded: it runs in calls of either kind.
+func compileCode(name, src string, info jsscan.Info) (*compiled, error) {
 	prg, err := parse(name, src)
 	if err != nil {
 		return nil, err
 	}
-	return compileAST(name, prg)
+	comp, err := compileAST(name, prg, true)
+	if comp != nil {
+		comp.bigint = info.BigInt
+	}
+	return comp, err
+}
+
+// scanError is the Validation error of a source package jsscan refused.
+func scanError(name string, err error) error {
+	return fault.Wrap(fault.Validation, err, "compile "+name, "")
 }
 
 func parse(name, src string) (*ast.Program, error) {
@@ -106,19 +138,10 @@ func parse(name, src string) (*ast.Program, error) {
 	return prg, nil
 }
 
-func isWrappedFunction(prg *ast.Program) bool {
-	if len(prg.Body) != 1 {
-		return false
+func compileAST(name string, prg *ast.Program, bigint bool) (*compiled, error) {
+	if err := errors.Join(fold.Check(prg), bigop.Rewrite(prg, bigint)); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
-	st, ok := prg.Body[0].(*ast.ExpressionStatement)
-	if !ok {
-		return false
-	}
-	_, ok = st.Expression.(*ast.FunctionLiteral)
-	return ok
-}
-
-func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	g := &astGuard{seen: map[any]bool{}, idents: map[string]bool{}, guarded: map[*ast.ObjectPattern]bool{}}
 	if err := g.walk(reflect.ValueOf(prg)); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
@@ -130,9 +153,9 @@ func compileAST(name string, prg *ast.Program) (*compiled, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
-	out := &compiled{prog: p}
+	out := &compiled{prog: p, bigint: bigint}
 	for id := range g.idents {
-		if id != spreadGuard && id != arraySpreadGuard {
+		if id != spreadGuard && id != arraySpreadGuard && id != bigop.Global {
 			out.idents = append(out.idents, id)
 		}
 	}
@@ -305,6 +328,55 @@ func guardCallOf(guard string, e ast.Expression) ast.Expression {
 		ArgumentList:     []ast.Expression{e},
 		RightParenthesis: e.Idx1(),
 	}
+}
+
+// runCode compiles src (guarded, cached apart from node scripts) and runs
+// it in the global scope. A syntax error is thrown to the script as a
+// SyntaxError.
+func (c *call) runCode(name, src string) goja.Value {
+	c.checkStop()
+	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) {
+		info, err := jsscan.Code(src)
+		if err != nil {
+			return nil, scanError(name, err)
+		}
+		return compileCode(name, src, info)
+	})
+	if errors.As(err, new(*jsscan.Error)) {
+		c.refuseSource("code made at run time", err)
+	}
+	if err != nil {
+		panic(c.syntaxError(err.Error()))
+	}
+	if comp.bigint {
+		c.bigSource()
+	}
+	c.ranCode = true
+	v, err := c.vm.RunProgram(comp.prog)
+	rethrow(err)
+	return v
+}
+
+// makeFunction is new Function(p1, ..., body).
+func (c *call) makeFunction(args []goja.Value) goja.Value {
+	params, body := make([]string, len(args)), ""
+	for i, a := range args {
+		params[i] = c.toStr(a).String()
+	}
+	if len(params) > 0 {
+		body, params = params[len(params)-1], params[:len(params)-1]
+	}
+	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
+	return c.runCode("anonymous", src)
+}
+
+func (c *call) syntaxError(msg string) *goja.Object {
+	if ctor, _ := c.vm.Get("SyntaxError").(*goja.Object); ctor != nil {
+		if o, err := c.vm.New(ctor, c.vm.ToValue(msg)); err == nil {
+			return o
+		}
+	}
+	return c.vm.NewTypeError(msg)
 }
 
 // programCache keeps compiled programs by their kind, name and source,

@@ -73,4 +73,11 @@
 // Wall time, stack depth, memory, value size; the host ABI adds events
 // and log bytes. goja has no memory limit of its own: the memory guard is
 // documented, with what it does not hold, in docs/sandbox.md.
+//
+// Every source is scanned before goja parses it (package jsscan: scripts,
+// conditions, code made at run time, regular-expression patterns), so that
+// no input takes goja's or regexp2's recursive parsers deep enough to
+// overflow the Go stack; and in a program that can make a BigInt, the
+// BigInt operators whose result can outgrow their operands are rewritten
+// into calls that check its size first (package internal/bigop).
 package js

@@ -2,11 +2,12 @@ package js
 
 import (
 	"math"
-	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 )
@@ -43,6 +44,7 @@ func (c *call) installGuards() {
 	c.guardJSON()
 	c.guardCode()
 	c.guardSymbolRegistry()
+	c.guardBigInt()
 }
 
 // wrap replaces the method name of obj with g (the property keeps its
@@ -263,6 +265,7 @@ func (c *call) ownGlobal(proto *goja.Object) *goja.Object {
 	global := c.vm.CreateObject(proto)
 	_ = global.DefineDataProperty(spreadGuard, c.guards[0], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	_ = global.DefineDataProperty(arraySpreadGuard, c.guards[1], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	_ = global.DefineDataProperty(bigop.Global, c.guards[2], goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 	c.vm.SetGlobalObject(global)
 	return global
 }
@@ -323,6 +326,32 @@ func (c *call) typedJoin(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	return callOrig(orig, fc.This, fc.Arguments...)
 }
 
+// refuseSource stops the call with a Validation error: the scan refused
+// a source (code made at run time, a regular expression) that would take
+// goja or regexp2 too deep. It names where the script made it.
+func (c *call) refuseSource(what string, err error) {
+	at := ""
+	if fs := c.vm.CaptureCallStack(1, nil); len(fs) > 0 {
+		at = " at " + c.position(fs[0])
+	}
+	c.abort(fault.Wrap(fault.Validation, err, c.op.String(), "%s%s", what, at))
+}
+
+// checkPattern refuses a regular expression made from v (new RegExp(v),
+// "s".match(v)) when its pattern is too large or nests too deep for
+// regexp2, whose compiler recurses once per group.
+func (c *call) checkPattern(v goja.Value) {
+	if isNullish(v) {
+		return
+	}
+	if o, ok := v.(*goja.Object); ok && o.ClassName() == "RegExp" {
+		return // checked when it was made
+	}
+	if err := jsscan.Pattern(c.toStr(v).String()); err != nil {
+		c.refuseSource("a regular expression", err)
+	}
+}
+
 // guardRegexp routes every regular-expression operation through a guarded
 // exec or test (replacing exec turns off the engine's shortcuts, which do
 // not call it). A match of a backtracking pattern that ran past
@@ -332,6 +361,24 @@ func (c *call) guardRegexp() {
 	proto := c.object("RegExp", "prototype")
 	for _, name := range []string{"exec", "test"} {
 		c.wrap(proto, name, c.timedMatch)
+	}
+	c.wrap(proto, "compile", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.checkPattern(fc.Argument(0))
+		return callOrig(orig, fc.This, fc.Arguments...)
+	})
+	c.wrapConstructor("RegExp", func(args []goja.Value) {
+		if len(args) > 0 {
+			c.checkPattern(args[0])
+		}
+	})
+	// These make a regular expression of a string argument.
+	for _, name := range []string{"match", "matchAll", "search"} {
+		c.wrap(c.object("String", "prototype"), name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			if !hasMethod(fc.Argument(0), goja.SymMatch) {
+				c.checkPattern(fc.Argument(0))
+			}
+			return callOrig(orig, fc.This, fc.Arguments...)
+		})
 	}
 }
 
@@ -389,45 +436,55 @@ func (c *call) refuseDynamicKinds() {
 	}
 }
 
-// runCode compiles src (guarded, cached apart from node scripts) and runs
-// it in the global scope. A syntax error is thrown to the script as a
-// SyntaxError.
-func (c *call) runCode(name, src string) goja.Value {
-	c.checkStop()
-	comp, err := c.rt.programs.get(cacheKey(keyCode, name, src), func() (*compiled, error) { return compileCode(name, src) })
+// guardBigInt installs the helper that rewritten BigInt operators call
+// (package bigop) and bounds the BigInt built-ins whose work a count sets:
+// BigInt of a long string (parsed in time that grows with the square of
+// its digits), BigInt.asIntN and asUintN (which build 2 to the power of
+// their first argument).
+func (c *call) guardBigInt() {
+	refuse := func() { c.abort(c.limitError(sandbox.LimitMemory)) }
+	maxBits := func() int64 { return bigop.MaxBits(c.budget()) }
+	h, err := bigop.Install(c.vm, maxBits, refuse)
 	if err != nil {
-		panic(c.syntaxError(err.Error()))
+		panic(err) // a bug: the helper is fixed source
 	}
-	c.ranCode = true
-	v, err := c.vm.RunProgram(comp.prog)
-	rethrow(err)
-	return v
-}
-
-// makeFunction is new Function(p1, ..., body).
-func (c *call) makeFunction(args []goja.Value) goja.Value {
-	params := make([]string, 0, len(args))
-	body := ""
-	for i, a := range args {
-		s := c.toStr(a).String()
-		if i == len(args)-1 {
-			body = s
-		} else {
-			params = append(params, s)
+	c.guards[2] = h
+	_ = c.vm.GlobalObject().DefineDataProperty(bigop.Global, h, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	c.wrapConstructor("BigInt", func(args []goja.Value) {
+		c.bigSource()
+		if len(args) > 0 {
+			if s, ok := args[0].(goja.String); ok && int64(s.Length()) > maxBits()/4 {
+				refuse()
+			}
 		}
+	})
+	sources := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.bigSource()
+		return callOrig(orig, fc.This, fc.Arguments...)
 	}
-	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
-	return c.runCode("anonymous", src)
+	for _, name := range []string{"BigInt64Array", "BigUint64Array"} {
+		c.wrapConstructor(name, func([]goja.Value) { c.bigSource() })
+	}
+	c.wrap(c.object("DataView", "prototype"), "getBigInt64", sources)
+	c.wrap(c.object("DataView", "prototype"), "getBigUint64", sources)
+	bits := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.bigSource()
+		if fc.Argument(0).ToFloat() > float64(maxBits()) {
+			refuse()
+		}
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	c.wrap(c.object("BigInt"), "asIntN", bits)
+	c.wrap(c.object("BigInt"), "asUintN", bits)
 }
 
-func (c *call) syntaxError(msg string) *goja.Object {
-	ctor, _ := c.vm.Get("SyntaxError").(*goja.Object)
-	if ctor == nil {
-		return c.vm.NewTypeError(msg)
+// bigSource throws a TypeError unless the running call may make BigInts:
+// only a program that names BigInt or holds a BigInt literal
+// (compiled.bigint) is compiled with its BigInt operators bounded, so a
+// call of another makes none, and no BigInt reaches its operators.
+func (c *call) bigSource() {
+	if !c.bigOK {
+		panic(c.vm.NewTypeError("BigInt is available to a script or expression that names BigInt or " +
+			"holds a BigInt literal (see docs/sandbox.md)"))
 	}
-	o, err := c.vm.New(ctor, c.vm.ToValue(msg))
-	if err != nil {
-		return c.vm.NewTypeError(msg)
-	}
-	return o
 }

@@ -23,6 +23,52 @@ func (c *call) guardStrings() {
 	c.wrap(sp, "split", c.split)
 	c.wrap(sp, "replace", c.replace(false))
 	c.wrap(sp, "replaceAll", c.replace(true))
+	// Case mappings and normalization can lengthen a string: at most 3
+	// times (ß to SS, ΐ to three), 4 (NFD) and 18 (NFKD of U+FDFA).
+	for _, name := range []string{"toUpperCase", "toLowerCase", "toLocaleUpperCase", "toLocaleLowerCase", "normalize"} {
+		factor := 3.0
+		if name == "normalize" {
+			factor = 18
+		}
+		c.wrap(sp, name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			if !isNullish(fc.This) {
+				c.need(float64(c.toStr(fc.This).Length()) * factor * bytesPerChar)
+			}
+			return callOrig(orig, fc.This, fc.Arguments...)
+		})
+	}
+	c.wrap(c.object("String"), "raw", c.stringRaw)
+}
+
+// stringRaw is String.raw, written here so that its loop, which a length
+// the script sets drives (String.raw({raw: {length: 1e9}})), stops with
+// the call and its result is counted against the budget as it grows.
+func (c *call) stringRaw(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	cooked := fc.Argument(0)
+	if isNullish(cooked) {
+		return callOrig(orig, fc.This, fc.Arguments...) // the TypeError
+	}
+	rawV := cooked.ToObject(c.vm).Get("raw")
+	if isNullish(rawV) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	raw := rawV.ToObject(c.vm)
+	n := c.arrayLength(raw)
+	var b goja.StringBuilder
+	total := float64(0)
+	for i := int64(0); i < n; i++ {
+		if i&1023 == 1023 {
+			c.checkStop()
+		}
+		part := c.toStr(raw.Get(strconv.FormatInt(i, 10)))
+		if i+1 < n && int(i+1) < len(fc.Arguments) {
+			part = part.Concat(c.toStr(fc.Arguments[i+1]))
+		}
+		total += float64(part.Length())
+		c.need(total * bytesPerChar)
+		b.WriteString(part)
+	}
+	return b.String()
 }
 
 func isNullish(v goja.Value) bool { return v == nil || goja.IsUndefined(v) || goja.IsNull(v) }

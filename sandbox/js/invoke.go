@@ -124,6 +124,7 @@ func (c *call) rememberScript(id sourceIdentity, key programKey, comp *compiled)
 // its prototype object: a script reaches its own function
 // (arguments.callee) and must not leave anything on it.
 func (c *call) scriptFunc(comp *compiled) (goja.Callable, error) {
+	c.bigOK = comp.bigint
 	if f, ok := c.funcs[comp]; ok {
 		return f, nil
 	}
@@ -256,6 +257,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	err = c.run(true, func() {
 		c.defineVars(c.newGlobal(), ev.Vars, comp)
 	}, func() error {
+		c.bigOK = comp.bigint
 		v, err := c.vm.RunProgram(comp.prog)
 		if err != nil {
 			return err

@@ -361,3 +361,17 @@ func asExpression(n ast.Node) ast.Expression {
 	e, _ := n.(ast.Expression)
 	return e
 }
+
+// isWrappedFunction reports whether prg is one function expression: a
+// node script in its wrapper (compileScript).
+func isWrappedFunction(prg *ast.Program) bool {
+	if len(prg.Body) != 1 {
+		return false
+	}
+	st, ok := prg.Body[0].(*ast.ExpressionStatement)
+	if !ok {
+		return false
+	}
+	_, ok = st.Expression.(*ast.FunctionLiteral)
+	return ok
+}

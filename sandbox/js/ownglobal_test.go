@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
 	"github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -204,7 +205,7 @@ func runWithOwnGlobal(t *testing.T, r *Runtime, comp *compiled) (own []string, r
 		return nil, c.ranCode
 	}
 	for _, name := range global.GetOwnPropertyNames() {
-		if name != spreadGuard && name != arraySpreadGuard { // every global object holds them
+		if name != spreadGuard && name != arraySpreadGuard && name != bigop.Global { // every global object holds them
 			own = append(own, name)
 		}
 	}

@@ -1,0 +1,103 @@
+package jsscan_test
+
+import (
+	"errors"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/corral-rt/corral/sandbox/js/internal/fold"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Ordinary code passes: regular expressions and divisions told apart,
+// templates, comments, labels, classes, async functions, chains that end.
+func TestScanAccepts(t *testing.T) {
+	for _, src := range []string{
+		"a = b / c / d", "x = /re(a)[/(]/g.test(s)", "if (a) /x/.test(b)", "function f(){} /x/.test(b)",
+		"x = function(){} / 2", "x = {a: 1} / 2", "`a${b + `c${d}`}e`", "a\n++b", "a++ / 2",
+		"class A { m() { return /a/ } }", "switch (x) { case 1: y = 2; break; default: z }",
+		"async function f() { await g() } /x/", "l: for (;;) break l", "x = a ? b : c",
+		"const {a, b: {c}} = o", "x => ({a})", "o?.a ?? 1", "a?.5:1", "/* c */ // d\n'x\\\ny'",
+		strings.Repeat("a = 1\n", 5000), strings.Repeat("if (a) { b = c = d } else if (e) f()\n", 3000),
+		strings.Repeat("x = y ? z : w;\n", 5000), strings.Repeat("f(a => b => c);\n", 3000),
+	} {
+		_, err := jsscan.Script(src)
+		assert.NoError(t, err, "%.60q", src)
+	}
+}
+
+// Each construct that makes the parser recurse counts as a level: past
+// MaxDepth of any of them the scan refuses, naming the line.
+func TestScanRefusesDeepNesting(t *testing.T) {
+	n := jsscan.MaxDepth + 1
+	for name, src := range map[string]string{
+		"parentheses": strings.Repeat("(", n) + strings.Repeat(")", n),
+		"assignments": strings.Repeat("a=", n) + "1", "conditionals": strings.Repeat("a?b:", n) + "c",
+		"arrows": strings.Repeat("x=>", n) + "1", "exponents": strings.Repeat("2**", n) + "2",
+		"prefix": strings.Repeat("!", n) + "a", "signs": strings.Repeat("- ", n) + "a",
+		"new": strings.Repeat("new ", n) + "a", "templates": strings.Repeat("`${", n) + strings.Repeat("}`", n),
+		"if": strings.Repeat("if(a)", n) + "b", "else if": "if(a);" + strings.Repeat("else if(a);", n),
+		"else if blocks": "if (a) {} " + strings.Repeat("else if (b) {} ", n),
+		"blocks":         strings.Repeat("{", n) + strings.Repeat("}", n), "labels": strings.Repeat("l:", n) + "b",
+		"regexp groups": "\n\nx = /" + strings.Repeat("(", n) + "/",
+		"sums":          strings.Repeat("a+", n) + "a", "members": "a" + strings.Repeat(".b", n),
+		"calls": "f" + strings.Repeat("()", n), "indexes": "a" + strings.Repeat("[0]", n),
+		"comparisons": strings.Repeat("a<", n) + "a", "nullish": strings.Repeat("a??", n) + "a",
+		"tagged templates": "f" + strings.Repeat("``", n), "in": strings.Repeat("a in ", n) + "b",
+	} {
+		_, err := jsscan.Script(src)
+		var se *jsscan.Error
+		require.True(t, errors.As(err, &se), "%s: want a scan error, got %v", name, err)
+		assert.Contains(t, se.Reason, "nesting deeper than", name)
+	}
+	_, err := jsscan.Script("\n\nx = /" + strings.Repeat("(", n) + "/")
+	assert.Contains(t, err.Error(), "line 3")
+}
+
+func TestScanBounds(t *testing.T) {
+	_, err := jsscan.Expr(strings.Repeat("a+", jsscan.MaxExprBytes))
+	assert.ErrorContains(t, err, "bytes, more than")
+	_, err = jsscan.Script("x = " + strings.Repeat("1", jsscan.MaxNumberBytes+1) + "n")
+	assert.ErrorContains(t, err, "a number of")
+	assert.Error(t, jsscan.Pattern(strings.Repeat("a", jsscan.MaxPatternBytes+1)))
+	assert.Error(t, jsscan.Pattern(strings.Repeat("(", jsscan.MaxDepth+1)))
+	assert.NoError(t, jsscan.Pattern(`(a)\1[(]`+strings.Repeat("(a)", 500)))
+	info, err := jsscan.Script("x = 12n")
+	require.NoError(t, err)
+	assert.True(t, info.BigInt)
+	info, _ = jsscan.Script("x = globalThis['Big' + 'Int']")
+	assert.False(t, info.BigInt)
+}
+
+// FuzzScan: the scan never panics, and what it accepts goja parses and
+// compiles (after the sandbox's fold check) on a Go stack of 64 MiB (its
+// ceiling is 1 GiB): past that, or in a compile that does not end, the
+// fuzzer sees the process fail.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{
+		"a = (b) / c", "x = /(a)\\1/", "`${`${a}`}`", "if (a) /x/; else b", "{a: {b: [c]}}",
+		"x = {} / 1 / (((( a", "a ? b : c ? d : e", "f(a => b => c)", "class A { static #x = 1 }",
+		"x = a\n/(/\n/ b", "'\\\n'", "/[/]/", "async\nfunction f(){}",
+	} {
+		f.Add(s)
+	}
+	old := debug.SetMaxStack(64 << 20)
+	f.Cleanup(func() { debug.SetMaxStack(old) })
+	f.Fuzz(func(t *testing.T, src string) {
+		amplified := strings.Repeat(src, 64)
+		for _, s := range []string{src, amplified} {
+			if _, err := jsscan.Scan(s, jsscan.Bounds{MaxDepth: jsscan.MaxDepth}); err != nil {
+				continue
+			}
+			prg, err := parser.ParseFile(nil, "", s, 0, parser.WithDisableSourceMaps)
+			if err == nil && fold.Check(prg) == nil { // as the sandbox compiles
+				_, _ = goja.CompileAST(prg, false)
+			}
+		}
+	})
+}
