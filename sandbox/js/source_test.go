@@ -19,16 +19,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// childEnv makes the test binary run the case named in -test.run itself:
+// subtestChildEnv makes the test binary run the case named in -test.run itself:
 // a case that would overflow the Go stack kills the process that runs it,
 // so the parent runs each in a child and a crash fails one test.
-const childEnv = "JS_SANDBOX_CHILD"
+const subtestChildEnv = "JS_SANDBOX_CHILD"
 
-// inChild runs t (a subtest) in a child process of the test binary, and
+// inSubtestChild runs t (a subtest) in a child process of the test binary, and
 // reports whether this process is that child.
-func inChild(t *testing.T) bool {
+func inSubtestChild(t *testing.T) bool {
 	t.Helper()
-	if os.Getenv(childEnv) != "" {
+	if os.Getenv(subtestChildEnv) != "" {
 		return true
 	}
 	parts := strings.Split(t.Name(), "/")
@@ -36,18 +36,11 @@ func inChild(t *testing.T) bool {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(os.Environ(), subtestChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the child process failed:\n%s", tail(out))
-	require.Contains(t, string(out), "--- PASS: "+parts[0][1:len(parts[0])-1], "the child ran no test:\n%s", tail(out))
+	require.NoError(t, err, "the child process failed:\n%s", tail(string(out)))
+	require.Contains(t, string(out), "--- PASS: "+parts[0][1:len(parts[0])-1], "the child ran no test:\n%s", tail(string(out)))
 	return false
-}
-
-func tail(b []byte) string {
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
 
 // deep is n levels of open, a middle, and n of close.
@@ -112,7 +105,7 @@ func sourceAttacks() []sourceAttack {
 func TestSourceTooDeep(t *testing.T) {
 	for _, a := range sourceAttacks() {
 		t.Run(a.name, func(t *testing.T) {
-			if !inChild(t) {
+			if !inSubtestChild(t) {
 				return
 			}
 			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
@@ -173,7 +166,7 @@ func stepAttacks() []stepAttack {
 func TestNativeStepsBounded(t *testing.T) {
 	for _, a := range stepAttacks() {
 		t.Run(a.name, func(t *testing.T) {
-			if !inChild(t) {
+			if !inSubtestChild(t) {
 				return
 			}
 			// Room for the guard to be what stops the call on a loaded
