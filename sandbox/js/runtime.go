@@ -3,6 +3,7 @@ package js
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -13,9 +14,11 @@ import (
 	"github.com/corral-rt/corral/hostabi"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/corral-rt/corral/sandbox/proc"
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
 )
 
 // Name is what Runtime.Name returns and the resource impl of Factory.
@@ -312,6 +315,7 @@ func newProcess(s Settings, limits sandbox.Limits) (*proc.Runtime, error) {
 	if o.MaxWorkers == 0 {
 		o.MaxWorkers = s.PoolSize
 	}
+	o.Check = Check
 	return proc.New(o)
 }
 
@@ -352,4 +356,45 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return rt, nil
+}
+
+// Check compiles s as Invoke compiles a node script before its first
+// call — the source scan, the parse, the sandbox's checks of the syntax
+// tree — and runs none of it (sandbox.Checker; corral validate). A script
+// that does not compile is a *sandbox.CompileError (kind Validation) with
+// the line and column of the script's own source when they are known.
+func (r *Runtime) Check(_ context.Context, s sandbox.Script) error {
+	return Check(s)
+}
+
+var _ sandbox.Checker = (*Runtime)(nil)
+
+// Check is Runtime.Check without a runtime: it needs none, and the parent
+// of isolation: process checks scripts with it before any worker runs them.
+func Check(s sandbox.Script) error {
+	if s.Source == "" && len(s.Module) > 0 {
+		return fault.New(fault.Validation, "check "+s.Name, "the js runtime runs JavaScript source, not a WebAssembly module")
+	}
+	_, err := compileScript(s.Name, s.Source)
+	if err == nil {
+		return nil
+	}
+	ce := &sandbox.CompileError{Script: s.Name, Msg: err.Error()}
+	var scan *jsscan.Error
+	var list parser.ErrorList
+	var one *parser.Error
+	switch {
+	case errors.As(err, &scan):
+		ce.Line, ce.Column, ce.Msg = scan.Line, scan.Column, scan.Reason
+	case errors.As(err, &list) && len(list) > 0:
+		one = list[0]
+	case errors.As(err, &one):
+	}
+	if one != nil {
+		ce.Line, ce.Column, ce.Msg = one.Position.Line, one.Position.Column, one.Message
+		if ce.Line == 1 {
+			ce.Column = max(ce.Column-len(scriptPrefix), 1)
+		}
+	}
+	return ce
 }

@@ -241,3 +241,37 @@ func TestConstantChainsRefused(t *testing.T) {
 		Script: sandbox.Script{Source: `try { eval("0??".repeat(64) + "0") } catch (e) { board.setVar("e", e.name) }`}}, agent.NewBoard())
 	require.NoError(t, err, "a syntax error of eval the script may catch")
 }
+
+// The runtime is a sandbox.Checker: a script that does not compile is a
+// CompileError at the line and column of its own source, whether the
+// parser or the source scan refused it, and a module is not its to run.
+func TestRuntimeCheck(t *testing.T) {
+	rt, err := js.New(js.Options{})
+	require.NoError(t, err)
+	defer rt.Close()
+	tests := []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"parser", "const a = 1;\nconst b = ;", 2, 11, "Unexpected token"},
+		{"first line", "const = 1", 1, 7, "Unexpected token"},
+		{"unclosed bracket", "const a = 1;\nhost.emit(\"t\", a;\n", 2, 10, "not closed"},
+		{"too deep", "x = 1\n" + deep("(", "1", ")", 2000), 2, 0, "nesting deeper"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := rt.Check(context.Background(), sandbox.Script{Name: "n", Source: tt.src})
+			var ce *sandbox.CompileError
+			require.ErrorAs(t, err, &ce)
+			sandboxtest.RequireKind(t, err, fault.Validation)
+			assert.Equal(t, tt.line, ce.Line)
+			if tt.col > 0 {
+				assert.Equal(t, tt.col, ce.Column)
+			}
+			assert.Contains(t, ce.Msg, tt.msg)
+		})
+	}
+	require.NoError(t, rt.Check(context.Background(), sandbox.Script{Name: "ok", Source: `board.setVar("a", 1)`}))
+	sandboxtest.RequireKind(t, rt.Check(context.Background(), sandbox.Script{Name: "m", Module: []byte("\x00asm")}), fault.Validation)
+}

@@ -92,3 +92,16 @@ func TestBoundWorkerMemory(t *testing.T) {
 	assert.Equal(t, quota, caps["acme"])
 	assert.Equal(t, workerMemory(), caps["beta"])
 }
+
+// In isolation: process a script is checked in the parent, with the js
+// runtime's own compile check, and nothing of it runs.
+func TestProcessCheck(t *testing.T) {
+	rt := newProcessJS(t, "")
+	require.NoError(t, sandbox.CheckScript(context.Background(), rt, sandbox.Script{Name: "ok", Source: `board.setVar("a", 1)`}, sandbox.Limits{}))
+	err := sandbox.CheckScript(context.Background(), rt, sandbox.Script{Name: "bad", Source: "const a = 1;\nconst b = ;"}, sandbox.Limits{})
+	var ce *sandbox.CompileError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.Line)
+	assert.True(t, fault.Is(err, fault.Validation))
+	assert.Empty(t, rt.Workers(), "a check starts no worker")
+}

@@ -68,6 +68,10 @@ type Options struct {
 	Stderr io.Writer
 	// Name is what Runtime.Name returns; empty means Worker.
 	Name string
+	// Check, when not nil, makes the Runtime a sandbox.Checker: it checks a
+	// script in the parent without running any of it (the js runtime
+	// passes its compile check, which scans a source before it parses it).
+	Check func(sandbox.Script) error
 }
 
 // Runtime is a sandbox.Runtime whose calls run in worker processes: one
@@ -288,3 +292,14 @@ func (r *Runtime) wake() {
 	default:
 	}
 }
+
+// Check checks s with Options.Check (sandbox.Checker); a Runtime without
+// one checks nothing here and leaves a script to its first call.
+func (r *Runtime) Check(_ context.Context, s sandbox.Script) error {
+	if r.o.Check == nil {
+		return nil
+	}
+	return r.o.Check(s)
+}
+
+var _ sandbox.Checker = (*Runtime)(nil)

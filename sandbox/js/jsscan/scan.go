@@ -130,6 +130,7 @@ type level struct {
 	k       int32 // chain operators pending
 	stmt    int32 // statement heads pending
 	ternary int32 // ? waiting for :
+	at      int   // where the bracket opened (of ${, its {)
 }
 
 type scanner struct {
@@ -160,8 +161,14 @@ func (s *scanner) top() *level { return &s.stack[len(s.stack)-1] }
 
 func (s *scanner) errAt(at int, format string, args ...any) *Error {
 	if s.err == nil {
-		s.advanceTo(at)
-		s.err = &Error{Line: s.line, Column: at - s.lnAt + 1, Reason: fmt.Sprintf(format, args...)}
+		var line, lnAt int
+		if at < s.lnAt { // before the line the scan is on: count again
+			line, lnAt = 1+strings.Count(s.src[:at], "\n"), strings.LastIndexByte(s.src[:at], '\n')+1
+		} else {
+			s.advanceTo(at)
+			line, lnAt = s.line, s.lnAt
+		}
+		s.err = &Error{Line: line, Column: at - lnAt + 1, Reason: fmt.Sprintf(format, args...)}
 	}
 	return s.err
 }
@@ -202,6 +209,7 @@ func (s *scanner) resetChain() {
 }
 
 func (s *scanner) push(l level) {
+	l.at = s.i - 1 // s.i is past the bracket
 	s.stack = append(s.stack, l)
 	s.deeper(1)
 }
@@ -262,7 +270,7 @@ func (s *scanner) run() {
 		s.nl = false
 	}
 	if s.err == nil && len(s.stack) > 1 {
-		s.errAt(len(s.src), "%q is not closed", s.top().kind)
+		s.errAt(s.top().at, "%q is not closed", s.top().kind)
 	}
 }
 
