@@ -54,7 +54,7 @@ func (c *call) wrap(obj *goja.Object, name string, g guardFunc) {
 	if !ok {
 		return
 	}
-	_ = obj.Set(name, func(fc goja.FunctionCall) goja.Value { return g(orig, fc) })
+	_ = obj.Set(name, c.native(name, func(fc goja.FunctionCall) goja.Value { return g(orig, fc) }))
 }
 
 // wrapConstructor replaces the global constructor name with a proxy whose
@@ -240,13 +240,13 @@ func (c *call) guardObjects() {
 	c.wrap(object, "defineProperties", sources(1))
 	c.wrap(object, "create", sources(1))
 	c.wrap(c.object("Reflect"), "ownKeys", sources(0))
-	guard := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+	guard := c.native("", func(fc goja.FunctionCall) goja.Value {
 		c.stringSource(fc.Argument(0))
 		return fc.Argument(0)
 	})
 	c.guards[0] = guard
 	_ = c.vm.GlobalObject().DefineDataProperty(spreadGuard, guard, goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
-	arrays := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+	arrays := c.native("", func(fc goja.FunctionCall) goja.Value {
 		if o, ok := fc.Argument(0).(*goja.Object); ok && c.isArray(o) {
 			c.needElements(c.arrayLength(o))
 		}
@@ -402,7 +402,7 @@ func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 // refuse.
 func (c *call) guardCode() {
 	c.vm.SetParserOptions(parser.WithDisableSourceMaps)
-	eval := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+	eval := c.native("eval", func(fc goja.FunctionCall) goja.Value {
 		src, ok := fc.Argument(0).(goja.String)
 		if !ok {
 			return fc.Argument(0)
@@ -422,7 +422,7 @@ func (c *call) guardCode() {
 // async generator functions (reachable only as the constructor property
 // of their prototypes) with a function that throws.
 func (c *call) refuseDynamicKinds() {
-	refuse := c.vm.ToValue(func(goja.FunctionCall) goja.Value {
+	refuse := c.native("", func(goja.FunctionCall) goja.Value {
 		panic(c.vm.NewTypeError("creating async or generator functions from strings is not supported"))
 	})
 	for _, p := range c.rt.kinds {

@@ -69,3 +69,38 @@ func TestNativeFunctionsShowNoGoSymbols(t *testing.T) {
 	}
 	assert.Contains(t, stacks[2].(string), "at inner (n:", "a script function's frame stays")
 }
+
+// No function a script can reach — the script API, the guarded built-ins,
+// accessors the sandbox installs — shows a Go symbol in its source text or
+// its name.
+func TestNoReachableFunctionShowsGoSymbols(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
+		const leaks = [], seen = new Set(), queue = [[globalThis, "globalThis"]];
+		while (queue.length && seen.size < 20000) {
+			const [o, path] = queue.shift();
+			if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) continue;
+			seen.add(o);
+			if (typeof o === "function") {
+				let s = String(o.name);
+				try { s = Function.prototype.toString.call(o) + " " + s } catch (e) {} // a proxy
+				if (/github\.com|\.func\d|\(\*|\.go\b/.test(s)) leaks.push(path + ": " + s);
+			}
+			for (const k of Reflect.ownKeys(o)) {
+				const d = Reflect.getOwnPropertyDescriptor(o, k);
+				const name = path + "." + String(k);
+				if (d.get) queue.push([d.get, name + "<get>"]);
+				if (d.set) queue.push([d.set, name + "<set>"]);
+				if ("value" in d) queue.push([d.value, name]);
+			}
+			queue.push([Object.getPrototypeOf(o), path + ".<proto>"]);
+		}
+		board.setVar("leaks", leaks);
+		board.setVar("seen", seen.size);
+	`}}, b)
+	require.NoError(t, err)
+	assert.Greater(t, b.Vars["seen"], 500.0, "the walk reached the built-ins")
+	assert.Empty(t, b.Vars["leaks"])
+}

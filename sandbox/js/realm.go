@@ -147,8 +147,8 @@ func (c *call) enableOverride(home *goja.Object, name string) {
 		return
 	}
 	value := dobj.Get("value")
-	getter := c.vm.ToValue(func(goja.FunctionCall) goja.Value { return value }).(*goja.Object)
-	setter := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+	getter := c.native("get "+name, func(goja.FunctionCall) goja.Value { return value }).(*goja.Object)
+	setter := c.native("set "+name, func(fc goja.FunctionCall) goja.Value {
 		this, ok := fc.This.(*goja.Object)
 		if !ok || this == home {
 			return goja.Undefined()
@@ -180,8 +180,8 @@ func (c *call) newGlobal() *goja.Object {
 // object that reads the running call's own global object; assigning it
 // defines the call's own globalThis, as assigning a writable global does.
 func (c *call) installGlobalThis() {
-	get := c.vm.ToValue(func(goja.FunctionCall) goja.Value { return c.vm.GlobalObject() })
-	set := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+	get := c.native("get globalThis", func(goja.FunctionCall) goja.Value { return c.vm.GlobalObject() })
+	set := c.native("set globalThis", func(fc goja.FunctionCall) goja.Value {
 		if this, ok := fc.This.(*goja.Object); ok && this != c.template {
 			_ = this.DefineDataProperty("globalThis", fc.Argument(0), goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
 		}
@@ -331,14 +331,14 @@ func (c *call) installUTCDates() {
 		{"toLocaleString", localeDateTimeLayout}, {"toLocaleDateString", localeDateLayout},
 		{"toLocaleTimeString", localeTimeLayout},
 	} {
-		_ = proto.Set(f[0], format(f[1]))
+		_ = proto.Set(f[0], c.native(f[0], format(f[1])))
 	}
-	_ = proto.Set("getTimezoneOffset", func(fc goja.FunctionCall) goja.Value {
+	_ = proto.Set("getTimezoneOffset", c.native("getTimezoneOffset", func(fc goja.FunctionCall) goja.Value {
 		if math.IsNaN(callOrig(getTime, fc.This).ToFloat()) {
 			return c.vm.ToValue(math.NaN())
 		}
 		return c.vm.ToValue(0)
-	})
+	}))
 	c.utcDateStatics(date)
 }
 
