@@ -2,7 +2,6 @@ package js
 
 import (
 	"math"
-	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -41,6 +40,7 @@ func (c *call) installGuards() {
 	c.guardObjects()
 	c.guardBuffers()
 	c.guardRegexp()
+	c.guardRegexpSymbols()
 	c.guardJSON()
 	c.guardCode()
 	c.guardSymbolRegistry()
@@ -350,49 +350,6 @@ func (c *call) checkPattern(v goja.Value) {
 	if err := jsscan.Pattern(c.toStr(v).String()); err != nil {
 		c.refuseSource("a regular expression", err)
 	}
-}
-
-// guardRegexp routes every regular-expression operation through a guarded
-// exec or test (replacing exec turns off the engine's shortcuts, which do
-// not call it). A match of a backtracking pattern that ran past
-// RegexpMatchTimeout reports no match inside the regexp engine; the guard
-// turns that into a stop.
-func (c *call) guardRegexp() {
-	proto := c.object("RegExp", "prototype")
-	for _, name := range []string{"exec", "test"} {
-		c.wrap(proto, name, c.timedMatch)
-	}
-	c.wrap(proto, "compile", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-		c.checkPattern(fc.Argument(0))
-		return callOrig(orig, fc.This, fc.Arguments...)
-	})
-	c.wrapConstructor("RegExp", func(args []goja.Value) {
-		if len(args) > 0 {
-			c.checkPattern(args[0])
-		}
-	})
-	// These make a regular expression of a string argument.
-	for _, name := range []string{"match", "matchAll", "search"} {
-		c.wrap(c.object("String", "prototype"), name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-			if !hasMethod(fc.Argument(0), goja.SymMatch) {
-				c.checkPattern(fc.Argument(0))
-			}
-			return callOrig(orig, fc.This, fc.Arguments...)
-		})
-	}
-}
-
-// timedMatch runs exec or test and stops the call when the match failed
-// because it ran past RegexpMatchTimeout.
-func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	c.checkStop()
-	start := time.Now()
-	v := callOrig(orig, fc.This, fc.Arguments...)
-	if (goja.IsNull(v) || v == goja.Value(c.vm.ToValue(false))) && time.Since(start) >= RegexpMatchTimeout {
-		c.abort(fault.New(fault.BudgetExceeded, c.op.String(),
-			"a regular expression match ran past its budget of %s (catastrophic backtracking)", RegexpMatchTimeout))
-	}
-	return v
 }
 
 // guardCode routes code a script makes at run time (eval, the Function

@@ -169,8 +169,9 @@ func (c *call) replace(all bool) guardFunc {
 			return callOrig(orig, fc.This, fc.Arguments...)
 		}
 		if hasMethod(search, goja.SymReplace) {
-			s := c.toStr(fc.This)
-			return c.boundedReplace(orig, s, search, repl, int64(s.Length())+1)
+			// A RegExp's Symbol.replace bounds itself (guardRegexpSymbols);
+			// another object's is script code.
+			return callOrig(orig, fc.This, fc.Arguments...)
 		}
 		s, searchS := c.toStr(fc.This), c.toStr(search)
 		matches := occurrences(s, searchS)

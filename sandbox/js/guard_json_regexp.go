@@ -2,7 +2,9 @@ package js
 
 import (
 	"strconv"
+	"time"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
@@ -274,4 +276,75 @@ func jsonDepth(s string) int {
 		}
 	}
 	return deepest
+}
+
+// guardRegexp routes every regular-expression operation through a guarded
+// exec or test (replacing exec turns off the engine's shortcuts, which do
+// not call it). A match of a backtracking pattern that ran past
+// RegexpMatchTimeout reports no match inside the regexp engine; the guard
+// turns that into a stop.
+func (c *call) guardRegexp() {
+	proto := c.object("RegExp", "prototype")
+	for _, name := range []string{"exec", "test"} {
+		c.wrap(proto, name, c.timedMatch)
+	}
+	c.wrap(proto, "compile", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		c.checkPattern(fc.Argument(0))
+		return callOrig(orig, fc.This, fc.Arguments...)
+	})
+	c.wrapConstructor("RegExp", func(args []goja.Value) {
+		if len(args) > 0 {
+			c.checkPattern(args[0])
+		}
+	})
+	// These make a regular expression of a string argument.
+	for _, name := range []string{"match", "matchAll", "search"} {
+		c.wrap(c.object("String", "prototype"), name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			if !hasMethod(fc.Argument(0), goja.SymMatch) {
+				c.checkPattern(fc.Argument(0))
+			}
+			return callOrig(orig, fc.This, fc.Arguments...)
+		})
+	}
+}
+
+// timedMatch runs exec or test and stops the call when the match failed
+// because it ran past RegexpMatchTimeout.
+func (c *call) timedMatch(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	c.checkStop()
+	start := time.Now()
+	v := callOrig(orig, fc.This, fc.Arguments...)
+	if (goja.IsNull(v) || v == goja.Value(c.vm.ToValue(false))) && time.Since(start) >= RegexpMatchTimeout {
+		c.abort(fault.New(fault.BudgetExceeded, c.op.String(),
+			"a regular expression match ran past its budget of %s (catastrophic backtracking)", RegexpMatchTimeout))
+	}
+	return v
+}
+
+// guardRegexpSymbols bounds what RegExp.prototype[Symbol.replace] builds,
+// called directly or through String.prototype.replace and replaceAll
+// (which leave the bounding to it): a replacement is counted as
+// String.prototype.replace counts it. (Symbol.split's parts share the
+// string they split; the watchdog bounds them.)
+func (c *call) guardRegexpSymbols() {
+	proto := c.object("RegExp", "prototype")
+	c.wrapSymbol(proto, goja.SymReplace, "[Symbol.replace]", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		re := fc.This
+		if _, ok := re.(*goja.Object); !ok {
+			return callOrig(orig, re, fc.Arguments...)
+		}
+		s := c.toStr(fc.Argument(0))
+		viaRegexp := func(this goja.Value, args ...goja.Value) (goja.Value, error) { return orig(re, this, args[1]) }
+		return c.boundedReplace(viaRegexp, s, re, fc.Argument(1), int64(s.Length())+1)
+	})
+}
+
+// wrapSymbol is wrap for the method of obj under the symbol sym, shown to
+// scripts as name.
+func (c *call) wrapSymbol(obj *goja.Object, sym *goja.Symbol, name string, g guardFunc) {
+	orig, ok := goja.AssertFunction(obj.GetSymbol(sym))
+	if !ok {
+		return
+	}
+	_ = obj.SetSymbol(sym, c.native(name, func(fc goja.FunctionCall) goja.Value { return g(orig, fc) }))
 }
