@@ -93,7 +93,38 @@ func sourceAttacks() []sourceAttack {
 		{name: "groups and a back-reference in a literal", script: "x = /" + deep("(", "a", ")", n) + `\1/`},
 		{name: "a long pattern passed to new RegExp", script: `new RegExp("(a)\\1" + "[ab]c".repeat(1e6))`},
 		{name: "template substitutions passed to eval", script: "eval(\"`${\".repeat(" + itoa(n) + ") + 1 + \"}`\".repeat(" + itoa(n) + "))"},
+		// A keyword as an object's key made the scan take the next / for a
+		// regular expression's start and skip what goja parses as code.
+		{name: "objects behind a keyword key", script: keywordKeyBomb(10000, 60)},
+		{name: "arrays behind a keyword key passed to eval", script: `const H = 32000, K = 15, I = 10;
+eval("x = {if:(1)/" + ("[".repeat(H) + '1,"]"/{if:(1)/').repeat(K) + "[".repeat(I) + "1" + "]".repeat(I) + "/1}" + ("/1" + "]".repeat(H) + "/1}").repeat(K))`},
+		{name: "arrays behind a keyword key in a condition", expr: `eval("x = {if:(1)/" + ("[".repeat(32000) + '1,"]"/{if:(1)/').repeat(15) + "[1]/1}" + ("/1" + "]".repeat(32000) + "/1}").repeat(15))`},
+		// yield as a name: which of division or a regular expression follows
+		// depends on the function around it.
+		{name: "arrays behind yield divided", script: yieldBomb(32000, 20)},
+		// for (a of /'/): after of comes an operand.
+		{name: "arrays behind a regular expression after of", script: "for (a of /'/) ; x = " + deep("[", "1", "]", n) + "; //')"},
+		{name: "arrays behind a regular expression after of passed to Function", script: `Function("for (a of /'/) ; return " + "[".repeat(500000) + "]".repeat(500000) + " //')")`},
+		// The } of an arrow function's body does not end the expression
+		// around it.
+		{name: "chains around arrow bodies", script: "x = " + strings.Repeat("a?()=>{}:"+strings.Repeat("b=", 990), 1000) + "1"},
+		{name: "conditionals around arrow bodies", script: "x = " + strings.Repeat("a?()=>{}:", 410000) + "1"},
 	}
+}
+
+// keywordKeyBomb is h levels of objects, k times, each behind {if:(1)/,
+// which goja reads as a division and a scan that took if for the keyword
+// read as the start of a regular expression.
+func keywordKeyBomb(h, k int) string {
+	u := strings.Repeat("{a:", h) + "1/{if:(1)/"
+	c := "/1" + strings.Repeat("}", h) + "/1}"
+	return "x = {if:(1)/" + strings.Repeat(u, k) + strings.Repeat("{a:", 10) + "1" + strings.Repeat("}", 10) + "/1}" + strings.Repeat(c, k)
+}
+
+// yieldBomb hides h levels of arrays k times behind yield used as a name.
+func yieldBomb(h, k int) string {
+	return "var yield = 1; x = yield /" + strings.Repeat(strings.Repeat("[", h)+`1,"]"/ yield /`, k) + "1" +
+		strings.Repeat("]", h) + strings.Repeat("/ yield /1"+strings.Repeat("]", h), k-1) + "/ yield"
 }
 
 // Every source goja or regexp2 would parse too deep — inline in a script,

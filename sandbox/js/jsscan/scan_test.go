@@ -25,6 +25,9 @@ func TestScanAccepts(t *testing.T) {
 		"const {a, b: {c}} = o", "x => ({a})", "o?.a ?? 1", "a?.5:1", "/* c */ // d\n'x\\\ny'",
 		strings.Repeat("a = 1\n", 5000), strings.Repeat("if (a) { b = c = d } else if (e) f()\n", 3000),
 		strings.Repeat("x = y ? z : w;\n", 5000), strings.Repeat("f(a => b => c);\n", 3000),
+		"x = {if: 1, for: 2, while() { return /a/ }, catch: (1) / 2}", "x = a.if / b.for / c",
+		"for (const m of /a(b)/g.exec(s) || []) {}", "var of = 4; x = of / 2", "x = {of: 1}.of / 2",
+		strings.Repeat("x = a ? () => {} : b = c = d;\n", 3000), "function* g() { yield (/a/) }",
 	} {
 		_, err := jsscan.Script(src)
 		assert.NoError(t, err, "%.60q", src)
@@ -100,4 +103,15 @@ func FuzzScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+// yield or await followed by / is refused as ambiguous (a regular
+// expression in a generator or async function, a division where the word
+// is a name); everything after it would be read one way or the other.
+func TestScanRefusesAmbiguousSlash(t *testing.T) {
+	for _, src := range []string{"var yield = 1; x = yield / 2", "function* g() { yield /a/ }", "x = await /* c */ / 2"} {
+		_, err := jsscan.Script(src)
+		require.Error(t, err, src)
+		assert.Contains(t, err.Error(), "ambiguous", src)
+	}
 }

@@ -40,6 +40,31 @@ func (s *scanner) word() {
 // keyword handles the word w (an identifier unless it is a keyword the
 // scan needs to know).
 func (s *scanner) keyword(w string) {
+	if t := s.top(); t.kind == '{' && t.brace == braceObject {
+		if c := s.nextSignificant(); c == ':' || c == '(' {
+			// A key or a method of an object literal ({if: x}, {for() {}}),
+			// not the keyword.
+			s.operandStart()
+			s.prev = pOperand
+			return
+		}
+	}
+	switch w {
+	case "of":
+		if t := s.top(); t.kind == '(' && t.ctrl {
+			// for (x of y): an operator, as in.
+			s.chain()
+			s.prev = pOp
+			return
+		}
+	case "yield", "await":
+		if c := s.nextSignificant(); c == '/' {
+			// An operator before a regular expression, or an identifier
+			// divided: which one depends on the function the word is in.
+			s.errAt(s.i, "%s followed by / is ambiguous here: write %s (/…/) or (%s) / …", w, w, w)
+			return
+		}
+	}
 	switch w {
 	case "in", "instanceof":
 		s.chain()
@@ -241,7 +266,11 @@ func (s *scanner) openBrace() {
 		kind = s.pendingFunc
 	case s.pendingClass != 0 && s.classAt == len(s.stack):
 		kind = s.pendingClass
-	case s.prev == pStmt || s.prev == pArrow || s.prev == pOperand || s.prev == pPostfix:
+	case s.prev == pArrow:
+		// An arrow function's body: an operand of the expression around
+		// it, whose chain its } does not end.
+		kind = braceExpr
+	case s.prev == pStmt || s.prev == pOperand || s.prev == pPostfix:
 		kind = braceBlock
 	default:
 		kind = braceObject
@@ -305,4 +334,30 @@ func hasAny(s string, ops ...string) bool {
 		}
 	}
 	return false
+}
+
+// nextSignificant is the first byte after s.i that is neither white space
+// nor in a comment (0 at the end).
+func (s *scanner) nextSignificant() byte {
+	for j := s.i; j < len(s.src); {
+		switch c := s.src[j]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			j++
+		case c == '/' && j+1 < len(s.src) && s.src[j+1] == '/':
+			k := strings.IndexByte(s.src[j:], '\n')
+			if k < 0 {
+				return 0
+			}
+			j += k
+		case c == '/' && j+1 < len(s.src) && s.src[j+1] == '*':
+			k := strings.Index(s.src[j+2:], "*/")
+			if k < 0 {
+				return 0
+			}
+			j += k + 4
+		default:
+			return c
+		}
+	}
+	return 0
 }
