@@ -52,9 +52,11 @@ func (s *scanner) skipSpace() bool {
 		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
 			s.i++
 		case c == '/' && s.at(s.i+1) == '/':
+			from := s.i
 			for s.i < len(s.src) && s.lineBreak(s.i) == 0 {
 				s.i++
 			}
+			s.checkHidden(from, s.i)
 		case c == '/' && s.at(s.i+1) == '*':
 			s.blockComment()
 		case c >= 0x80:
@@ -76,6 +78,7 @@ func (s *scanner) blockComment() {
 	for s.i < len(s.src) {
 		if s.src[s.i] == '*' && s.at(s.i+1) == '/' {
 			s.i += 2
+			s.checkHidden(start, s.i)
 			return
 		}
 		if n := s.lineBreak(s.i); n > 0 {
@@ -97,6 +100,7 @@ func (s *scanner) str(q byte) {
 		switch {
 		case c == q:
 			s.i++
+			s.checkHidden(start, s.i)
 			return
 		case c == '\\':
 			s.i++
@@ -126,6 +130,7 @@ func (s *scanner) template() {
 		switch {
 		case c == '`':
 			s.i++
+			s.checkHidden(start, s.i)
 			s.prev = pOperand
 			return
 		case c == '\\':
@@ -138,6 +143,7 @@ func (s *scanner) template() {
 				s.i++
 			}
 		case c == '$' && s.at(s.i+1) == '{':
+			s.checkHidden(start, s.i)
 			s.i += 2
 			s.push(level{kind: '$'})
 			s.prev = pOp
@@ -188,6 +194,7 @@ func (s *scanner) regexp() {
 		s.errAt(start, "a regular expression of %d bytes, more than %d", n, s.b.MaxPatternBytes)
 		return
 	}
+	s.checkHidden(start, end+1)
 	s.i = end + 1
 	for s.i < len(s.src) && isIdent(s.src[s.i]) {
 		s.i++
@@ -240,4 +247,30 @@ func (s *scanner) pattern(i, end int, literal bool) int {
 		s.errAt(i, "a regular expression is not closed")
 	}
 	return i
+}
+
+// MaxHiddenBrackets is how many brackets the text of one string, template
+// text, comment or regular expression may leave open, counted as if it
+// were code. The scan's count rests on telling a pattern from a division
+// as goja does; were it ever to guess wrong, the code it took for text
+// could hide no more levels than this from its count. Real text never
+// comes near it.
+const MaxHiddenBrackets = 256
+
+// checkHidden refuses the text src[from:to] when, read as code, it leaves
+// more than MaxHiddenBrackets brackets open.
+func (s *scanner) checkHidden(from, to int) {
+	open, most := 0, 0
+	for _, c := range []byte(s.src[from:to]) {
+		switch c {
+		case '(', '[', '{':
+			open++
+			most = max(most, open)
+		case ')', ']', '}':
+			open = max(open-1, 0)
+		}
+	}
+	if most > MaxHiddenBrackets {
+		s.errAt(from, "a string, comment or pattern leaves more than %d brackets open", MaxHiddenBrackets)
+	}
 }

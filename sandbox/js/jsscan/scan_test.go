@@ -115,3 +115,25 @@ func TestScanRefusesAmbiguousSlash(t *testing.T) {
 		assert.Contains(t, err.Error(), "ambiguous", src)
 	}
 }
+
+// The text of a string, template, comment or pattern may leave at most
+// MaxHiddenBrackets brackets open, read as code: if the scan ever took code
+// for text, that is all the levels it could miss there.
+func TestScanBoundsHiddenBrackets(t *testing.T) {
+	n := jsscan.MaxHiddenBrackets
+	for _, src := range []string{
+		`x = "` + strings.Repeat("(", n) + `"`, "// " + strings.Repeat("[", n), "x = `" + strings.Repeat("{", n) + "`",
+		`x = "` + strings.Repeat("()", 10*n) + `"`, "/* " + strings.Repeat("[]", 10*n) + " */",
+	} {
+		_, err := jsscan.Script(src)
+		assert.NoError(t, err, "%.40q", src)
+	}
+	for _, src := range []string{
+		`x = "` + strings.Repeat("(", n+1) + `"`, "// " + strings.Repeat("[", n+1), "/* " + strings.Repeat("{", n+1) + " */",
+		"x = `" + strings.Repeat("[", n+1) + "${a}`", "x = /[" + strings.Repeat("(", n+1) + "]/",
+	} {
+		_, err := jsscan.Script(src)
+		require.Error(t, err, "%.40q", src)
+		assert.Contains(t, err.Error(), "brackets open", "%.40q", src)
+	}
+}
