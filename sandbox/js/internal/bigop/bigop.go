@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/corral-rt/corral/sandbox/js/internal/astwalk"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
@@ -50,53 +51,28 @@ var ops = map[token.Token]string{
 var ErrTarget = errors.New("a compound assignment (*=, **=, <<=, >>=) to a private field or a super property " +
 	"is not supported; write the assignment out (this.#x = this.#x * y)")
 
-var fileType = reflect.TypeOf((*file.File)(nil))
-
 // Rewrite replaces the operators of the package doc in prg, when bigint
 // is set (a program that cannot make a BigInt is left as it is).
 func Rewrite(prg *ast.Program, bigint bool) error {
 	if !bigint {
 		return nil
 	}
-	return walk(reflect.ValueOf(prg), map[any]bool{})
+	return astwalk.Walk(prg, astwalk.Hooks{Interface: rewrite})
 }
 
-func walk(v reflect.Value, seen map[any]bool) error {
-	switch v.Kind() {
-	case reflect.Interface:
-		if v.IsNil() {
-			return nil
-		}
-		if err := walk(v.Elem(), seen); err != nil {
-			return err
-		}
-		if e, ok := v.Interface().(ast.Expression); ok && v.CanSet() {
-			r, err := replace(e)
-			if err != nil {
-				return err
-			}
-			if r != nil {
-				v.Set(reflect.ValueOf(r))
-			}
-		}
-	case reflect.Pointer:
-		if v.IsNil() || v.Type() == fileType || seen[v.Interface()] {
-			return nil
-		}
-		seen[v.Interface()] = true
-		return walk(v.Elem(), seen)
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if err := walk(v.Field(i), seen); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			if err := walk(v.Index(i), seen); err != nil {
-				return err
-			}
-		}
+// rewrite replaces, after the walk went through it, an expression that
+// holds one of the operators.
+func rewrite(v reflect.Value) error {
+	e, ok := v.Interface().(ast.Expression)
+	if !ok || !v.CanSet() {
+		return nil
+	}
+	r, err := replace(e)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		v.Set(reflect.ValueOf(r))
 	}
 	return nil
 }

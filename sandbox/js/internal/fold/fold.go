@@ -10,10 +10,9 @@ package fold
 
 import (
 	"fmt"
-	"reflect"
 
+	"github.com/corral-rt/corral/sandbox/js/internal/astwalk"
 	"github.com/dop251/goja/ast"
-	"github.com/dop251/goja/file"
 	"github.com/dop251/goja/token"
 )
 
@@ -21,44 +20,18 @@ import (
 // 2^16 steps, under 10 ms.
 const MaxLinks = 16
 
-var fileType = reflect.TypeOf((*file.File)(nil))
-
 // Check refuses prg when it holds a chain of more than MaxLinks logical
 // operators starting with a constant.
 func Check(prg *ast.Program) error {
-	return walk(reflect.ValueOf(prg), map[any]bool{})
+	return astwalk.Walk(prg, astwalk.Hooks{Pointer: check})
 }
 
-func walk(v reflect.Value, seen map[any]bool) error {
-	switch v.Kind() {
-	case reflect.Interface:
-		if v.IsNil() {
-			return nil
-		}
-		return walk(v.Elem(), seen)
-	case reflect.Pointer:
-		if v.IsNil() || v.Type() == fileType || seen[v.Interface()] {
-			return nil
-		}
-		seen[v.Interface()] = true
-		if b, ok := v.Interface().(*ast.BinaryExpression); ok && logical(b) {
-			if n := links(b); n > MaxLinks {
-				return fmt.Errorf("a chain of %d &&, || or ?? starting with a constant, more than %d "+
-					"(the script engine folds it in time that doubles with each link)", n, MaxLinks)
-			}
-		}
-		return walk(v.Elem(), seen)
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if err := walk(v.Field(i), seen); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			if err := walk(v.Index(i), seen); err != nil {
-				return err
-			}
+// check refuses a chain past MaxLinks at its first node.
+func check(p any) error {
+	if b, ok := p.(*ast.BinaryExpression); ok && logical(b) {
+		if n := links(b); n > MaxLinks {
+			return fmt.Errorf("a chain of %d &&, || or ?? starting with a constant, more than %d "+
+				"(the script engine folds it in time that doubles with each link)", n, MaxLinks)
 		}
 	}
 	return nil
