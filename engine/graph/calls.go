@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
@@ -112,7 +113,9 @@ func (h *toolHandler) Run(ctx context.Context, c *Call) error {
 		c.Limits = l.Limits().Tighten(c.Limits)
 	}
 	b.ABI = c.ABI()
+	start := time.Now()
 	results, err := asm.Execute(ctx, b)
+	publishToolCalls(ctx, c, start, calls, results, err)
 	if err != nil {
 		return fault.Wrap(fault.KindOr(err, fault.Internal), err, opTool, "node %q", c.Node)
 	}

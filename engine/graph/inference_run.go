@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -44,7 +45,9 @@ func (h *inferenceHandler) Run(ctx context.Context, c *Call) error {
 	req := model.Request{Model: h.model, System: system, Messages: message.CloneAll(msgs), Tools: defs, ToolChoice: h.toolChoice,
 		Profile: h.profile, Intent: h.intent, Extensions: cloneExtensions(h.extensions)}
 	out := &inferenceOutput{ctx: ctx, c: c}
+	start := time.Now()
 	resp, genErr := h.generate(ctx, c, req, out)
+	h.publishModelCall(ctx, c, start, resp, genErr)
 	if genErr != nil {
 		return h.failed(ctx, c, out, resp, genErr)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
 )
@@ -113,7 +114,7 @@ func (r *runState) publishStamped(ctx context.Context, kind stepKind, n *builtNo
 // publishRunStart publishes run start; a failure is only logged
 // (REF 5.7.1).
 func (r *runState) publishRunStart(ctx context.Context) {
-	if err := r.publish(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload, ""); err != nil {
+	if err := r.publishRunStartEnvelope(ctx); err != nil {
 		r.logger.WarnContext(ctx, "graph run start not published", "graph", r.e.doc.Name, "run_id", r.run.ID, "error", err)
 	}
 }
@@ -129,7 +130,7 @@ func (r *runState) end(parent context.Context, runErr error) error {
 	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
 	var p any = r.e.runPayload
 	if runErr != nil {
-		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error()}
+		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error(), ErrorKind: fault.KindOf(runErr).String()}
 	}
 	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
 		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})

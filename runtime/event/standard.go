@@ -123,11 +123,13 @@ func IsStreamDelta(subject string) bool {
 		validSegment(rest) && strings.IndexByte(rest, '.') < 0
 }
 
-// RunPayload is the payload of run start and run end. Error and RequestID
-// are set on run end only.
+// RunPayload is the payload of run start and run end. Error, ErrorKind
+// (the fault kind name of the error, when it has one) and RequestID are
+// set on run end only.
 type RunPayload struct {
 	Graph     string `json:"graph"`
 	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 }
 

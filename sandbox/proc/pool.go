@@ -102,9 +102,13 @@ func (p *tenantPool) give(w *worker) (short bool) {
 		p.idle = append(p.idle, w)
 	} else {
 		delete(p.all, w)
+		lost := !p.closed
 		p.mu.Unlock()
 		w.kill()
 		<-w.exited
+		if lost {
+			workerLost(p.tenant)
+		}
 		p.mu.Lock()
 	}
 	short = p.shortLocked()

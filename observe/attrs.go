@@ -1,0 +1,99 @@
+package observe
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/corral-rt/corral/runtime/event"
+)
+
+// The attribute keys of the spans: the GenAI semantic conventions
+// (v1.41.0, in development) and Corral's own (docs/observability.md).
+const (
+	KeyOperationName  = attribute.Key("gen_ai.operation.name")
+	KeyAgentName      = attribute.Key("gen_ai.agent.name")
+	KeyAgentID        = attribute.Key("gen_ai.agent.id")
+	KeyConversationID = attribute.Key("gen_ai.conversation.id")
+	KeyProviderName   = attribute.Key("gen_ai.provider.name")
+	KeyRequestModel   = attribute.Key("gen_ai.request.model")
+	KeyInputTokens    = attribute.Key("gen_ai.usage.input_tokens")
+	KeyOutputTokens   = attribute.Key("gen_ai.usage.output_tokens")
+	KeyFinishReasons  = attribute.Key("gen_ai.response.finish_reasons")
+	KeyToolName       = attribute.Key("gen_ai.tool.name")
+	KeyToolCallID     = attribute.Key("gen_ai.tool.call.id")
+	KeyToolType       = attribute.Key("gen_ai.tool.type")
+	KeyErrorType      = attribute.Key("error.type")
+	KeyTenant         = attribute.Key("corral.tenant")
+	KeyRunID          = attribute.Key("corral.run.id")
+	KeyEngine         = attribute.Key("corral.engine")
+	KeyGraph          = attribute.Key("corral.graph")
+	KeyNodeID         = attribute.Key("corral.node.id")
+	KeyStatus         = attribute.Key("corral.status")
+	KeyQuota          = attribute.Key("corral.quota")
+	KeyParentRunID    = attribute.Key("corral.parent_run.id")
+	KeyObserverClosed = attribute.Key("corral.observer.ended_early")
+	operationInvoke   = "invoke_agent"
+	operationChat     = "chat"
+	operationExecTool = "execute_tool"
+	toolTypeFunction  = "function"
+)
+
+func runAttrs(env event.Envelope, name, engine string) []attribute.KeyValue {
+	a := []attribute.KeyValue{
+		KeyOperationName.String(operationInvoke),
+		KeyAgentName.String(name),
+		KeyAgentID.String(env.Header(event.HeaderAgentID)),
+		KeyRunID.String(env.Header(event.HeaderRunID)),
+	}
+	for _, kv := range []struct {
+		key attribute.Key
+		v   string
+	}{
+		{KeyConversationID, env.Header(event.HeaderContextID)},
+		{KeyTenant, env.Header(event.HeaderTenant)},
+		{KeyEngine, engine},
+		{KeyGraph, env.Header(event.HeaderGraphID)},
+		{KeyParentRunID, env.Header(event.HeaderParentRunID)},
+	} {
+		if kv.v != "" {
+			a = append(a, kv.key.String(kv.v))
+		}
+	}
+	return a
+}
+
+func endAttrs(r *runTrack, status, quota string) []attribute.KeyValue {
+	a := []attribute.KeyValue{KeyStatus.String(status), KeyInputTokens.Int64(r.input), KeyOutputTokens.Int64(r.output)}
+	if quota != "" {
+		a = append(a, KeyQuota.String(quota))
+	}
+	return a
+}
+
+func modelAttrs(p event.CallPayload) []attribute.KeyValue {
+	a := []attribute.KeyValue{
+		KeyOperationName.String(operationChat),
+		KeyRequestModel.String(p.Name),
+		KeyProviderName.String(p.Provider),
+		KeyInputTokens.Int64(p.InputTokens),
+		KeyOutputTokens.Int64(p.OutputTokens),
+		KeyNodeID.String(p.NodeID),
+	}
+	if p.FinishReason != "" {
+		a = append(a, KeyFinishReasons.StringSlice([]string{p.FinishReason}))
+	}
+	return a
+}
+
+func toolAttrs(p event.CallPayload) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		KeyOperationName.String(operationExecTool),
+		KeyToolName.String(p.Name),
+		KeyToolCallID.String(p.ToolCallID),
+		KeyToolType.String(toolTypeFunction),
+		KeyNodeID.String(p.NodeID),
+	}
+}
+
+func attrErrorType(t string) attribute.KeyValue { return KeyErrorType.String(t) }
+
+func attrObserverClosed(why string) attribute.KeyValue { return KeyObserverClosed.String(why) }

@@ -1,0 +1,51 @@
+package event
+
+import "time"
+
+// HeaderContextID is the header of a run start envelope that names the
+// session's context id (the conversation) the run belongs to; the run
+// start envelope of the graph engine also carries HeaderTenant.
+const HeaderContextID = "context_id"
+
+// SubjectModelCall is agent.run.<run>.call.<actor>.model: one model call
+// of a node has ended (CallPayload).
+func SubjectModelCall(run, actor string) string {
+	return runSubject(run, "call", SanitiseID(actor), "model")
+}
+
+// SubjectToolCall is agent.run.<run>.call.<actor>.tool: one tool call of a
+// node has ended (CallPayload).
+func SubjectToolCall(run, actor string) string {
+	return runSubject(run, "call", SanitiseID(actor), "tool")
+}
+
+// PatternRunCalls is agent.run.<run>.call.>: the model and tool calls of
+// one run.
+func PatternRunCalls(run string) string { return runSubject(run, "call", WildcardTail) }
+
+// CallPayload is the payload of the call subjects: one model call or one
+// tool call a node made, published when it has ended. Start and End are
+// the host's wall clock; the calls of one tool batch share the batch's.
+type CallPayload struct {
+	NodeID string `json:"node_id"`
+	Graph  string `json:"graph"`
+	// Name is the model a model call asked for, or the tool a tool call
+	// ran.
+	Name string `json:"name"`
+	// Provider is, for a model call, the provider's name: what the
+	// provider reports (a ProviderName method), else the engine's
+	// dependency role that bound it ("model", "model.<name>").
+	Provider   string    `json:"provider,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	// InputTokens, OutputTokens and TotalTokens are a model call's usage.
+	InputTokens  int64  `json:"input_tokens,omitempty"`
+	OutputTokens int64  `json:"output_tokens,omitempty"`
+	TotalTokens  int64  `json:"total_tokens,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Error is the call's error (a tool call: its result is an error), and
+	// ErrorKind its fault kind name ("rate_limit", ...), when it has one.
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"`
+}
