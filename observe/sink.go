@@ -216,8 +216,8 @@ func (o *Observer) modelCall(env event.Envelope) {
 	}
 	o.m.models.WithLabelValues(tenant, callStatus(p)).Inc()
 	_, span := o.tracer.Start(parent, "chat "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(p.Start), trace.WithAttributes(modelAttrs(p)...))
-	endCall(span, p)
+		trace.WithTimestamp(callStart(env)), trace.WithAttributes(modelAttrs(p)...))
+	endCall(span, env, p)
 }
 
 func (o *Observer) toolCall(env event.Envelope) {
@@ -234,16 +234,25 @@ func (o *Observer) toolCall(env event.Envelope) {
 	}
 	o.m.tools.WithLabelValues(tenant, callStatus(p)).Inc()
 	_, span := o.tracer.Start(parent, "execute_tool "+p.Name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(p.Start), trace.WithAttributes(toolAttrs(p)...))
-	endCall(span, p)
+		trace.WithTimestamp(callStart(env)), trace.WithAttributes(toolAttrs(p)...))
+	endCall(span, env, p)
 }
 
-func endCall(span trace.Span, p event.CallPayload) {
+func endCall(span trace.Span, env event.Envelope, p event.CallPayload) {
 	if p.Error != "" {
 		span.SetAttributes(attrErrorType(callErrorType(p)))
 		span.SetStatus(codes.Error, p.Error)
 	}
-	span.End(trace.WithTimestamp(p.End))
+	span.End(trace.WithTimestamp(env.Time))
+}
+
+// callStart is when a call started (event.HeaderCallStart), else when it
+// ended.
+func callStart(env event.Envelope) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, env.Header(event.HeaderCallStart)); err == nil {
+		return t
+	}
+	return env.Time
 }
 
 // statusOf is a run's status label: completed, or its error's kind, or

@@ -138,6 +138,17 @@ var rules = []rule{{
 	why: "examples are leaves: no library package and no command depends on one (the demo that " +
 		"corral embeds is cmd/corral/internal/demo)",
 }, {
+	name:   "observe",
+	pkgs:   []string{"observe/..."},
+	forbid: cat([]string{"engine/...", "hostabi/...", "sandbox/js/...", "sandbox/wasm/...", builtin}, programs),
+	why: "observe reads a runtime's events and the worker hook of sandbox/proc: it knows no engine and no " +
+		"runner, so a program that mounts it carries neither",
+}, {
+	name:   "observe-users",
+	pkgs:   []string{"fault", "runtime/...", "hostabi/...", "sandbox/...", "engine/...", builtin},
+	forbid: []string{"observe/..."},
+	why:    "the runtime and the libraries never import observe: a program (a server, a CLI) attaches it to a runtime",
+}, {
 	name:   "plain sandbox contract",
 	pkgs:   []string{"sandbox"},
 	forbid: []string{"std:reflect"},

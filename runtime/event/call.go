@@ -1,11 +1,15 @@
 package event
 
-import "time"
-
 // HeaderContextID is the header of a run start envelope that names the
 // session's context id (the conversation) the run belongs to; the run
 // start envelope of the graph engine also carries HeaderTenant.
 const HeaderContextID = "context_id"
+
+// HeaderCallStart is the header of a call event that holds when the call
+// started (RFC 3339 with nanoseconds); the envelope's Time is when it
+// ended. The times stay out of the payload, so that a replayed run
+// publishes the same payloads.
+const HeaderCallStart = "call_start"
 
 // SubjectModelCall is agent.run.<run>.call.<actor>.model: one model call
 // of a node has ended (CallPayload).
@@ -24,8 +28,9 @@ func SubjectToolCall(run, actor string) string {
 func PatternRunCalls(run string) string { return runSubject(run, "call", WildcardTail) }
 
 // CallPayload is the payload of the call subjects: one model call or one
-// tool call a node made, published when it has ended. Start and End are
-// the host's wall clock; the calls of one tool batch share the batch's.
+// tool call a node made, published when it has ended (the envelope's
+// Time; HeaderCallStart says when it started, and the calls of one tool
+// batch share the batch's start and end).
 type CallPayload struct {
 	NodeID string `json:"node_id"`
 	Graph  string `json:"graph"`
@@ -35,10 +40,8 @@ type CallPayload struct {
 	// Provider is, for a model call, the provider's name: what the
 	// provider reports (a ProviderName method), else the engine's
 	// dependency role that bound it ("model", "model.<name>").
-	Provider   string    `json:"provider,omitempty"`
-	ToolCallID string    `json:"tool_call_id,omitempty"`
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
+	Provider   string `json:"provider,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
 	// InputTokens, OutputTokens and TotalTokens are a model call's usage.
 	InputTokens  int64  `json:"input_tokens,omitempty"`
 	OutputTokens int64  `json:"output_tokens,omitempty"`
