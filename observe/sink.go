@@ -103,8 +103,8 @@ func (o *Observer) runStarted(env event.Envelope) {
 }
 
 // parentContext is the parent of a run's span: the span of the run that
-// delegated it, else the trace the run's ctx carried (event.ContextWithSpan,
-// ContextWithTrace), else none.
+// delegated it, else the trace its run start envelope names (the span of
+// the engine's ctx, event.ContextWithSpan), else none.
 func (o *Observer) parentContext(env event.Envelope) context.Context {
 	if p := env.Header(event.HeaderParentRunID); p != "" {
 		o.mu.Lock()

@@ -53,8 +53,8 @@ func TestGoSnippetsCompile(t *testing.T) {
 	}
 	pkgs := packageNames(t, goTool, root)
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "go.mod"), "module corral.test/snippets\n\ngo 1.26\n")
-	write(t, filepath.Join(dir, "go.work"), "go 1.26\n\nuse (\n\t.\n\t"+strconv.Quote(root)+"\n)\n")
+	write(t, filepath.Join(dir, "go.mod"), "module corral.test/snippets\n\ngo 1.26.0\n")
+	write(t, filepath.Join(dir, "go.work"), "go 1.26.0\n\nuse (\n\t.\n\t"+strconv.Quote(root)+"\n)\n")
 	for i, s := range snippets {
 		src, err := s.source(pkgs, root)
 		if err != nil {
