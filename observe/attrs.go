@@ -29,6 +29,7 @@ const (
 	KeyNodeID         = attribute.Key("corral.node.id")
 	KeyStatus         = attribute.Key("corral.status")
 	KeyQuota          = attribute.Key("corral.quota")
+	KeyCPUMs          = attribute.Key("corral.cpu_ms")
 	KeyParentRunID    = attribute.Key("corral.parent_run.id")
 	KeyObserverClosed = attribute.Key("corral.observer.ended_early")
 	operationInvoke   = "invoke_agent"

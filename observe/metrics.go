@@ -17,6 +17,7 @@ const (
 	MetricModelTokens    = "corral_model_tokens_total"
 	MetricModelCalls     = "corral_model_calls_total"
 	MetricToolCalls      = "corral_tool_calls_total"
+	MetricScriptCPU      = "corral_script_cpu_seconds_total"
 )
 
 // OtherLabel is the label value that stands for every value past a
@@ -29,9 +30,9 @@ const DefaultMaxLabelValues = 200
 
 // metrics holds the collectors of one Observer.
 type metrics struct {
-	started, ended, quota, restarts, tokens, models, tools *prometheus.CounterVec
-	running                                                *prometheus.GaugeVec
-	duration                                               *prometheus.HistogramVec
+	started, ended, quota, restarts, tokens, models, tools, cpu *prometheus.CounterVec
+	running                                                     *prometheus.GaugeVec
+	duration                                                    *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -45,6 +46,7 @@ func newMetrics() *metrics {
 		restarts: counter(MetricWorkerRestarts, "Script worker processes lost under a call and replaced.", "tenant"),
 		tokens:   counter(MetricModelTokens, "Model tokens reported by model calls, by type: input or output.", "tenant", "type"),
 		models:   counter(MetricModelCalls, "Model calls, by status: ok or the error's kind.", "tenant", "status"),
+		cpu:      counter(MetricScriptCPU, "Script time of script nodes: CPU time in worker processes, else the calls' durations.", "tenant"),
 		tools:    counter(MetricToolCalls, "Tool calls, by status: ok, error (the result is an error) or the batch error's kind.", "tenant", "status"),
 		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricTurnsRunning,
 			Help: "Turns (agent runs) running now, as far as the observer saw them start."}, []string{"tenant"}),
@@ -55,7 +57,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.started, m.ended, m.running, m.duration, m.quota, m.restarts, m.tokens, m.models, m.tools}
+	return []prometheus.Collector{m.started, m.ended, m.running, m.duration, m.quota, m.restarts, m.tokens, m.models, m.tools, m.cpu}
 }
 
 // bound keeps the values of one label to at most max distinct ones: the

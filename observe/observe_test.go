@@ -114,6 +114,7 @@ func TestMetricsOfRealTurns(t *testing.T) {
 	assert.Equal(t, 16.0, counter(t, reg, observe.MetricModelTokens, map[string]string{"tenant": "acme", "type": "output"}), "2 turns x (3 + 5)")
 	assert.Equal(t, 4.0, counter(t, reg, observe.MetricModelCalls, map[string]string{"tenant": "acme", "status": "ok"}))
 	assert.Equal(t, 2.0, counter(t, reg, observe.MetricToolCalls, map[string]string{"tenant": "acme", "status": "ok"}))
+	assert.Positive(t, counter(t, reg, observe.MetricScriptCPU, map[string]string{"tenant": "acme"}), "boom's script node")
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems, "metric names and help follow the Prometheus conventions")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,6 +174,10 @@ func (o *Observer) runEnded(env event.Envelope) {
 		tenant = o.tenants.value(o.tenantOf(env))
 	}
 	o.m.ended.WithLabelValues(tenant, agentLabel, status).Inc()
+	cpuMs, cpuErr := strconv.ParseFloat(env.Header(event.HeaderCPUMs), 64)
+	if cpuErr == nil && cpuMs > 0 {
+		o.m.cpu.WithLabelValues(tenant).Add(cpuMs / 1000)
+	}
 	if quota != "" {
 		o.m.quota.WithLabelValues(tenant, quotaLabel(quota)).Inc()
 	}
@@ -183,6 +188,9 @@ func (o *Observer) runEnded(env event.Envelope) {
 	d := env.Time.Sub(r.start)
 	o.m.duration.WithLabelValues(tenant, agentLabel).Observe(d.Seconds())
 	r.span.SetAttributes(endAttrs(r, status, quota)...)
+	if cpuErr == nil {
+		r.span.SetAttributes(KeyCPUMs.Float64(cpuMs))
+	}
 	if p.Error != "" {
 		r.span.SetAttributes(attrErrorType(errorType(p.ErrorKind)))
 		r.span.SetStatus(codes.Error, p.Error)

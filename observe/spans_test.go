@@ -76,6 +76,7 @@ func TestSpansOfATurn(t *testing.T) {
 	assert.Equal(t, int64(18), a["gen_ai.usage.input_tokens"].AsInt64())
 	assert.Equal(t, int64(8), a["gen_ai.usage.output_tokens"].AsInt64())
 	assert.NotEmpty(t, a["corral.run.id"].AsString())
+	assert.Zero(t, a["corral.cpu_ms"].AsFloat64(), "the agent has no script node")
 	assert.False(t, run.Parent.IsValid(), "a turn without a caller's trace is a root")
 	assert.Equal(t, codes.Unset, run.Status.Code)
 
@@ -123,4 +124,5 @@ func TestSpanOfAFailedTurn(t *testing.T) {
 	assert.True(t, ok, "error.type %q is a fault kind", kind)
 	assert.Equal(t, kind, a["corral.status"].AsString())
 	assert.Equal(t, "conv-2", a["gen_ai.conversation.id"].AsString())
+	assert.Positive(t, a["corral.cpu_ms"].AsFloat64(), "its script node's time")
 }

@@ -234,7 +234,8 @@ func (c *Call) meter() agent.Meter {
 // The engine measures the board as it applies them, from the size it
 // knew, so that it need not measure the board after the wave: nothing the
 // runtime reports is taken on trust. The call's CPU time (Outcome.CPU, as
-// a worker process measures it) or else its duration is charged to the
+// a worker process measures it) or else its duration is added to the
+// run's script time (the run end's cpu_ms header) and charged to the
 // host's agent.Meter, when it has one (a tenant's quotas); a charge past a
 // quota fails the node.
 func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sandbox.Script, cfg map[string]any, static bool) error {
@@ -245,17 +246,17 @@ func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sand
 	} else {
 		inv.Config = cfg
 	}
-	var start time.Time
 	meter := c.meter()
-	if meter != nil {
-		start = time.Now()
-	}
+	start := time.Now()
 	out, err := rt.Invoke(ctx, inv)
+	spent := out.CPU // a worker's rusage (isolation: process)
+	if spent <= 0 {
+		spent = time.Since(start) // in process: the call's duration, an upper bound
+	}
+	if c.rs != nil {
+		c.rs.cache.headers.cpu.Add(int64(spent)) // the run end's cpu_ms (REF 13.4.4)
+	}
 	if meter != nil {
-		spent := out.CPU // a worker's rusage (isolation: process)
-		if spent <= 0 {
-			spent = time.Since(start) // in process: the call's duration, an upper bound
-		}
 		if qerr := meter.ChargeCPU(spent); qerr != nil && err == nil {
 			err = fmt.Errorf("invoke node %q: %w", c.Node, qerr)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +136,7 @@ func (r *runState) end(parent context.Context, runErr error) error {
 	if runErr != nil {
 		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error(), ErrorKind: fault.KindOf(runErr).String()}
 	}
-	if err := r.publish(ctx, event.SubjectRunEnd(r.run.ID), p, ""); err != nil {
+	if err := r.publishRunEnd(ctx, p); err != nil {
 		return errors.Join(runErr, &agent.RunEndPublishError{RunID: r.run.ID, Err: err})
 	}
 	return runErr
@@ -159,6 +160,9 @@ func (r *runState) publish(ctx context.Context, subject string, payload any, nod
 // deltas). Envelopes are read-only once published (event.Envelope), so
 // events share headers maps.
 type headerCache struct {
+	// cpu is the script time the run's script nodes spent, in
+	// nanoseconds: the cpu_ms header of its run end (REF 13.4.4).
+	cpu    atomic.Int64
 	mu     sync.Mutex
 	run    map[string]string
 	byNode []nodeEvents // by node index
@@ -320,6 +324,24 @@ func (r *runState) publishRunStartEnvelope(ctx context.Context) error {
 		h = m
 	}
 	env.Headers = h
+	return r.host.Publish(ctx, env)
+}
+
+// publishRunEnd publishes run end with the run's headers and cpu_ms
+// (event.HeaderCPUMs), the script time its script nodes spent, when they
+// spent any (REF 13.4.4).
+func (r *runState) publishRunEnd(ctx context.Context, payload any) error {
+	env, err := event.NewEnvelope(ctx, event.SubjectRunEnd(r.run.ID), payload)
+	if err != nil {
+		return err
+	}
+	env.Headers = r.cache.headers.get(r, "")
+	if cpu := r.cache.headers.cpu.Load(); cpu > 0 {
+		m := make(map[string]string, len(env.Headers)+1)
+		maps.Copy(m, env.Headers)
+		m[event.HeaderCPUMs] = strconv.FormatFloat(float64(cpu)/float64(time.Millisecond), 'f', 3, 64)
+		env.Headers = m
+	}
 	return r.host.Publish(ctx, env)
 }
 

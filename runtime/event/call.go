@@ -5,6 +5,12 @@ package event
 // start envelope of the graph engine also carries HeaderTenant.
 const HeaderContextID = "context_id"
 
+// HeaderCPUMs is the header of a run end envelope that holds the script
+// time the run's script nodes spent, in milliseconds with three decimals:
+// the CPU time of a worker process (isolation: process), else the calls'
+// durations. A run that spent none leaves it out.
+const HeaderCPUMs = "cpu_ms"
+
 // HeaderCallStart is the header of a call event that holds when the call
 // started (RFC 3339 with nanoseconds); the envelope's Time is when it
 // ended. The times stay out of the payload, so that a replayed run
