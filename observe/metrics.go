@@ -2,6 +2,7 @@ package observe
 
 import (
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,6 +25,10 @@ const (
 // label's bound (Options.MaxLabelValues), and for a quota or a status
 // that Corral does not define.
 const OtherLabel = "_other"
+
+// maxLabelLen is the longest tenant or agent label value; a longer one,
+// or one that is not UTF-8, is OtherLabel.
+const maxLabelLen = 128
 
 // DefaultMaxLabelValues is Options.MaxLabelValues when it is 0.
 const DefaultMaxLabelValues = 200
@@ -74,8 +79,8 @@ type bound struct {
 func newBound(max int) *bound { return &bound{max: max, seen: map[string]struct{}{}} }
 
 func (b *bound) value(v string) string {
-	if v == "" {
-		return OtherLabel
+	if v == "" || len(v) > maxLabelLen || !utf8.ValidString(v) {
+		return OtherLabel // a label value must be UTF-8; a long one is no name
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

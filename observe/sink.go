@@ -313,3 +313,15 @@ func quotaOf(errText string) string {
 	}
 	return ""
 }
+
+// ContextWithTrace returns ctx carrying the OpenTelemetry span of ctx as
+// the runtime's event span (event.ContextWithSpan): the events of a turn
+// started with it name that span, and the turn's invoke_agent span is its
+// child (REF 13.2.6). Without a valid span, ctx is returned as it is.
+func ContextWithTrace(ctx context.Context) context.Context {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ctx
+	}
+	return event.ContextWithSpan(ctx, sc.TraceID().String(), sc.SpanID().String())
+}

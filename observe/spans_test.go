@@ -14,6 +14,9 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/observe"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
 )
 
 func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
@@ -125,4 +128,33 @@ func TestSpanOfAFailedTurn(t *testing.T) {
 	assert.Equal(t, kind, a["corral.status"].AsString())
 	assert.Equal(t, "conv-2", a["gen_ai.conversation.id"].AsString())
 	assert.Positive(t, a["corral.cpu_ms"].AsFloat64(), "its script node's time")
+}
+
+// REF 13.2.6: a turn started with the caller's trace (ContextWithTrace) is
+// a child of the caller's span.
+func TestSpanParentFromCaller(t *testing.T) {
+	app := newApp(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	obs, err := observe.New(context.Background(), app, observe.Options{TracerProvider: tp})
+	require.NoError(t, err)
+	defer obs.Close()
+
+	ctx, caller := tp.Tracer("test").Start(context.Background(), "POST /v1/chat/completions")
+	lease, err := app.Sessions().Open(ctx, session.Key{AgentID: "one", ContextID: "c1"})
+	require.NoError(t, err)
+	defer lease.Close()
+	turn, err := lease.Session().Start(observe.ContextWithTrace(ctx), agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")})
+	require.NoError(t, err)
+	_, err = turn.Wait(ctx)
+	require.NoError(t, err)
+	caller.End()
+	waitFor(t, "the turn's span", func() bool { return len(spansNamed(exp.GetSpans(), "invoke_agent One")) == 1 })
+	run := spansNamed(exp.GetSpans(), "invoke_agent One")[0]
+	assert.Equal(t, caller.SpanContext().TraceID(), run.SpanContext.TraceID())
+	assert.Equal(t, caller.SpanContext().SpanID(), run.Parent.SpanID())
+
+	plain := context.Background()
+	assert.Equal(t, plain, observe.ContextWithTrace(plain), "no span, nothing added")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
 )
 
@@ -90,6 +91,9 @@ func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 		return err
 	}
 	t.host = h
+	if sp, ok := event.SpanFromContext(ctx); ok { // the run's events name the caller's span (REF 13.2.6)
+		t.ctx = event.ContextWithSpan(t.ctx, sp.TraceID, sp.SpanID)
+	}
 	policy := StreamPolicy{Sinks: t.cfg.Sinks, Inheritable: true}
 	t.ctx = ContextWithStreamPolicy(t.ctx, policy)
 	st, err := startStream(t.ctx, t.ep.deps.Bus, t.streamConfig(), t.cfg.Sinks)
