@@ -89,6 +89,8 @@ func ended(t testing.TB, reg *prometheus.Registry) float64 {
 func TestMetricsOfRealTurns(t *testing.T) {
 	app := newApp(t)
 	reg := prometheus.NewRegistry()
+	own := prometheus.NewCounter(prometheus.CounterOpts{Name: "app_requests_total", Help: "The program's own."})
+	reg.MustRegister(own)
 	obs, err := observe.New(context.Background(), app, observe.Options{Registerer: reg})
 	require.NoError(t, err)
 	defer obs.Close()
@@ -115,6 +117,16 @@ func TestMetricsOfRealTurns(t *testing.T) {
 	assert.Equal(t, 4.0, counter(t, reg, observe.MetricModelCalls, map[string]string{"tenant": "acme", "status": "ok"}))
 	assert.Equal(t, 2.0, counter(t, reg, observe.MetricToolCalls, map[string]string{"tenant": "acme", "status": "ok"}))
 	assert.Positive(t, counter(t, reg, observe.MetricScriptCPU, map[string]string{"tenant": "acme"}), "boom's script node")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP corral_turns_started_total Turns (agent runs) started.
+# TYPE corral_turns_started_total counter
+corral_turns_started_total{agent="bot",tenant="acme"} 2
+corral_turns_started_total{agent="boom",tenant="acme"} 1
+# HELP corral_model_tokens_total Model tokens reported by model calls, by type: input or output.
+# TYPE corral_model_tokens_total counter
+corral_model_tokens_total{tenant="acme",type="input"} 36
+corral_model_tokens_total{tenant="acme",type="output"} 16
+`), observe.MetricTurnsStarted, observe.MetricModelTokens))
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems, "metric names and help follow the Prometheus conventions")
@@ -124,6 +136,7 @@ func TestMetricsOfRealTurns(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	assert.Contains(t, string(body), `corral_turns_ended_total{agent="bot",status="completed",tenant="acme"} 2`)
 	assert.Contains(t, string(body), `corral_turn_duration_seconds_count{agent="bot",tenant="acme"} 2`)
+	assert.Contains(t, string(body), "app_requests_total 0", "the handler serves the Registerer's other metrics too")
 }
 
 // REF 13.1.3, 13.2.3: a quota hit inside a run is counted from the run's
@@ -229,4 +242,37 @@ func TestNewRefusesBadInput(t *testing.T) {
 	require.NoError(t, app.Close())
 	_, err = observe.New(context.Background(), app, observe.Options{})
 	assert.True(t, fault.Is(err, fault.NotAvailable), "%v", err)
+}
+
+func scrape(t *testing.T, obs *observe.Observer) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	obs.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// REF 13.1.2: without a Registerer the handler serves a fresh registry,
+// still after Close; with a Registerer that cannot gather, it serves the
+// observer's metrics, which are registered there too.
+func TestMetricsHandlerSources(t *testing.T) {
+	app := newApp(t)
+	obs, err := observe.New(context.Background(), app, observe.Options{})
+	require.NoError(t, err)
+	_, err = runTurn(t, app, "one", "c1")
+	require.NoError(t, err)
+	want := `corral_turns_ended_total{agent="one",status="completed",tenant="acme"} 1`
+	waitFor(t, "the turn's end", func() bool { return strings.Contains(scrape(t, obs), want) })
+	require.NoError(t, obs.Close())
+	assert.Contains(t, scrape(t, obs), want, "the last values after Close")
+
+	inner := prometheus.NewRegistry()
+	wrapped := prometheus.WrapRegistererWithPrefix("app_", inner)
+	obs2, err := observe.New(context.Background(), app, observe.Options{Registerer: wrapped})
+	require.NoError(t, err)
+	defer obs2.Close()
+	_, err = runTurn(t, app, "one", "c2")
+	require.NoError(t, err)
+	waitFor(t, "the second turn's end", func() bool { return strings.Contains(scrape(t, obs2), want) })
+	assert.Equal(t, 1.0, counter(t, inner, "app_"+observe.MetricTurnsEnded,
+		map[string]string{"tenant": "acme", "agent": "one", "status": "completed"}), "registered through the wrapper")
 }

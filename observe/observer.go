@@ -21,8 +21,10 @@ import (
 // Options configure an Observer. The zero value is ready: a fresh
 // registry, the global tracer provider, slog.Default().
 type Options struct {
-	// Registerer receives the metrics as well; nil registers them nowhere
-	// else. MetricsHandler serves them either way.
+	// Registerer receives the metrics; nil is a fresh registry.
+	// MetricsHandler serves what it gathers when it is also a
+	// prometheus.Gatherer (a *prometheus.Registry: the program's own
+	// metrics beside the observer's), else the observer's metrics alone.
 	Registerer prometheus.Registerer
 	// TracerProvider makes the spans; nil is otel.GetTracerProvider(), a
 	// no-op unless the program set one (SetupFromEnv).
@@ -52,8 +54,9 @@ type Observer struct {
 	log     *slog.Logger
 	tracer  trace.Tracer
 	m       *metrics
-	reg     *prometheus.Registry
-	extReg  prometheus.Registerer
+	reg     prometheus.Registerer // where the metrics are registered
+	gather  prometheus.Gatherer   // what MetricsHandler serves
+	ownReg  bool                  // reg is the fresh registry of a nil Registerer
 	tenants *bound
 	agents  *bound
 
@@ -83,8 +86,8 @@ func New(ctx context.Context, app *runtime.Runtime, opts Options) (*Observer, er
 	if opts.MaxLabelValues < 0 || opts.MaxOpenRuns < 0 {
 		return nil, fault.New(fault.Validation, "observe", "MaxLabelValues and MaxOpenRuns must be >= 0")
 	}
-	o := &Observer{app: app, log: opts.Logger, m: newMetrics(), reg: prometheus.NewRegistry(),
-		extReg: opts.Registerer, runs: map[string]*runTrack{}, maxRuns: opts.MaxOpenRuns}
+	o := &Observer{app: app, log: opts.Logger, m: newMetrics(), reg: opts.Registerer,
+		runs: map[string]*runTrack{}, maxRuns: opts.MaxOpenRuns}
 	if o.log == nil {
 		o.log = slog.Default()
 	}
@@ -118,20 +121,33 @@ func New(ctx context.Context, app *runtime.Runtime, opts Options) (*Observer, er
 // instrumentation is the tracer's instrumentation scope.
 const instrumentation = "github.com/corral-rt/corral/observe"
 
+// register registers the metrics on the Registerer (a fresh registry
+// when none is given) and chooses what MetricsHandler serves.
 func (o *Observer) register() error {
-	for _, c := range o.m.collectors() {
-		if err := o.reg.Register(c); err != nil {
-			return fault.Wrap(fault.Internal, err, "observe", "register metrics")
-		}
+	if o.reg == nil {
+		r := prometheus.NewRegistry()
+		o.reg, o.gather, o.ownReg = r, r, true
+		return registerAll(r, o.m.collectors())
 	}
-	if o.extReg == nil {
+	if err := registerAll(o.reg, o.m.collectors()); err != nil {
+		return err
+	}
+	if g, ok := o.reg.(prometheus.Gatherer); ok {
+		o.gather = g
 		return nil
 	}
-	var done []prometheus.Collector
-	for _, c := range o.m.collectors() {
-		if err := o.extReg.Register(c); err != nil {
-			for _, d := range done {
-				o.extReg.Unregister(d)
+	r := prometheus.NewRegistry() // a Registerer that cannot gather: serve the observer's own
+	o.gather = r
+	return registerAll(r, o.m.collectors())
+}
+
+// registerAll registers cs on r, all or none: a collector r already has is
+// a Conflict error.
+func registerAll(r prometheus.Registerer, cs []prometheus.Collector) error {
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, d := range cs[:i] {
+				r.Unregister(d)
 			}
 			kind := fault.Internal
 			var are prometheus.AlreadyRegisteredError
@@ -140,24 +156,26 @@ func (o *Observer) register() error {
 			}
 			return fault.Wrap(kind, err, "observe", "register metrics")
 		}
-		done = append(done, c)
 	}
 	return nil
 }
 
+// unregister takes the metrics off a Registerer the program gave, so that
+// a new Observer may register there.
 func (o *Observer) unregister() {
-	if o.extReg == nil {
-		return
+	if o.ownReg {
+		return // MetricsHandler keeps serving the last values
 	}
 	for _, c := range o.m.collectors() {
-		o.extReg.Unregister(c)
+		o.reg.Unregister(c)
 	}
 }
 
-// MetricsHandler serves the observer's metrics in the Prometheus text
-// format (REF 13.1.2). It keeps serving the last values after Close.
+// MetricsHandler serves the metrics in the Prometheus text format: all
+// that Options.Registerer gathers when it is a prometheus.Gatherer, else
+// the observer's (REF 13.1.2).
 func (o *Observer) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(o.gather, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // QuotaRejected counts a quota rejection that no run saw: a session or a

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"regexp"
@@ -163,7 +164,9 @@ func (o *Observer) peek(runID string) *runTrack {
 
 func (o *Observer) runEnded(env event.Envelope) {
 	var p event.RunPayload
-	_ = json.Unmarshal(env.Payload, &p)
+	if bytes.Contains(env.Payload, []byte(`"error"`)) { // a run without an error needs no decoding
+		_ = json.Unmarshal(env.Payload, &p)
+	}
 	status := statusOf(p.Error, p.ErrorKind)
 	quota := quotaOf(p.Error)
 	r := o.take(env.Header(event.HeaderRunID))
