@@ -8,6 +8,7 @@
 //	obs, err := observe.New(ctx, app, observe.Options{TracerProvider: tp})
 //	defer obs.Close()
 //	mux.Handle("GET /metrics", obs.MetricsHandler())
+//	turn, err := lease.Session().Start(observe.ContextWithTrace(r.Context()), req) // the request's span is the turn's parent
 //
 // # How it observes
 //

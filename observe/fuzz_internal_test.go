@@ -5,29 +5,65 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/corral-rt/corral/builtin"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 )
 
+func newBareObserver(t testing.TB, opts Options) *Observer {
+	t.Helper()
+	doc, err := deploy.Parse([]byte("version: v1\nresources:\n  events: {kind: event.Bus, impl: memory}\nruntime: {event_bus: events}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := builtin.NewBuilder().Build(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
+	o, err := New(context.Background(), app, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	return o
+}
+
+// REF 13.2.11: past MaxOpenRuns the oldest run is no longer followed,
+// and a run started again without an end is followed once; the running
+// gauge counts the followed runs.
+func TestOpenRunsBounded(t *testing.T) {
+	o := newBareObserver(t, Options{MaxOpenRuns: 4})
+	start := func(id string) {
+		env := event.Envelope{Subject: event.SubjectRunStart(id), Time: time.Unix(1, 0),
+			Headers: map[string]string{event.HeaderRunID: id, event.HeaderAgentID: "bot", event.HeaderTenant: "acme"}}
+		if err := o.onEvent(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"r1", "r2", "r3", "r4", "r5", "r6", "r6"} {
+		start(id)
+	}
+	o.mu.Lock()
+	_, first := o.runs["r1"]
+	_, last := o.runs["r6"]
+	n := len(o.runs)
+	o.mu.Unlock()
+	if n != 4 || first || !last {
+		t.Fatalf("open runs: %d (r1 %v, r6 %v), want 4 without r1 and with r6", n, first, last)
+	}
+	if got := testutil.ToFloat64(o.m.running.WithLabelValues("acme")); got != 4 {
+		t.Fatalf("running gauge %v, want 4", got)
+	}
+}
+
 // FuzzOnEvent hands the observer's sink envelopes with any subject,
 // headers and payload: it never panics, and every run it starts it ends
 // or keeps within MaxOpenRuns.
 func FuzzOnEvent(f *testing.F) {
-	doc, err := deploy.Parse([]byte("version: v1\nresources:\n  events: {kind: event.Bus, impl: memory}\nruntime: {event_bus: events}\n"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	app, err := builtin.NewBuilder().Build(context.Background(), doc)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer app.Close()
-	o, err := New(context.Background(), app, Options{MaxOpenRuns: 4})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer o.Close()
+	o := newBareObserver(f, Options{MaxOpenRuns: 4})
 	f.Add("agent.run.r1.start", "r1", "bot", "", "", `{"graph":"g"}`)
 	f.Add("agent.run.r1.end", "r1", "bot", "", "", `{"graph":"g","error":"tenant \"t\": quota sessions of 1 reached","error_kind":"budget_exceeded"}`)
 	f.Add("agent.run.r1.call.bot_node_m.model", "r1", "bot", "2026-01-02T03:04:05.000000006Z", "", `{"name":"m","input_tokens":-5,"output_tokens":9}`)

@@ -96,7 +96,8 @@ func (o *Observer) runStarted(env event.Envelope) {
 	r.ctx = trace.ContextWithSpan(context.Background(), span)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if old := o.runs[runID]; old != nil { // a retried attempt of the same run id
+	if old := o.runs[runID]; old != nil { // started again without an end the observer saw
+		o.m.running.WithLabelValues(old.tenant).Dec()
 		old.abandon("run started again")
 	}
 	o.runs[runID] = r
