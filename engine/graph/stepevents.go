@@ -304,22 +304,23 @@ type ProviderNamer interface {
 }
 
 // publishRunStartEnvelope publishes run start with the run's headers and
-// the run's tenant and context id (event.HeaderTenant,
-// event.HeaderContextID), for observers that follow turns (REF 13.4.1).
+// the run's tenant, context id and parent run (event.HeaderTenant,
+// event.HeaderContextID, event.HeaderParentRunID), for observers that
+// follow turns (REF 13.4.1).
 func (r *runState) publishRunStartEnvelope(ctx context.Context) error {
 	env, err := event.NewEnvelope(ctx, event.SubjectRunStart(r.run.ID), r.e.runPayload)
 	if err != nil {
 		return err
 	}
 	h := r.cache.headers.get(r, "")
-	if r.run.Tenant != "" || r.run.ContextID != "" {
-		m := make(map[string]string, len(h)+2)
+	if r.run.Tenant != "" || r.run.ContextID != "" || r.run.ParentRunID != "" {
+		m := make(map[string]string, len(h)+3)
 		maps.Copy(m, h)
-		if r.run.Tenant != "" {
-			m[event.HeaderTenant] = r.run.Tenant
-		}
-		if r.run.ContextID != "" {
-			m[event.HeaderContextID] = r.run.ContextID
+		for _, kv := range [...][2]string{{event.HeaderTenant, r.run.Tenant}, {event.HeaderContextID, r.run.ContextID},
+			{event.HeaderParentRunID, r.run.ParentRunID}} {
+			if kv[1] != "" {
+				m[kv[0]] = kv[1]
+			}
 		}
 		h = m
 	}
