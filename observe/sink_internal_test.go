@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/corral-rt/corral/builtin"
 	"github.com/corral-rt/corral/runtime/deploy"
@@ -84,4 +86,30 @@ func FuzzOnEvent(f *testing.F) {
 			t.Fatalf("%d runs open, want at most 4", n)
 		}
 	})
+}
+
+// REF 13.2.6: the run a run names as its parent (parent_run_id) is its
+// span's parent, when the observer follows it.
+func TestChildRunSpanNests(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	o := newBareObserver(t, Options{TracerProvider: tp})
+	send := func(subject string, headers map[string]string) {
+		if err := o.onEvent(context.Background(), event.Envelope{Subject: subject, Time: time.Unix(1, 0), Headers: headers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(event.SubjectRunStart("p"), map[string]string{event.HeaderRunID: "p", event.HeaderAgentID: "lead"})
+	send(event.SubjectRunStart("c"), map[string]string{event.HeaderRunID: "c", event.HeaderAgentID: "helper",
+		event.HeaderParentRunID: "p"})
+	send(event.SubjectRunEnd("c"), map[string]string{event.HeaderRunID: "c", event.HeaderAgentID: "helper"})
+	send(event.SubjectRunEnd("p"), map[string]string{event.HeaderRunID: "p", event.HeaderAgentID: "lead"})
+	spans := exp.GetSpans()
+	if len(spans) != 2 || spans[0].Name != "invoke_agent helper" || spans[1].Name != "invoke_agent lead" {
+		t.Fatalf("spans: %v", spans)
+	}
+	if spans[0].Parent.SpanID() != spans[1].SpanContext.SpanID() {
+		t.Fatal("the child run's span is not a child of its parent's")
+	}
 }
