@@ -42,6 +42,21 @@ func (s *flawedStore) Save(_ context.Context, cp agent.Checkpoint) error {
 	if s.flaw != "shares on save" {
 		cp = cp.Clone()
 	}
+	if old, ok := s.records[cp.ExecID]; ok && cp.Changes != nil && s.flaw == "trusts stale changes" {
+		// Keeps only the changes, whatever they follow.
+		for k := range cp.Changes.Vars {
+			if v, ok := cp.Board.Vars[k]; ok {
+				old.Board.Vars[k] = v
+			} else {
+				delete(old.Board.Vars, k)
+			}
+		}
+		for name := range cp.Changes.Channels {
+			old.Board.Channels[name] = cp.Board.Channels[name]
+		}
+		cp.Board = old.Board
+	}
+	cp.Changes = nil
 	s.records[cp.ExecID] = &cp
 	return nil
 }
@@ -135,6 +150,7 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		"accepts invalid":         "invalid_checkpoint",
 		"unsorted list":           "lister_sorted",
 		"delete of missing fails": "deleter_idempotent",
+		"trusts stale changes":    "stale_changes",
 	}
 	for flaw, failing := range cases {
 		t.Run(flaw, func(t *testing.T) {

@@ -23,4 +23,8 @@ func ExampleCases() {
 	// bad exec ids
 	// lister sorted
 	// deleter idempotent
+	// deltas fold
+	// stale changes
+	// compaction
+	// torn tail
 }
