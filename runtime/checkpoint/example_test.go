@@ -25,6 +25,7 @@ func ExampleStore() {
 	if err != nil {
 		panic(err)
 	}
+	defer store.Close()
 
 	ctx := context.Background()
 	board := agent.NewBoard()
@@ -45,7 +46,7 @@ func ExampleStore() {
 	// run-1 1 draft
 	// true <nil>
 	// [run-1]
-	// [.tmp/ run-1.json]
+	// [run-1.log]
 }
 
 func ExampleSessionKey() {

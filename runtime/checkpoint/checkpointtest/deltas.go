@@ -16,9 +16,10 @@ import (
 type Options struct {
 	// Tear, when set, damages the newest entry of execID in s as a crash in
 	// the middle of its save would (a torn tail: part of it written, or
-	// garbage after the last whole entry). Without it the case "torn tail"
-	// is skipped.
-	Tear func(t *testing.T, s agent.CheckpointStore, execID string)
+	// garbage after the last whole entry), and returns the store a process
+	// started after the crash would open on the same data. Without it the
+	// case "torn tail" is skipped.
+	Tear func(t *testing.T, s agent.CheckpointStore, execID string) agent.CheckpointStore
 }
 
 func deltaCases(opts Options) []Case {
@@ -187,7 +188,7 @@ func compaction(t *testing.T, s agent.CheckpointStore) {
 	wantLoad(t, s, w.CP.Clone(), "after the last save")
 }
 
-func tornTail(t *testing.T, s agent.CheckpointStore, tear func(*testing.T, agent.CheckpointStore, string)) {
+func tornTail(t *testing.T, s agent.CheckpointStore, tear func(*testing.T, agent.CheckpointStore, string) agent.CheckpointStore) {
 	ctx := context.Background()
 	w := NewWriter(s, NewCheckpoint("run-torn", 1), 3)
 	require.NoError(t, w.Save(ctx))
@@ -197,7 +198,7 @@ func tornTail(t *testing.T, s agent.CheckpointStore, tear func(*testing.T, agent
 	w.Set("count", 3.0)
 	w.Append("main", message.NewTextMessage(message.RoleAssistant, "lost"))
 	require.NoError(t, w.Save(ctx))
-	tear(t, s, "run-torn")
+	s = tear(t, s, "run-torn")
 	wantLoad(t, s, before, "the save before the torn one")
 
 	// The writer of the torn save died with it; a new one resumes from the load.
