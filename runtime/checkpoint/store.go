@@ -118,6 +118,9 @@ func cleanPrefix(prefix string) (string, error) {
 	return p, nil
 }
 
+// Sync returns the store's sync setting.
+func (s *Store) Sync() Sync { return s.cfg.Sync }
+
 // Workspace returns the workspace the store keeps its records in.
 func (s *Store) Workspace() workspace.Workspace { return s.ws }
 
