@@ -2,11 +2,13 @@ package graph
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
 )
 
 type startNodeKey struct{}
@@ -57,6 +59,7 @@ func (r *runState) resume(ctx context.Context, cp *agent.Checkpoint) ([]string, 
 	restored := cp.Board.Clone()
 	r.board.Vars, r.board.Channels = restored.Vars, restored.Channels
 	delete(r.board.Vars, VarInterruptedNode)
+	r.changes.unknown = true // a board the store may not hold
 	r.iterations = cp.Iteration
 	return r.successors(ctx, cp.Steps)
 }
@@ -231,13 +234,104 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
 		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
+		Changes: r.changes.next(),
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
 	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
 	r.save.disarm()
+	r.changes.saved(err == nil)
 	if err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"iteration", r.iterations, "error", err)
 	}
+}
+
+// boardChanges tracks what the waves since the run's last accepted
+// checkpoint changed on its board, so that a store may keep the change
+// rather than the board (agent.BoardChanges). It knows the writes of the
+// engine's script handlers exactly (sandbox.Writes); any other handler, a
+// parallel wave, a retry's rollback or a resume makes the change unknown,
+// and the next checkpoint goes without changes (the store keeps the whole
+// board), after which tracking starts again.
+type boardChanges struct {
+	writer    uint64 // drawn at the first checkpoint
+	seq, base uint64
+	unknown   bool
+	vars      map[string]struct{}
+	channels  map[string]int
+	out       agent.BoardChanges // what next hands the store, reused
+}
+
+// noteWrites records ws, just applied to board.
+func (b *boardChanges) noteWrites(ws sandbox.Writes, board *agent.Board) {
+	if b.unknown || len(ws) == 0 {
+		return
+	}
+	var appended map[string]int // messages ws appended per channel not yet tracked
+	for _, w := range ws {
+		switch w.Op {
+		case sandbox.SetVar, sandbox.DeleteVar:
+			if b.vars == nil {
+				b.vars = map[string]struct{}{}
+			}
+			b.vars[w.Name] = struct{}{}
+		case sandbox.SetChannel:
+			b.channel(w.Name, 0)
+			delete(appended, w.Name)
+		case sandbox.AppendChannel:
+			if _, tracked := b.channels[w.Name]; !tracked {
+				if appended == nil {
+					appended = map[string]int{}
+				}
+				appended[w.Name] += len(w.Messages)
+			}
+		default:
+			b.unknown = true
+			return
+		}
+	}
+	for name, n := range appended {
+		b.channel(name, max(0, len(board.Channels[name])-n))
+	}
+}
+
+// channel records that channel name changed from message from on.
+func (b *boardChanges) channel(name string, from int) {
+	if b.channels == nil {
+		b.channels = map[string]int{}
+	}
+	if old, ok := b.channels[name]; !ok || from < old {
+		b.channels[name] = from
+	}
+}
+
+// next numbers the next checkpoint and returns its changes, nil when they
+// are unknown. __interrupted_node, which the engine sets itself, always
+// counts as changed.
+func (b *boardChanges) next() *agent.BoardChanges {
+	for b.writer == 0 {
+		b.writer = rand.Uint64()
+	}
+	b.seq++
+	if b.unknown {
+		return nil
+	}
+	if b.vars == nil {
+		b.vars = map[string]struct{}{}
+	}
+	b.vars[VarInterruptedNode] = struct{}{}
+	b.out = agent.BoardChanges{Writer: b.writer, Seq: b.seq, Base: b.base, Vars: b.vars, Channels: b.channels}
+	return &b.out
+}
+
+// saved records the outcome of the checkpoint next numbered: accepted, the
+// changes start again from it; refused, they keep adding up.
+func (b *boardChanges) saved(ok bool) {
+	if !ok {
+		return
+	}
+	b.base, b.unknown = b.seq, false
+	clear(b.vars)
+	clear(b.channels)
 }

@@ -71,6 +71,8 @@ type runState struct {
 	// time of its step complete event), the time of the wave's
 	// checkpoint; zero when unknown (a parallel wave, a skipped node).
 	waveEnd time.Time
+	// changes is what the waves changed since the last checkpoint.
+	changes boardChanges
 	cache   runCaches
 	// own holds what a run needs one of, allocated with the runState
 	// rather than each on its own: the latch, the journal when the host

@@ -50,6 +50,7 @@ type stepInput struct {
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
 		routes, err := r.runParallel(ctx, wave)  // each branch starts from r.boardBytes
+		r.changes.unknown = true                 // the merge changed the board
 		r.waveEnd, r.boardBytes = time.Time{}, 0 // the merged board is measured after the wave
 		return routes, err
 	}
@@ -169,6 +170,9 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 			c = &Call{}
 		}
 		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
+		if !in.node.sizes && in.fork == nil {
+			r.changes.unknown = true // a handler that writes the board itself
+		}
 		if err == nil {
 			if !in.node.sizes {
 				return 0, nil // a handler that may write the board after its runtime's report
@@ -188,6 +192,9 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		}
 		restored := snapshot.Clone()
 		in.board.Vars, in.board.Channels = restored.Vars, restored.Channels
+		if in.fork == nil {
+			r.changes.unknown = true
+		}
 	}
 }
 

@@ -1,0 +1,81 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/corral-rt/corral/engine/graph"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Script nodes' board writes travel with each wave's checkpoint as
+// BoardChanges: the store keeps deltas, and every checkpoint it loads back
+// is the board the wave left; a wave the engine cannot account for (here
+// the resumed run's first) goes whole.
+// REF 7.9.1
+func TestCheckpointsCarryTheWavesChanges(t *testing.T) {
+	t.Parallel()
+	sources := []string{
+		`board.setVar("a", 1); board.setVar("big", "x".repeat(5000));`,
+		`board.setVar("a", board.getVar("a") + 1); board.appendChannel("main", [{role: "user", parts: [{type: "text", text: "hi"}]}]);`,
+		`board.deleteVar("big"); board.appendChannel("main", [{role: "assistant", parts: [{type: "text", text: "hello"}]}]);`,
+		`board.setChannel("side", [{role: "user", parts: [{type: "text", text: "new"}]}]); board.setVar("o", {k: [1, "two"]});`,
+		`board.setChannel("main", []); board.appendChannel("main", [{role: "user", parts: [{type: "text", text: "again"}]}]);`,
+		`board.setChannel("side", []); board.deleteVar("never");`,
+	}
+	doc := &graph.Document{Name: "changes", Entry: "n0"}
+	for i, src := range sources {
+		doc.Nodes = append(doc.Nodes, graph.Node{ID: fmt.Sprintf("n%d", i), Type: "script",
+			Config: []byte(fmt.Sprintf(`{"source": %q}`, src))})
+		if i > 0 {
+			doc.Edges = append(doc.Edges, graph.Edge{From: fmt.Sprintf("n%d", i-1), To: fmt.Sprintf("n%d", i)})
+		}
+	}
+	e, err := graph.Build(context.Background(), doc,
+		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": newJS(t)}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+
+	store := checkpoint.NewMemory()
+	var deltas, whole int
+	var saved []agent.Checkpoint
+	host := &agent.HostFuncs{Inner: agent.NoopHost{}, CheckpointFn: func(ctx context.Context, cp agent.Checkpoint) error {
+		if err := store.Save(ctx, cp); err != nil {
+			return err
+		}
+		if cp.Changes != nil && cp.Changes.Base != 0 {
+			deltas++
+		} else {
+			whole++
+		}
+		got, err := store.Load(ctx, cp.ExecID)
+		require.NoError(t, err)
+		want, err := json.Marshal(cp.Board)
+		require.NoError(t, err)
+		have, err := json.Marshal(got.Board)
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(have), "the board after %v", cp.Steps)
+		saved = append(saved, *got)
+		return nil
+	}}
+	run := testRun()
+	_, err = e.Execute(context.Background(), run, host, agent.NewBoard())
+	require.NoError(t, err)
+	assert.Equal(t, 1, whole, "only the first checkpoint is whole")
+	assert.Equal(t, len(sources)-1, deltas)
+
+	// A run resumed from the third checkpoint: its first save holds the
+	// whole board, the next ones deltas again, and the store follows.
+	deltas, whole = 0, 0
+	run.ResumeFrom = &saved[2]
+	_, err = e.Execute(context.Background(), run, host, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, whole)
+	assert.Equal(t, len(sources)-4, deltas)
+}
