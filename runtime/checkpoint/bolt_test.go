@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/checkpoint/checkpointtest"
@@ -98,42 +100,55 @@ func TestBoltComparisonStore(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) agent.CheckpointStore { return newBoltStore(t) })
 }
 
-// BenchmarkLogVsBolt runs the same 10-wave chain (one small change per
-// wave on a board of 1 KiB, a new exec id per chain) and the load of its
-// result on the log store and on bbolt, both flushing every save.
+// BenchmarkLogVsBolt runs, in one loop, the same 10-wave chain (one
+// small change per wave on a board of 1 KiB, a new exec id per chain) on
+// the log store and on bbolt, both flushing every save, then loads each
+// chain's result from both; x-log is bbolt's time over the log's.
 func BenchmarkLogVsBolt(b *testing.B) {
-	stores := []struct {
-		name string
-		new  func(b *testing.B) agent.CheckpointStore
-	}{
-		{"log", func(b *testing.B) agent.CheckpointStore { s, _ := newCountingStore(b, Config{}); return s }},
-		{"bbolt", func(b *testing.B) agent.CheckpointStore { return newBoltStore(b) }},
-	}
-	for _, st := range stores {
-		b.Run("save-chain10/"+st.name, func(b *testing.B) {
-			s := st.new(b)
-			ctx := context.Background()
-			i := 0
-			for b.Loop() {
-				board := agent.NewBoard()
-				board.Vars["doc"] = string(make([]byte, 1000))
-				if err := chainRun(ctx, s, fmt.Sprintf("run-%d", i), 10, board); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-		})
-		b.Run("load/"+st.name, func(b *testing.B) {
-			s := st.new(b)
-			ctx := context.Background()
+	logStore, _ := newCountingStore(b, Config{})
+	stores := [2]agent.CheckpointStore{logStore, newBoltStore(b)}
+	ctx := context.Background()
+	var save, load [2]time.Duration
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprintf("run-%d", i)
+		for k, s := range stores {
 			board := agent.NewBoard()
 			board.Vars["doc"] = string(make([]byte, 1000))
-			require.NoError(b, chainRun(ctx, s, "run-1", 10, board))
-			for b.Loop() {
-				if _, err := s.Load(ctx, "run-1"); err != nil {
-					b.Fatal(err)
-				}
+			t0 := time.Now()
+			if err := chainRun(ctx, s, id, 10, board); err != nil {
+				b.Fatal(err)
 			}
-		})
+			t1 := time.Now()
+			if _, err := s.Load(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			save[k], load[k] = save[k]+t1.Sub(t0), load[k]+time.Since(t1)
+		}
+		i++
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(save[0].Nanoseconds())/n, "log-save-ns")
+	b.ReportMetric(float64(save[1].Nanoseconds())/n, "bbolt-save-ns")
+	b.ReportMetric(float64(save[1])/float64(save[0]), "save-x-log")
+	b.ReportMetric(float64(load[0].Nanoseconds())/n, "log-load-ns")
+	b.ReportMetric(float64(load[1].Nanoseconds())/n, "bbolt-load-ns")
+	b.ReportMetric(float64(load[1])/float64(load[0]), "load-x-log")
+}
+
+// flushRuns, run with the store named by the environment, saves ten 10-wave
+// chains: strace -f -c counts its flushes (docs/checkpoint.md).
+func TestFlushRuns(t *testing.T) {
+	var s agent.CheckpointStore
+	switch os.Getenv("CORRAL_FLUSH_STORE") {
+	case "log":
+		s, _ = newCountingStore(t, Config{})
+	case "bbolt":
+		s = newBoltStore(t)
+	default:
+		t.Skip("CORRAL_FLUSH_STORE=log or bbolt: for strace")
+	}
+	for i := range 10 {
+		require.NoError(t, chainRun(context.Background(), s, fmt.Sprintf("run-%d", i), 10, agent.NewBoard()))
 	}
 }

@@ -117,3 +117,36 @@ func BenchmarkChain10VsPairs(b *testing.B) {
 	b.ReportMetric(float64(chain.Nanoseconds())/float64(b.N), "chain-ns")
 	b.ReportMetric(float64(pairs.Nanoseconds())/float64(b.N), "pairs-ns")
 }
+
+// BenchmarkConcurrentSessions saves 10-wave chains from 1 and from 8
+// sessions at once (each its own log, sync: wave) and reports the time
+// per save: when concurrent flushes of a disk share its journal commits,
+// 8 sessions save faster per save than one, and a group commit of our
+// own would have nothing left to gather.
+func BenchmarkConcurrentSessions(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			s, _ := newCountingStore(b, Config{})
+			ctx := context.Background()
+			round := 0
+			var total time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				errs := make(chan error, n)
+				for k := range n {
+					go func() {
+						errs <- chainRun(ctx, s, fmt.Sprintf("run-%d-%d", round, k), 10, agent.NewBoard())
+					}()
+				}
+				for range n {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				total += time.Since(t0)
+				round++
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*n*10), "ns/save")
+		})
+	}
+}
