@@ -21,8 +21,9 @@ const logSuffix = ".log"
 
 // compactBytes is the least size of a log that a snapshot replaces rather
 // than follows: a log grows by appending until it is both this large and
-// four times the new snapshot.
-const compactBytes = 1 << 20
+// four times the new snapshot (256 KiB keeps the loads of small records
+// cheap; four times keeps the rewrites of large ones rare).
+const compactBytes = 256 << 10
 
 // logs is the part of a Store that writes logs in a local workspace.
 type logs struct {

@@ -98,7 +98,7 @@ func (r *memRecord) save(cp *agent.Checkpoint) error {
 			r.chain.Commit(e, cp)
 			return nil
 		}
-		r.putSnapshot(e.Data, cp)
+		r.adoptSnapshot(e.Data, cp)
 		return nil
 	}
 	var buf [smallRecord]byte
@@ -111,8 +111,7 @@ func (r *memRecord) save(cp *agent.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	r.snap = nil // data is new memory: nothing to write over
-	r.putSnapshot(data, cp)
+	r.adoptSnapshot(data, cp)
 	return nil
 }
 
@@ -147,6 +146,17 @@ func (r *memRecord) putSnapshot(rec []byte, cp *agent.Checkpoint) {
 	} else {
 		r.snap = append([]byte(nil), rec...)
 	}
+	r.commitSnapshot(cp)
+}
+
+// adoptSnapshot is putSnapshot for a rec in new memory, which it keeps.
+func (r *memRecord) adoptSnapshot(rec []byte, cp *agent.Checkpoint) {
+	r.snap = rec
+	r.commitSnapshot(cp)
+}
+
+// commitSnapshot drops the deltas before the new snapshot r.snap.
+func (r *memRecord) commitSnapshot(cp *agent.Checkpoint) {
 	clear(r.deltas)
 	r.deltas = r.deltas[:0]
 	e := Entry{Kind: EntrySnapshot, Seq: r.chain.Seq() + 1, Data: r.snap}
