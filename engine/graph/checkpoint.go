@@ -2,7 +2,9 @@ package graph
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
@@ -250,10 +252,12 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 // boardChanges tracks what the waves since the run's last accepted
 // checkpoint changed on its board, so that a store may keep the change
 // rather than the board (agent.BoardChanges). It knows the writes of the
-// engine's script handlers exactly (sandbox.Writes); any other handler, a
-// parallel wave, a retry's rollback or a resume makes the change unknown,
-// and the next checkpoint goes without changes (the store keeps the whole
-// board), after which tracking starts again.
+// engine's script handlers exactly (sandbox.Writes) and finds those of its
+// inference, tool and delegate handlers by comparing the board's vars and
+// channel lengths around their step (remember, compare); any other
+// handler, a parallel wave, a retry's rollback or a resume makes the
+// change unknown, and the next checkpoint goes without changes (the store
+// keeps the whole board), after which tracking starts again.
 type boardChanges struct {
 	writer    uint64 // drawn at the first checkpoint
 	seq, base uint64
@@ -261,6 +265,90 @@ type boardChanges struct {
 	vars      map[string]struct{}
 	channels  map[string]int
 	out       agent.BoardChanges // what next hands the store, reused
+	// before is the board's vars and channel lengths before a step of a
+	// shallow handler (remember), reused.
+	before struct {
+		vars map[string]any
+		lens map[string]int
+	}
+}
+
+// remember keeps what compare needs of board before a step of a handler
+// that writes whole vars and appends to channels (builtNode.shallow): its
+// vars, shallowly, and its channels' lengths.
+func (b *boardChanges) remember(board *agent.Board) {
+	if b.unknown {
+		return
+	}
+	if b.before.vars == nil {
+		b.before.vars, b.before.lens = map[string]any{}, map[string]int{}
+	}
+	clear(b.before.vars)
+	clear(b.before.lens)
+	maps.Copy(b.before.vars, board.Vars)
+	for name, msgs := range board.Channels {
+		b.before.lens[name] = len(msgs)
+	}
+}
+
+// compare records what a step of a handler that writes the board itself
+// changed: when shallow, the vars that are not the values remember saw
+// and the channels whose length changed (grown: appended after the old
+// length; shrunk, created or removed: from 0); otherwise the change is
+// unknown.
+func (b *boardChanges) compare(shallow bool, board *agent.Board) {
+	if b.unknown {
+		return
+	}
+	if !shallow || b.before.vars == nil {
+		b.unknown = true
+		return
+	}
+	if b.vars == nil {
+		b.vars = map[string]struct{}{}
+	}
+	for k, v := range board.Vars {
+		if old, ok := b.before.vars[k]; !ok || !sameValue(old, v) {
+			b.vars[k] = struct{}{}
+		}
+	}
+	for k := range b.before.vars {
+		if _, ok := board.Vars[k]; !ok {
+			b.vars[k] = struct{}{}
+		}
+	}
+	for name, msgs := range board.Channels {
+		switch old, ok := b.before.lens[name]; {
+		case !ok || len(msgs) < old:
+			b.channel(name, 0)
+		case len(msgs) > old:
+			b.channel(name, old)
+		}
+	}
+	for name := range b.before.lens {
+		if _, ok := board.Channels[name]; !ok {
+			b.channel(name, 0)
+		}
+	}
+	clear(b.before.vars) // compared once: a retry's rollback makes the change unknown
+}
+
+// sameValue reports whether a and b are the same value: equal when
+// comparable, the same map or slice (same memory and length) otherwise. A
+// value it cannot tell counts as changed.
+func sameValue(a, b any) bool {
+	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if !ra.IsValid() || !rb.IsValid() {
+		return !ra.IsValid() && !rb.IsValid()
+	}
+	if ra.Type() != rb.Type() {
+		return false
+	}
+	switch ra.Kind() {
+	case reflect.Map, reflect.Slice:
+		return ra.UnsafePointer() == rb.UnsafePointer() && ra.Len() == rb.Len()
+	}
+	return ra.Comparable() && a == b
 }
 
 // noteWrites records ws, just applied to board.

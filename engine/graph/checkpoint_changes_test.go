@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/corral-rt/corral/engine/graph"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +21,7 @@ import (
 // BoardChanges: the store keeps deltas, and every checkpoint it loads back
 // is the board the wave left; a wave the engine cannot account for (here
 // the resumed run's first) goes whole.
-// REF 7.9.1
+// REF 7.8.1
 func TestCheckpointsCarryTheWavesChanges(t *testing.T) {
 	t.Parallel()
 	sources := []string{
@@ -42,17 +44,43 @@ func TestCheckpointsCarryTheWavesChanges(t *testing.T) {
 		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": newJS(t)}, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 
+	v := newVerifyingHost(t)
+	host := v.host
+	run := testRun()
+	_, err = e.Execute(context.Background(), run, host, agent.NewBoard())
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.whole, "only the first checkpoint is whole")
+	assert.Equal(t, len(sources)-1, v.deltas)
+
+	// A run resumed from the third checkpoint: its first save holds the
+	// whole board, the next ones deltas again, and the store follows.
+	v.deltas, v.whole = 0, 0
+	run.ResumeFrom = &v.saved[2]
+	_, err = e.Execute(context.Background(), run, host, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.whole)
+	assert.Equal(t, len(sources)-4, v.deltas)
+}
+
+// verifyingHost saves a run's checkpoints in a memory store and checks,
+// after each, that the store loads the board the wave left.
+type verifyingHost struct {
+	host          agent.Host
+	deltas, whole int
+	saved         []agent.Checkpoint
+}
+
+func newVerifyingHost(t *testing.T) *verifyingHost {
 	store := checkpoint.NewMemory()
-	var deltas, whole int
-	var saved []agent.Checkpoint
-	host := &agent.HostFuncs{Inner: agent.NoopHost{}, CheckpointFn: func(ctx context.Context, cp agent.Checkpoint) error {
+	v := &verifyingHost{}
+	v.host = &agent.HostFuncs{Inner: agent.NoopHost{}, CheckpointFn: func(ctx context.Context, cp agent.Checkpoint) error {
 		if err := store.Save(ctx, cp); err != nil {
 			return err
 		}
 		if cp.Changes != nil && cp.Changes.Base != 0 {
-			deltas++
+			v.deltas++
 		} else {
-			whole++
+			v.whole++
 		}
 		got, err := store.Load(ctx, cp.ExecID)
 		require.NoError(t, err)
@@ -61,21 +89,47 @@ func TestCheckpointsCarryTheWavesChanges(t *testing.T) {
 		have, err := json.Marshal(got.Board)
 		require.NoError(t, err)
 		require.JSONEq(t, string(want), string(have), "the board after %v", cp.Steps)
-		saved = append(saved, *got)
+		v.saved = append(v.saved, *got)
 		return nil
 	}}
-	run := testRun()
-	_, err = e.Execute(context.Background(), run, host, agent.NewBoard())
-	require.NoError(t, err)
-	assert.Equal(t, 1, whole, "only the first checkpoint is whole")
-	assert.Equal(t, len(sources)-1, deltas)
+	return v
+}
 
-	// A run resumed from the third checkpoint: its first save holds the
-	// whole board, the next ones deltas again, and the store follows.
-	deltas, whole = 0, 0
-	run.ResumeFrom = &saved[2]
-	_, err = e.Execute(context.Background(), run, host, nil)
+// Inference nodes write the board themselves: the engine finds what they
+// changed (the reply appended, the output and usage vars) by comparing the
+// board around their step, and their waves are deltas too.
+// REF 7.8.1
+func TestInferenceWavesCarryTheirChanges(t *testing.T) {
+	t.Parallel()
+	doc := `
+name: chat
+entry: first
+nodes:
+  - id: first
+    type: inference
+    config: {model: {name: demo-1}, output_key: reply, usage_key: usage}
+  - id: second
+    type: inference
+    config: {model: {name: demo-1}, output_key: reply2, messages_channel: side}
+  - id: third
+    type: inference
+    config: {model: {name: demo-1}, output_key: reply, usage_key: usage, messages_channel: third}
+edges:
+  - {from: first, to: second}
+  - {from: second, to: third}
+`
+	e := inferenceEngine(t, doc, scriptedProvider(t, weatherReplies), nil)
+	v := newVerifyingHost(t)
+	board := boardWith(userMessage("hi"))
+	board.Append("side", userMessage("hello"))
+	board.Channels["third"] = []message.Message{userMessage("hey")}
+	board.Vars["big"] = strings.Repeat("b", 10000)
+	_, err := e.Execute(context.Background(), testRun(), v.host, board)
 	require.NoError(t, err)
-	assert.Equal(t, 1, whole)
-	assert.Equal(t, len(sources)-4, deltas)
+	assert.Equal(t, 1, v.whole)
+	assert.Equal(t, 2, v.deltas)
+	require.Len(t, v.saved, 3)
+	for _, name := range []string{agent.MainChannel, "side", "third"} {
+		assert.Len(t, v.saved[2].Board.Channel(name), 2, name)
+	}
 }

@@ -164,6 +164,9 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		hctx = agent.ContextWithHost(ctx, r.host)
 	}
 	st := r.stepCall(in)
+	if in.node.shallow && in.fork == nil {
+		r.changes.remember(in.board)
+	}
 	for attempt := 1; ; attempt++ {
 		c := &st.first
 		if attempt > 1 {
@@ -171,7 +174,7 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		}
 		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
 		if !in.node.sizes && in.fork == nil {
-			r.changes.unknown = true // a handler that writes the board itself
+			r.changes.compare(in.node.shallow, in.board) // a handler that writes the board itself
 		}
 		if err == nil {
 			if !in.node.sizes {

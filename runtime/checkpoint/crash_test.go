@@ -168,7 +168,7 @@ func TestCrashChild(t *testing.T) {
 // process opens: each exec id loads, with every wave a save returned and
 // at most the one in flight besides, and the board is exactly the one of
 // that wave; an exec id never saved starts clean.
-// REF 7.9.7
+// REF 7.9.6
 func TestCrashKeepsCommittedWaves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 50 processes")

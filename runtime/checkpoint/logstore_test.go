@@ -93,7 +93,8 @@ func chainRun(ctx context.Context, s agent.CheckpointStore, execID string, n int
 // creation, file and directory, then one per wave) and renames nothing;
 // under turn and none only the creation is flushed, and under turn a
 // session record's save flushes the run's log.
-// REF 7.9.2
+// REF 7.9.1
+// REF 7.10
 func TestFlushesPerRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -125,7 +126,7 @@ func TestFlushesPerRun(t *testing.T) {
 // A record of the earlier format (a JSON file per exec id, written by the
 // version before the logs; testdata/format-json) is read; the exec id's
 // next save replaces it by a log, and the other records stay as they are.
-// REF 7.9.3
+// REF 7.9.2
 func TestEarlierFormatIsMigrated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -170,7 +171,7 @@ func TestEarlierFormatIsMigrated(t *testing.T) {
 
 // A log that is not a log, or whose whole entries contradict each other,
 // is corrupt and named; its next save replaces it.
-// REF 7.9.4
+// REF 7.9.3
 func TestCorruptLog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -214,7 +215,7 @@ func TestCorruptLog(t *testing.T) {
 
 // A torn tail is never read, and the next save cuts it before it appends,
 // so nothing follows garbage.
-// REF 7.9.5
+// REF 7.9.4
 func TestTornTailIsCut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -249,7 +250,7 @@ func TestTornTailIsCut(t *testing.T) {
 
 // A large log is compacted: a snapshot replaces it through a temporary
 // file, and the log stays within a few times the board.
-// REF 7.9.6
+// REF 7.9.5
 func TestLargeLogIsCompacted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -39,6 +39,8 @@ func newStore(t testing.TB, ws workspace.Workspace, prefix string) *checkpoint.S
 // Both stores of the package pass the conformance suite.
 // REF 7.2
 // REF 7.7
+// REF 7.8
+// REF 7.11
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	t.Run("workspace", func(t *testing.T) {

@@ -117,6 +117,7 @@ func newFlawed(flaw string) func(*testing.T) agent.CheckpointStore {
 // A store without flaws passes, and one without the extensions passes with
 // their cases skipped.
 // REF 7.7
+// REF 7.11
 func TestSoundStorePasses(t *testing.T) {
 	t.Parallel()
 	checkpointtest.Run(t, newFlawed(""))
