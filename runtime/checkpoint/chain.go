@@ -12,13 +12,13 @@ type Policy struct {
 	MaxDeltas int
 	// MinDeltaBytes is the least total size of the deltas after a snapshot
 	// that makes the next save a snapshot; 0 means 64 KiB. The deltas may
-	// grow to twice the snapshot's size when that is more.
+	// grow to four times the snapshot's size when that is more.
 	MinDeltaBytes int64
 }
 
 // DefaultPolicy is the policy of the package's stores: a snapshot after
-// 4,096 deltas, or once the deltas since the snapshot total twice its size
-// and at least 64 KiB. So a load reads at most about three times the
+// 4,096 deltas, or once the deltas since the snapshot total four times its
+// size and at least 64 KiB. So a load reads at most about five times the
 // board, and a save of a small change on a large board pays for the
 // snapshot a few thousand saves at a time: the cost of a save follows what
 // it changed.
@@ -36,7 +36,7 @@ func (p Policy) deltaBytes(snapshot int64) int64 {
 	if min <= 0 {
 		min = DefaultPolicy.MinDeltaBytes
 	}
-	return max(min, 2*snapshot)
+	return max(min, 4*snapshot)
 }
 
 // Chain is what a store remembers of one exec id's entries to choose the
