@@ -81,6 +81,12 @@ func (c *Chain) Next(cp *agent.Checkpoint) (Entry, error) {
 			return Entry{Kind: EntryDelta, Seq: c.seq + 1, Data: data}, nil
 		}
 	}
+	return c.Snapshot(cp)
+}
+
+// Snapshot is Next when the store needs a snapshot whatever the policy
+// says (a log that must not grow).
+func (c *Chain) Snapshot(cp *agent.Checkpoint) (Entry, error) {
 	data, err := encode(cp, false)
 	if err != nil {
 		return Entry{}, err

@@ -155,6 +155,9 @@ func (l *logs) saveLocked(ctx context.Context, dir logDir, st *logState, cp *age
 		}
 	}
 	e, err := st.chain.Next(cp)
+	if err == nil && e.Kind == EntryDelta && l.tooLong(st, e) {
+		e, err = st.chain.Snapshot(cp) // the log is not to outgrow max_file_bytes
+	}
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
@@ -202,7 +205,7 @@ func (l *logs) write(dir logDir, st *logState, execID string, e Entry) error {
 			}
 			return err
 		}
-	case st.rewrite, e.Kind == EntrySnapshot && st.size >= max(compactBytes, 4*int64(len(e.Data))):
+	case st.rewrite, e.Kind == EntrySnapshot && (st.size >= max(compactBytes, 4*int64(len(e.Data))) || l.tooLong(st, e)):
 	default:
 		return l.append(dir, st, name, execID, e)
 	}
@@ -212,6 +215,13 @@ func (l *logs) write(dir logDir, st *logState, execID string, e Entry) error {
 	st.exists, st.rewrite, st.size, st.torn = true, false, int64(len(logMagic)+frameHeader+len(e.Data)), false
 	_ = dir.Remove(execID + ".json")
 	return nil
+}
+
+// tooLong reports whether appending e would take the log past half the
+// workspace's max_file_bytes, which a load must be able to read: the log
+// is then compacted instead, to a snapshot alone.
+func (l *logs) tooLong(st *logState, e Entry) bool {
+	return st.size+int64(frameHeader+len(e.Data)) > l.local.MaxFileBytes()/2
 }
 
 // append appends e's frame to the log, cutting a torn tail first, and

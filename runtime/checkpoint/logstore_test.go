@@ -334,3 +334,25 @@ func FuzzFoldDelta(f *testing.F) {
 		}
 	})
 }
+
+// A log never outgrows what the workspace can read back: past half its
+// max_file_bytes the next save compacts it to a snapshot alone.
+// REF 7.9.5
+func TestLogStaysReadable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, err := workspace.NewLocalWithConfig(t.TempDir(), workspace.Config{MaxFileBytes: 64 << 10})
+	require.NoError(t, err)
+	defer ws.Close()
+	s, err := NewStore(ws, "")
+	require.NoError(t, err)
+	board := agent.NewBoard()
+	board.Vars["big"] = strings.Repeat("b", 20<<10)
+	require.NoError(t, chainRun(ctx, s, "run-1", 100, board))
+	got, err := s.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 100, got.Iteration)
+	st, err := os.Stat(filepath.Join(ws.Root(), DefaultPrefix, "run-1.log"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, st.Size(), int64(32<<10))
+}
