@@ -175,11 +175,16 @@ func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
 	st.exists, st.size, st.torn, st.rewrite = false, 0, false, false
 	st.chain = ResumeChain(l.s.cfg.Policy, 0)
 	data, err := l.s.ws.Read(ctx, l.s.logPath(execID))
-	if fault.Is(err, fault.NotFound) {
+	switch {
+	case fault.Is(err, fault.NotFound):
 		st.ready = true
 		return nil
-	}
-	if err != nil {
+	case fault.Is(err, fault.BudgetExceeded):
+		// Too long to read back (max_file_bytes was larger when it was
+		// written): the next save replaces it.
+		st.ready, st.exists, st.rewrite = true, true, true
+		return nil
+	case err != nil:
 		return err
 	}
 	sc, reason := readLog(data, int(l.local.MaxFileBytes()))

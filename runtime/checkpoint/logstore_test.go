@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/workspace"
@@ -355,4 +356,15 @@ func TestLogStaysReadable(t *testing.T) {
 	st, err := os.Stat(filepath.Join(ws.Root(), DefaultPrefix, "run-1.log"))
 	require.NoError(t, err)
 	assert.LessOrEqual(t, st.Size(), int64(32<<10))
+
+	// A log too long to read back (written under a larger cap) fails its
+	// load with BudgetExceeded, and the next save replaces it.
+	long := filepath.Join(ws.Root(), DefaultPrefix, "run-2.log")
+	require.NoError(t, os.WriteFile(long, []byte(logMagic+strings.Repeat("x", 100<<10)), 0o640))
+	_, err = s.Load(ctx, "run-2")
+	require.ErrorIs(t, err, fault.BudgetExceeded)
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 5, Board: agent.NewBoard()}))
+	got, err = s.Load(ctx, "run-2")
+	require.NoError(t, err)
+	assert.Equal(t, 5, got.Iteration)
 }
