@@ -140,16 +140,20 @@ func (s *Store) Path(execID string) string {
 func (s *Store) jsonPath(execID string) string { return s.prefix + "/" + execID + ".json" }
 func (s *Store) logPath(execID string) string  { return s.prefix + "/" + execID + logSuffix }
 
-// Save validates cp and replaces the record of cp.ExecID atomically: the
-// record is written to "<prefix>/.tmp/<exec_id>.<unix nanoseconds>-<16
-// hex>.json.tmp" and then renamed over the live file, so a reader sees the
-// old record or the new one. If the rename fails, the temporary file is
-// removed. Of two overlapping saves, the one renamed last wins. After its
-// first save a Store also removes the temporary files that earlier
-// processes left behind (a crash between write and rename): those whose
-// name says they were written more than an hour ago. Names without a time
-// (written by earlier versions, or by hand) are left alone: a live save of
-// another process may be writing one.
+// Save validates cp and stores it. In a local workspace it appends one
+// entry to the exec id's log (a delta when cp.Changes follow the newest
+// entry, else a snapshot; DefaultPolicy), with one write and, under
+// SyncWave, one fsync; a torn tail a crash left is cut first, and a
+// snapshot of a large log replaces it through "<prefix>/.tmp/<exec_id>.<unix
+// nanoseconds>-<16 hex>.log.tmp", renamed into place. In any other
+// workspace the record is written to "<prefix>/.tmp/<exec_id>.<unix
+// nanoseconds>-<16 hex>.json.tmp" and renamed over the live file; if the
+// rename fails, the temporary file is removed. A reader sees the old record
+// or the new one; of two overlapping saves, the later to finish wins. After
+// its first save a Store also removes the temporary files that earlier
+// processes left behind: those whose name says they were written more than
+// an hour ago. Names without a time (written by earlier versions, or by
+// hand) are left alone: a live save of another process may be writing one.
 func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 	if s.logs != nil {
 		return s.logs.save(ctx, &cp)
