@@ -332,11 +332,13 @@ func TestFirstSaveSweepsOrphans(t *testing.T) {
 	recent := time.Now().Add(-30 * time.Minute).UnixNano()
 	orphans := []string{
 		dir + fmt.Sprintf("run-1.%d-0123456789abcdef.json.tmp", old),
-		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old), // an exec id with a dot
+		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old),  // an exec id with a dot
+		dir + fmt.Sprintf("run-7.%d-0123456789abcdef.log.tmp", old), // a compaction's
 	}
 	kept := []string{
 		dir + "run-2.0123456789abcdef.json.tmp", // a name without a time
 		dir + fmt.Sprintf("run-3.%d-0123456789abcdef.json.tmp", recent),
+		dir + fmt.Sprintf("run-8.%d-0123456789abcdef.log.tmp", recent),
 		"agent/checkpoints/run-4.json",
 	}
 	for _, p := range append(slices.Clone(orphans), kept...) {
