@@ -22,7 +22,9 @@ import "maps"
 // the exec id may store the change (a delta); any other store, or one that
 // lost track (a failed save, a restart, another writer), stores the whole
 // board. A writer that cannot tell what changed sends no BoardChanges. So
-// a store that ignores them is always right, only slower.
+// a store that ignores them is always right, only slower. A store reads
+// the changes during Save and keeps neither them nor their maps: the
+// writer reuses them for its next checkpoint.
 type BoardChanges struct {
 	Writer   uint64
 	Seq      uint64
