@@ -30,6 +30,7 @@ type logs struct {
 	s     *Store
 	local *workspace.Local
 	wrap  func(logDir) logDir // tests: counts what the store asks of the disk
+	limit int                 // tests: maxStates when > 0
 
 	mu     sync.Mutex
 	dir    logDir // opened at the first save
@@ -99,16 +100,48 @@ func fsError(err error, where string) error {
 	return fault.Wrap(fault.Internal, err, op, "%s", where)
 }
 
+// maxStates is the number of exec ids whose state a store keeps before it
+// forgets some: a forgotten exec id's next save reads its log again.
+const maxStates = 4096
+
 // state returns the state of execID, creating it.
 func (l *logs) state(execID string) *logState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.ids[execID]
 	if st == nil {
+		if len(l.ids) >= l.maxStates() {
+			l.forgetLocked()
+		}
 		st = &logState{}
 		l.ids[execID] = st
 	}
 	return st
+}
+
+func (l *logs) maxStates() int {
+	if l.limit > 0 {
+		return l.limit
+	}
+	return maxStates
+}
+
+// forgetLocked drops about a quarter of the states, those not in use (a
+// save holding one keeps it); l.mu is held. A save that then finds its
+// state gone takes a new one.
+func (l *logs) forgetLocked() {
+	n := len(l.ids) / 4
+	for id, st := range l.ids {
+		if n <= 0 {
+			return
+		}
+		if st.mu.TryLock() {
+			st.gone = true
+			delete(l.ids, id)
+			st.mu.Unlock()
+			n--
+		}
+	}
 }
 
 func (l *logs) save(ctx context.Context, cp *agent.Checkpoint) error {

@@ -368,3 +368,45 @@ func TestLogStaysReadable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5, got.Iteration)
 }
+
+// Many exec ids saved and deleted at once, past the number of states the
+// store keeps: every exec id loads as its last save, deleted ones as
+// nothing.
+func TestLogStoreHammer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{Sync: SyncNone})
+	s.logs.limit = 8
+	const workers, ids = 8, 6
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ids {
+				id := fmt.Sprintf("run-%d-%d", w, i)
+				assert.NoError(t, chainRun(ctx, s, id, 5, agent.NewBoard()))
+				if i%3 == 0 {
+					assert.NoError(t, s.Delete(ctx, id))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for w := range workers {
+		for i := range ids {
+			got, err := s.Load(ctx, fmt.Sprintf("run-%d-%d", w, i))
+			require.NoError(t, err)
+			if i%3 == 0 {
+				assert.Nil(t, got)
+				continue
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, 5, got.Iteration)
+			assert.Len(t, got.Board.Vars, 5)
+		}
+	}
+	s.logs.mu.Lock()
+	assert.LessOrEqual(t, len(s.logs.ids), 8)
+	s.logs.mu.Unlock()
+}
