@@ -75,3 +75,4 @@ func BenchmarkDurableChain10VsPairs(b *testing.B) {
 		})
 	}
 }
+
