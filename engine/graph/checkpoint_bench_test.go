@@ -75,4 +75,3 @@ func BenchmarkDurableChain10VsPairs(b *testing.B) {
 		})
 	}
 }
-
