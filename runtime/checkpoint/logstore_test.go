@@ -410,3 +410,25 @@ func TestLogStoreHammer(t *testing.T) {
 	assert.LessOrEqual(t, len(s.logs.ids), 8)
 	s.logs.mu.Unlock()
 }
+
+// Close flushes what sync: turn left unflushed, once; a save after it is
+// NotAvailable, and a load still reads.
+// REF 7.10
+func TestCloseFlushesTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, d := newCountingStore(t, Config{Sync: SyncTurn})
+	require.NoError(t, chainRun(ctx, s, "run-1", 5, agent.NewBoard()))
+	before, _ := d.counts()
+	require.NoError(t, s.Close())
+	after, _ := d.counts()
+	assert.Equal(t, 1, after-before, "the run's log is flushed")
+	require.NoError(t, s.Close(), "Close is idempotent")
+	again, _ := d.counts()
+	assert.Equal(t, after, again)
+	err := s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Board: agent.NewBoard()})
+	require.ErrorIs(t, err, fault.NotAvailable)
+	got, err := s.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 5, got.Iteration)
+}
