@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/sandbox"
 )
 
@@ -253,10 +254,10 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 // checkpoint changed on its board, so that a store may keep the change
 // rather than the board (agent.BoardChanges). It knows the writes of the
 // engine's script handlers exactly (sandbox.Writes) and finds those of its
-// inference, tool and delegate handlers by comparing the board's vars and
-// channel lengths around their step (remember, compare); any other
-// handler, a parallel wave, a retry's rollback or a resume makes the
-// change unknown, and the next checkpoint goes without changes (the store
+// inference, tool and delegate handlers, and of a parallel wave's merge, by
+// comparing the board's vars and channels around their step or wave
+// (remember, compare, compareStrict); any other handler, a retry's rollback
+// or a resume makes the change unknown, and the next checkpoint goes without changes (the store
 // keeps the whole board), after which tracking starts again.
 type boardChanges struct {
 	writer    uint64 // drawn at the first checkpoint
@@ -268,8 +269,9 @@ type boardChanges struct {
 	// before is the board's vars and channel lengths before a step of a
 	// shallow handler (remember), reused.
 	before struct {
-		vars map[string]any
-		lens map[string]int
+		vars  map[string]any
+		lens  map[string]int
+		first map[string]*message.Message // each channel's first message, for compareStrict
 	}
 }
 
@@ -281,14 +283,34 @@ func (b *boardChanges) remember(board *agent.Board) {
 		return
 	}
 	if b.before.vars == nil {
-		b.before.vars, b.before.lens = map[string]any{}, map[string]int{}
+		b.before.vars, b.before.lens, b.before.first = map[string]any{}, map[string]int{}, map[string]*message.Message{}
 	}
 	clear(b.before.vars)
 	clear(b.before.lens)
+	clear(b.before.first)
 	maps.Copy(b.before.vars, board.Vars)
 	for name, msgs := range board.Channels {
 		b.before.lens[name] = len(msgs)
+		if len(msgs) > 0 {
+			b.before.first[name] = &msgs[0]
+		}
 	}
+}
+
+// compareStrict is compare for a parallel wave, whose merge may replace a
+// channel by another of the same length: a channel whose first message is
+// not where it was counts as rewritten (from 0).
+func (b *boardChanges) compareStrict(board *agent.Board) {
+	if b.unknown || b.before.vars == nil {
+		b.unknown = true
+		return
+	}
+	for name, msgs := range board.Channels {
+		if old, ok := b.before.first[name]; ok && len(msgs) > 0 && &msgs[0] != old {
+			b.channel(name, 0)
+		}
+	}
+	b.compare(true, board)
 }
 
 // compare records what a step of a handler that writes the board itself

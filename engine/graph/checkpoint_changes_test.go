@@ -133,3 +133,36 @@ edges:
 		assert.Len(t, v.saved[2].Board.Channel(name), 2, name)
 	}
 }
+
+// A parallel wave's merge is found by comparing the board around the
+// wave: its checkpoint is a delta too, and loads as the merged board.
+// REF 7.8.1
+func TestParallelWavesCarryTheirChanges(t *testing.T) {
+	t.Parallel()
+	src := map[string]string{
+		"start": `board.setVar("a", 1); board.setVar("big", "x".repeat(5000)); board.appendChannel("main", [{role: "user", parts: [{type: "text", text: "hi"}]}]); board.setChannel("side", [{role: "user", parts: [{type: "text", text: "s"}]}]);`,
+		"b1":    `board.setVar("x1", {k: [1]}); board.appendChannel("main", [{role: "assistant", parts: [{type: "text", text: "one"}]}]);`,
+		"b2":    `board.deleteVar("a"); board.setChannel("side", [{role: "user", parts: [{type: "text", text: "rewritten"}]}]);`,
+		"b3":    `board.setVar("x3", "three");`,
+		"end":   `board.setVar("done", true);`,
+	}
+	doc := &graph.Document{Name: "wide", Entry: "start"}
+	for _, id := range []string{"start", "b1", "b2", "b3", "end"} {
+		doc.Nodes = append(doc.Nodes, graph.Node{ID: id, Type: "script", Config: []byte(fmt.Sprintf(`{"source": %q}`, src[id]))})
+	}
+	for _, b := range []string{"b1", "b2", "b3"} {
+		doc.Edges = append(doc.Edges, graph.Edge{From: "start", To: b}, graph.Edge{From: b, To: "end"})
+	}
+	opts := parallelOpts(graph.ParallelOptions{MaxBranches: 4})
+	opts.Runtimes = map[string]sandbox.Runtime{"js": newJS(t)}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	e, err := graph.Build(context.Background(), doc, opts)
+	require.NoError(t, err)
+	v := newVerifyingHost(t)
+	board, err := e.Execute(context.Background(), testRun(), v.host, agent.NewBoard())
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.whole, "only the first checkpoint is whole")
+	assert.Equal(t, 2, v.deltas, "the parallel wave and the last one are deltas")
+	assert.Equal(t, "rewritten", board.Channel("side")[0].Text())
+	assert.NotContains(t, board.Vars, "a")
+}

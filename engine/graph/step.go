@@ -49,8 +49,9 @@ type stepInput struct {
 // from what each node reported, the board's size (stepEnd).
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
+		r.changes.remember(r.board)
 		routes, err := r.runParallel(ctx, wave)  // each branch starts from r.boardBytes
-		r.changes.unknown = true                 // the merge changed the board
+		r.changes.compareStrict(r.board)         // what the merge changed
 		r.waveEnd, r.boardBytes = time.Time{}, 0 // the merged board is measured after the wave
 		return routes, err
 	}
