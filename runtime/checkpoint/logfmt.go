@@ -34,6 +34,28 @@ func appendFrame(dst []byte, e Entry) []byte {
 	return append(dst, e.Data...)
 }
 
+// frameSums reports whether the checksum of the frame at the start of rest,
+// whose data is data, holds.
+func frameSums(rest, data []byte) bool {
+	crc := crc32.Update(0, crcTable, rest[:13])
+	crc = crc32.Update(crc, crcTable, data)
+	return crc == binary.LittleEndian.Uint32(rest[13:])
+}
+
+// wholeFrameAt reports whether a whole frame, its checksum holding, starts
+// at off in data.
+func wholeFrameAt(data []byte, off, maxData int) bool {
+	if off < 0 || off > len(data)-frameHeader {
+		return false
+	}
+	rest := data[off:]
+	n := binary.LittleEndian.Uint32(rest)
+	if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) {
+		return false
+	}
+	return frameSums(rest, rest[frameHeader:frameHeader+int(n)])
+}
+
 // logScan is what readLog found in a log file.
 type logScan struct {
 	entries []Entry // from the last snapshot on; Data points into the file's bytes
@@ -48,8 +70,11 @@ type logScan struct {
 // never a committed one (a save returns only once its frame is written
 // whole). A file too short for the magic is a log whose creation was
 // interrupted: empty, and torn. A non-empty reason says why the file is
-// corrupt rather than torn: another magic, an unknown kind, or sequence
-// numbers that go back (each written whole, so no crash explains them).
+// corrupt rather than torn: another magic, an unknown kind, sequence
+// numbers that go back (each written whole, so no crash explains them), or
+// a frame whose checksum fails with a whole frame after it (damage in the
+// middle, which a crash does not leave: cutting there would drop committed
+// entries).
 // maxData bounds the length of one entry.
 func readLog(data []byte, maxData int) (logScan, string) {
 	var sc logScan
@@ -76,9 +101,10 @@ func readLog(data []byte, maxData int) (logScan, string) {
 		}
 		e := Entry{Kind: EntryKind(rest[4]), Seq: binary.LittleEndian.Uint64(rest[5:])}
 		e.Data = rest[frameHeader : frameHeader+int(n) : frameHeader+int(n)]
-		crc := crc32.Update(0, crcTable, rest[:13])
-		crc = crc32.Update(crc, crcTable, e.Data)
-		if crc != binary.LittleEndian.Uint32(rest[13:]) {
+		if !frameSums(rest, e.Data) {
+			if wholeFrameAt(data, off+frameHeader+int(n), maxData) {
+				return sc, fmt.Sprintf("entry at byte %d fails its checksum, and a whole entry follows it", off)
+			}
 			break
 		}
 		switch {

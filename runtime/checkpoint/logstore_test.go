@@ -187,17 +187,20 @@ func TestCorruptLog(t *testing.T) {
 		}
 		return out
 	}
+	flipped := log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 2, []byte(`{"exec_id":"run-1","board":{}}`)})
+	flipped[len(logMagic)+frameHeader+3] ^= 0x20 // in the snapshot's data
 	for why, raw := range map[string][]byte{
-		"another magic":       []byte("CRLOG99\nwhatever"),
-		"not a log":           []byte(`{"exec_id":"run-1"}`),
-		"sequence goes back":  log(Entry{EntrySnapshot, 2, snap}, Entry{EntrySnapshot, 1, snap}),
-		"unknown kind":        log(Entry{EntrySnapshot, 1, snap}, Entry{7, 2, []byte("{}")}),
-		"delta with a gap":    log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 3, []byte("{}")}),
-		"delta not JSON":      log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 2, []byte("{")}),
-		"snapshot not JSON":   log(Entry{EntrySnapshot, 1, []byte("nope")}),
-		"another exec id":     log(Entry{EntrySnapshot, 1, other}),
-		"deltas only":         log(Entry{EntryDelta, 1, []byte("{}")}),
-		"append past the end": log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 2, []byte(`{"exec_id":"run-1","iteration":0,"board":{},"timestamp":"0001-01-01T00:00:00Z","channels_from":{"c":{"from":4,"messages":[]}}}`)}),
+		"damage before a whole entry": flipped,
+		"another magic":               []byte("CRLOG99\nwhatever"),
+		"not a log":                   []byte(`{"exec_id":"run-1"}`),
+		"sequence goes back":          log(Entry{EntrySnapshot, 2, snap}, Entry{EntrySnapshot, 1, snap}),
+		"unknown kind":                log(Entry{EntrySnapshot, 1, snap}, Entry{7, 2, []byte("{}")}),
+		"delta with a gap":            log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 3, []byte("{}")}),
+		"delta not JSON":              log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 2, []byte("{")}),
+		"snapshot not JSON":           log(Entry{EntrySnapshot, 1, []byte("nope")}),
+		"another exec id":             log(Entry{EntrySnapshot, 1, other}),
+		"deltas only":                 log(Entry{EntryDelta, 1, []byte("{}")}),
+		"append past the end":         log(Entry{EntrySnapshot, 1, snap}, Entry{EntryDelta, 2, []byte(`{"exec_id":"run-1","iteration":0,"board":{},"timestamp":"0001-01-01T00:00:00Z","channels_from":{"c":{"from":4,"messages":[]}}}`)}),
 	} {
 		s, _ := newCountingStore(t, Config{})
 		file := filepath.Join(s.ws.Root(), DefaultPrefix, "run-1.log")
