@@ -73,10 +73,12 @@ type logScan struct {
 // corrupt rather than torn: another magic, an unknown kind, sequence
 // numbers that go back (each written whole, so no crash explains them), or
 // a frame whose checksum fails with a whole frame after it (damage in the
-// middle, which a crash does not leave: cutting there would drop committed
-// entries).
+// middle, which a crash does not leave when every frame was flushed before
+// the next was written: cutting there would drop committed entries). strict
+// says that they were (SyncWave); otherwise a power failure may have kept
+// a later frame and lost part of an earlier one, and the log is cut there.
 // maxData bounds the length of one entry.
-func readLog(data []byte, maxData int) (logScan, string) {
+func readLog(data []byte, maxData int, strict bool) (logScan, string) {
 	var sc logScan
 	if len(data) < len(logMagic) {
 		if !bytes.HasPrefix([]byte(logMagic), data) {
@@ -102,7 +104,7 @@ func readLog(data []byte, maxData int) (logScan, string) {
 		e := Entry{Kind: EntryKind(rest[4]), Seq: binary.LittleEndian.Uint64(rest[5:])}
 		e.Data = rest[frameHeader : frameHeader+int(n) : frameHeader+int(n)]
 		if !frameSums(rest, e.Data) {
-			if wholeFrameAt(data, off+frameHeader+int(n), maxData) {
+			if strict && wholeFrameAt(data, off+frameHeader+int(n), maxData) {
 				return sc, fmt.Sprintf("entry at byte %d fails its checksum, and a whole entry follows it", off)
 			}
 			break

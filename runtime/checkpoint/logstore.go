@@ -220,7 +220,7 @@ func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
 	case err != nil:
 		return err
 	}
-	sc, reason := readLog(data, int(l.local.MaxFileBytes()))
+	sc, reason := readLog(data, int(l.local.MaxFileBytes()), l.s.cfg.Sync == SyncWave)
 	st.ready, st.exists = true, true
 	st.size, st.torn = int64(sc.end), sc.torn
 	st.rewrite = reason != "" || sc.end < len(logMagic)
@@ -394,7 +394,7 @@ func (l *logs) load(ctx context.Context, execID string) (*agent.Checkpoint, bool
 	if err != nil {
 		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, err)
 	}
-	sc, reason := readLog(data, int(l.local.MaxFileBytes()))
+	sc, reason := readLog(data, int(l.local.MaxFileBytes()), l.s.cfg.Sync == SyncWave)
 	if reason != "" {
 		return nil, true, &CorruptError{Where: where, Reason: reason}
 	}
