@@ -18,7 +18,8 @@ const (
 	SyncWave Sync = "wave"
 	// SyncTurn flushes the saves of runs when a session record is saved
 	// (keys with SessionKeyPrefix, which the session manager saves as a
-	// turn ends), and at Close: about two fsyncs per turn. A power failure
+	// turn ends), and at Close: about four fsyncs per turn, whatever its
+	// number of waves. A power failure
 	// loses the waves since the session's last turn ended; the session
 	// resumes at that turn.
 	SyncTurn Sync = "turn"
