@@ -246,6 +246,11 @@ type builtNode struct {
 	// whose Run ends with its runtime's call: the board's size the runtime
 	// reports (Call.boardAfter) is then the board's after the step.
 	sizes bool
+	// shallow is set when handler is one of the engine's handlers that
+	// write the board themselves, each var as a whole value and channels
+	// by appending only: what they changed is found by comparing the
+	// board's vars and channel lengths before and after (boardChanges).
+	shallow bool
 }
 
 // builtEdge is an edge with its compiled condition (nil: always).
@@ -336,6 +341,8 @@ func (e *Engine) buildNode(ctx context.Context, i int, n Node, types nodeTypes) 
 	switch h.(type) {
 	case *scriptHandler, *customHandler:
 		bn.sizes = true
+	case *inferenceHandler, *toolHandler, *delegateHandler:
+		bn.shallow = true
 	}
 	if raw, err := json.Marshal(event.StepPayload{NodeID: n.ID, Graph: e.doc.Name}); err == nil {
 		bn.plain = raw

@@ -2,11 +2,16 @@ package graph
 
 import (
 	"context"
+	"maps"
+	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/sandbox"
 )
 
 type startNodeKey struct{}
@@ -57,6 +62,7 @@ func (r *runState) resume(ctx context.Context, cp *agent.Checkpoint) ([]string, 
 	restored := cp.Board.Clone()
 	r.board.Vars, r.board.Channels = restored.Vars, restored.Channels
 	delete(r.board.Vars, VarInterruptedNode)
+	r.changes.unknown = true // a board the store may not hold
 	r.iterations = cp.Iteration
 	return r.successors(ctx, cp.Steps)
 }
@@ -231,13 +237,211 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 		ExecID: r.run.ID, Steps: steps, Iteration: r.iterations, Board: r.board,
 		Attributes: r.e.cpAttrs, Timestamp: now.UTC(),
 		OriginalStartedAt: r.run.StartedAt, SpecVersion: r.e.doc.SpecVersion(),
+		Changes: r.changes.next(),
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
 	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
 	r.save.disarm()
+	r.changes.saved(err == nil)
 	if err != nil {
 		r.logger.WarnContext(ctx, "graph checkpoint failed", "graph", r.e.doc.Name, "run_id", r.run.ID,
 			"iteration", r.iterations, "error", err)
 	}
+}
+
+// boardChanges tracks what the waves since the run's last accepted
+// checkpoint changed on its board, so that a store may keep the change
+// rather than the board (agent.BoardChanges). It knows the writes of the
+// engine's script handlers exactly (sandbox.Writes) and finds those of its
+// inference, tool and delegate handlers, and of a parallel wave's merge, by
+// comparing the board's vars and channels around their step or wave
+// (remember, compare, compareStrict); any other handler, a retry's rollback
+// or a resume makes the change unknown, and the next checkpoint goes without changes (the store
+// keeps the whole board), after which tracking starts again.
+type boardChanges struct {
+	writer    uint64 // drawn at the first checkpoint
+	seq, base uint64
+	unknown   bool
+	vars      map[string]struct{}
+	channels  map[string]int
+	out       agent.BoardChanges // what next hands the store, reused
+	// before is the board's vars and channel lengths before a step of a
+	// shallow handler (remember), reused.
+	before struct {
+		vars  map[string]any
+		lens  map[string]int
+		first map[string]*message.Message // each channel's first message, for compareStrict
+	}
+}
+
+// remember keeps what compare needs of board before a step of a handler
+// that writes whole vars and appends to channels (builtNode.shallow): its
+// vars, shallowly, and its channels' lengths.
+func (b *boardChanges) remember(board *agent.Board) {
+	if b.unknown {
+		return
+	}
+	if b.before.vars == nil {
+		b.before.vars, b.before.lens, b.before.first = map[string]any{}, map[string]int{}, map[string]*message.Message{}
+	}
+	clear(b.before.vars)
+	clear(b.before.lens)
+	clear(b.before.first)
+	maps.Copy(b.before.vars, board.Vars)
+	for name, msgs := range board.Channels {
+		b.before.lens[name] = len(msgs)
+		if len(msgs) > 0 {
+			b.before.first[name] = &msgs[0]
+		}
+	}
+}
+
+// compareStrict is compare for a parallel wave, whose merge may replace a
+// channel by another of the same length: a channel whose first message is
+// not where it was counts as rewritten (from 0).
+func (b *boardChanges) compareStrict(board *agent.Board) {
+	if b.unknown || b.before.vars == nil {
+		b.unknown = true
+		return
+	}
+	for name, msgs := range board.Channels {
+		if old, ok := b.before.first[name]; ok && len(msgs) > 0 && &msgs[0] != old {
+			b.channel(name, 0)
+		}
+	}
+	b.compare(true, board)
+}
+
+// compare records what a step of a handler that writes the board itself
+// changed: when shallow, the vars that are not the values remember saw
+// and the channels whose length changed (grown: appended after the old
+// length; shrunk, created or removed: from 0); otherwise the change is
+// unknown.
+func (b *boardChanges) compare(shallow bool, board *agent.Board) {
+	if b.unknown {
+		return
+	}
+	if !shallow || b.before.vars == nil {
+		b.unknown = true
+		return
+	}
+	if b.vars == nil {
+		b.vars = map[string]struct{}{}
+	}
+	for k, v := range board.Vars {
+		if old, ok := b.before.vars[k]; !ok || !sameValue(old, v) {
+			b.vars[k] = struct{}{}
+		}
+	}
+	for k := range b.before.vars {
+		if _, ok := board.Vars[k]; !ok {
+			b.vars[k] = struct{}{}
+		}
+	}
+	for name, msgs := range board.Channels {
+		switch old, ok := b.before.lens[name]; {
+		case !ok || len(msgs) < old:
+			b.channel(name, 0)
+		case len(msgs) > old:
+			b.channel(name, old)
+		}
+	}
+	for name := range b.before.lens {
+		if _, ok := board.Channels[name]; !ok {
+			b.channel(name, 0)
+		}
+	}
+	clear(b.before.vars) // compared once: a retry's rollback makes the change unknown
+}
+
+// sameValue reports whether a and b are the same value: equal when
+// comparable, the same map or slice (same memory and length) otherwise. A
+// value it cannot tell counts as changed.
+func sameValue(a, b any) bool {
+	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if !ra.IsValid() || !rb.IsValid() {
+		return !ra.IsValid() && !rb.IsValid()
+	}
+	if ra.Type() != rb.Type() {
+		return false
+	}
+	switch ra.Kind() {
+	case reflect.Map, reflect.Slice:
+		return ra.UnsafePointer() == rb.UnsafePointer() && ra.Len() == rb.Len()
+	}
+	return ra.Comparable() && a == b
+}
+
+// noteWrites records ws, just applied to board.
+func (b *boardChanges) noteWrites(ws sandbox.Writes, board *agent.Board) {
+	if b.unknown || len(ws) == 0 {
+		return
+	}
+	var appended map[string]int // messages ws appended per channel not yet tracked
+	for _, w := range ws {
+		switch w.Op {
+		case sandbox.SetVar, sandbox.DeleteVar:
+			if b.vars == nil {
+				b.vars = map[string]struct{}{}
+			}
+			b.vars[w.Name] = struct{}{}
+		case sandbox.SetChannel:
+			b.channel(w.Name, 0)
+			delete(appended, w.Name)
+		case sandbox.AppendChannel:
+			if _, tracked := b.channels[w.Name]; !tracked {
+				if appended == nil {
+					appended = map[string]int{}
+				}
+				appended[w.Name] += len(w.Messages)
+			}
+		default:
+			b.unknown = true
+			return
+		}
+	}
+	for name, n := range appended {
+		b.channel(name, max(0, len(board.Channels[name])-n))
+	}
+}
+
+// channel records that channel name changed from message from on.
+func (b *boardChanges) channel(name string, from int) {
+	if b.channels == nil {
+		b.channels = map[string]int{}
+	}
+	if old, ok := b.channels[name]; !ok || from < old {
+		b.channels[name] = from
+	}
+}
+
+// next numbers the next checkpoint and returns its changes, nil when they
+// are unknown. __interrupted_node, which the engine sets itself, always
+// counts as changed.
+func (b *boardChanges) next() *agent.BoardChanges {
+	for b.writer == 0 {
+		b.writer = rand.Uint64()
+	}
+	b.seq++
+	if b.unknown {
+		return nil
+	}
+	if b.vars == nil {
+		b.vars = map[string]struct{}{}
+	}
+	b.vars[VarInterruptedNode] = struct{}{}
+	b.out = agent.BoardChanges{Writer: b.writer, Seq: b.seq, Base: b.base, Vars: b.vars, Channels: b.channels}
+	return &b.out
+}
+
+// saved records the outcome of the checkpoint next numbered: accepted, the
+// changes start again from it; refused, they keep adding up.
+func (b *boardChanges) saved(ok bool) {
+	if !ok {
+		return
+	}
+	b.base, b.unknown = b.seq, false
+	clear(b.vars)
+	clear(b.channels)
 }

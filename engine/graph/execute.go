@@ -71,6 +71,11 @@ type runState struct {
 	// time of its step complete event), the time of the wave's
 	// checkpoint; zero when unknown (a parallel wave, a skipped node).
 	waveEnd time.Time
+	// changes is what the waves changed since the last checkpoint. Code
+	// that changes the board outside a node's handler must record it
+	// there (noteWrites) or set changes.unknown, or a store keeping deltas
+	// would miss the change.
+	changes boardChanges
 	cache   runCaches
 	// own holds what a run needs one of, allocated with the runState
 	// rather than each on its own: the latch, the journal when the host

@@ -265,6 +265,9 @@ func (c *Call) invokeScript(ctx context.Context, rt sandbox.Runtime, script sand
 		return err // stopped by the run's end (an interrupt past its grace, a cancel, a deadline): its writes are dropped
 	}
 	size, exact := out.Writes.ApplyMeasured(c.Board, c.boardBytes)
+	if c.rs != nil && c.ForkID == "" && c.Board == c.rs.board {
+		c.rs.changes.noteWrites(out.Writes, c.Board) // what the next checkpoint changes
+	}
 	c.boardAfter = 0
 	if exact && err == nil {
 		c.boardAfter = size

@@ -49,7 +49,9 @@ type stepInput struct {
 // from what each node reported, the board's size (stepEnd).
 func (r *runState) runWave(ctx context.Context, wave []string) ([]string, error) {
 	if r.e.opts.Parallel.Enabled && len(wave) >= 2 {
+		r.changes.remember(r.board)
 		routes, err := r.runParallel(ctx, wave)  // each branch starts from r.boardBytes
+		r.changes.compareStrict(r.board)         // what the merge changed
 		r.waveEnd, r.boardBytes = time.Time{}, 0 // the merged board is measured after the wave
 		return routes, err
 	}
@@ -163,12 +165,18 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		hctx = agent.ContextWithHost(ctx, r.host)
 	}
 	st := r.stepCall(in)
+	if in.node.shallow && in.fork == nil {
+		r.changes.remember(in.board)
+	}
 	for attempt := 1; ; attempt++ {
 		c := &st.first
 		if attempt > 1 {
 			c = &Call{}
 		}
 		err := in.node.handler.Run(hctx, r.call(c, in, cfg, &st.abi))
+		if !in.node.sizes && in.fork == nil {
+			r.changes.compare(in.node.shallow, in.board) // a handler that writes the board itself
+		}
 		if err == nil {
 			if !in.node.sizes {
 				return 0, nil // a handler that may write the board after its runtime's report
@@ -188,6 +196,9 @@ func (r *runState) invoke(ctx context.Context, in stepInput, cfg map[string]any)
 		}
 		restored := snapshot.Clone()
 		in.board.Vars, in.board.Channels = restored.Vars, restored.Channels
+		if in.fork == nil {
+			r.changes.unknown = true
+		}
 	}
 }
 

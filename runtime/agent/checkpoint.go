@@ -23,6 +23,10 @@ type Checkpoint struct {
 	Timestamp         time.Time         `json:"timestamp"`
 	OriginalStartedAt time.Time         `json:"original_started_at,omitzero"`
 	SpecVersion       string            `json:"spec_version,omitempty"`
+	// Changes, when set, tells the store what changed on Board since an
+	// earlier checkpoint of the same exec id (BoardChanges). It is never
+	// part of a record; Load returns it nil.
+	Changes *BoardChanges `json:"-"`
 }
 
 // Validate checks the required fields: a non-blank exec id, a board, a
@@ -52,6 +56,7 @@ func (c Checkpoint) Clone() Checkpoint {
 	out.Board = c.Board.Clone()
 	out.Payload = bytes.Clone(c.Payload)
 	out.Attributes = maps.Clone(c.Attributes)
+	out.Changes = c.Changes.Clone()
 	return out
 }
 

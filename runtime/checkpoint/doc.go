@@ -2,16 +2,24 @@
 // in-memory Memory, the record format they share (Encode, Decode) and the
 // key names the runtime uses (RunKey, SessionKey).
 //
-// A Store keeps the newest checkpoint of each exec id as one JSON file in a
-// workspace.Workspace:
+// A Store keeps each exec id's checkpoints in a workspace.Workspace. In a
+// local workspace it keeps an append-only log per exec id:
 //
-//	<prefix>/<exec_id>.json                       the live record
-//	<prefix>/.tmp/<exec_id>.<16 hex>.json.tmp     a record being saved
+//	<prefix>/<exec_id>.log                            the log
+//	<prefix>/.tmp/<exec_id>.<ns>-<16 hex>.log.tmp     a log being compacted
 //
-// The prefix defaults to "agent/checkpoints". Save writes the temporary file
-// and renames it over the live one, so a reader sees the old record or the
-// new one and never a half-written file; if the rename fails the temporary
-// file is removed. Factory builds a Store from a deployment document:
+// A log is a magic and checksummed entries (Entry): a snapshot, the whole
+// record, and the deltas that follow it, each what one save changed
+// (agent.BoardChanges on the checkpoint). A save appends one entry with one
+// write and, under SyncWave (the default), one fsync: no temporary file,
+// no rename. Load folds the last snapshot and its deltas (Fold). A torn
+// tail, the part of an entry a crash left, is never read and is cut off by
+// the next save; a large log is compacted by a snapshot written beside it
+// and renamed into place. Records of the earlier format,
+// <prefix>/<exec_id>.json, are read, and replaced by a log at the exec id's
+// next save; a workspace that is not local keeps that format, written to a
+// temporary file and renamed over the live one. The prefix defaults to
+// "agent/checkpoints". Factory builds a Store from a deployment document:
 //
 //	resources:
 //	  files:
@@ -22,9 +30,14 @@
 //	    kind: checkpoint.Store
 //	    impl: workspace
 //	    deps: {workspace: files}
-//	    settings: {prefix: agent/checkpoints}   # optional
+//	    settings: {prefix: agent/checkpoints, sync: wave}   # both optional
 //	runtime:
 //	  checkpoint_store: checkpoints
+//
+// Memory keeps the same entries in memory. Chain and Fold are what any
+// other backend needs to keep entries too: Chain picks each save's entry
+// (a delta when the checkpoint's changes follow the newest entry and the
+// Policy allows one, else a snapshot) and Fold reads them back.
 //
 // Both stores implement agent.CheckpointStore, agent.CheckpointLister and
 // agent.CheckpointDeleter, and both pass the conformance suite in
@@ -32,15 +45,18 @@
 //
 // # Lifecycle
 //
-// A Store holds nothing but its workspace, which it does not own: the
-// workspace is closed by whoever built it (the runtime, for a document).
+// A Store does not own its workspace: the workspace is closed by whoever
+// built it (the runtime, for a document). Close releases what the store
+// holds itself (its handle on the log directory) and flushes what SyncTurn
+// left unflushed.
 // Without a store the runtime keeps no checkpoints and sessions no history;
 // that choice is the runtime's, not this package's.
 //
 // # Concurrency
 //
 // Stores are safe for concurrent use. Of two overlapping saves of one exec
-// id, the later to finish wins; neither is ever seen torn. Save copies the
+// id, the later to finish wins; neither is ever seen torn. One process
+// writes an exec id at a time. Save copies the
 // checkpoint (by encoding it) before returning, and Load returns a fresh
 // value each time, so callers may change what they pass or receive.
 //
@@ -64,7 +80,7 @@
 // returns. Encode writes exactly the bytes json.Marshal does, but without
 // reflection and with one allocation when the board's variables are
 // JSON-native; a board holding anything else is encoded by json.Marshal.
-// Memory writes a new record over the memory of the one it replaces when it
-// fits there, so that the saves of a run, whose records grow slowly,
+// Memory writes a new snapshot over the memory of the one it replaces when
+// it fits there, so that whole saves of a run, whose records grow slowly,
 // mostly allocate nothing.
 package checkpoint

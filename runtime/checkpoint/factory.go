@@ -22,6 +22,9 @@ type Settings struct {
 	// Prefix is the directory of the records in the workspace; leading and
 	// trailing '/' are trimmed and empty means DefaultPrefix.
 	Prefix string `json:"prefix,omitempty"`
+	// Sync says when saves are flushed to the disk: "wave" (the default),
+	// "turn" or "none" (Sync).
+	Sync string `json:"sync,omitempty"`
 }
 
 // Factory returns the factory of kind "checkpoint.Store", impl "workspace".
@@ -53,7 +56,7 @@ func newFromInput(ctx context.Context, in resource.Input) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	st, err := NewStore(ws, s.Prefix)
+	st, err := NewStoreWithConfig(ws, Config{Prefix: s.Prefix, Sync: Sync(s.Sync)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -58,10 +58,16 @@ func TestFactorySettings(t *testing.T) {
 		require.True(t, ok, "%T", v)
 		assert.Equal(t, prefix, st.Prefix(), settings)
 	}
+	for _, sync := range []string{"wave", "turn", "none"} {
+		v, err := buildStore(t, `{"sync": "`+sync+`"}`, deps)
+		require.NoError(t, err, sync)
+		assert.Equal(t, checkpoint.Sync(sync), v.(*checkpoint.Store).Sync())
+	}
 	for settings, mention := range map[string]string{
 		`{"prefix": "x", "prefx": "y"}`: "prefx",
 		`{"prefix": 3}`:                 "prefix",
 		`[]`:                            "settings",
+		`{"sync": "always"}`:            "always",
 	} {
 		_, err := buildStore(t, settings, deps)
 		require.ErrorIs(t, err, fault.Validation, settings)

@@ -27,9 +27,10 @@ func TestMemoryReusesRecords(t *testing.T) {
 		require.NoError(t, m.Save(ctx, cp))
 		want, err := json.Marshal(cp)
 		require.NoError(t, err)
-		m.mu.RLock()
-		got := *m.records["run-1"]
-		m.mu.RUnlock()
+		r := m.record("run-1")
+		r.mu.Lock()
+		got := r.snap
+		r.mu.Unlock()
 		require.Equal(t, string(want), string(got), "the stored record")
 		loaded, err := m.Load(ctx, "run-1")
 		require.NoError(t, err)

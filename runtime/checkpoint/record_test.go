@@ -198,7 +198,8 @@ func TestRecordKnowsEveryField(t *testing.T) {
 		tags []string
 	}{
 		{agent.Checkpoint{}, []string{"exec_id", "steps,omitempty", "iteration", "board", "payload,omitempty",
-			"attributes,omitempty", "timestamp", "original_started_at,omitzero", "spec_version,omitempty"}},
+			"attributes,omitempty", "timestamp", "original_started_at,omitzero", "spec_version,omitempty",
+			"-"}}, // Changes: never part of a record
 		{agent.Board{}, []string{"vars", "channels"}},
 		{message.Message{}, []string{"role", "parts", "name,omitempty", "metadata,omitempty"}},
 		{message.Part{}, []string{"type", "text,omitempty", "data,omitempty", "mime_type,omitempty",

@@ -29,16 +29,36 @@ const staleTmpAge = time.Hour
 // sweepTimeout bounds the sweep of orphans after a store's first save.
 const sweepTimeout = 5 * time.Second
 
-// Store keeps checkpoints as JSON files in a workspace: the newest record
-// of an exec id is the file "<prefix>/<exec_id>.json". A Store is safe for
-// concurrent use; it holds no state of its own besides the workspace, which
-// it does not close.
+// Store keeps checkpoints in a workspace. In a local workspace
+// (*workspace.Local) each exec id has an append-only log,
+// "<prefix>/<exec_id>.log": a save appends one checkpointed entry, a
+// snapshot or a delta (Chain), with one write and, under SyncWave, one
+// fsync. Records of the earlier format, "<prefix>/<exec_id>.json", are
+// read, and replaced by a log at the exec id's next save. Any other
+// workspace keeps that earlier format: one JSON file per exec id, replaced
+// through a temporary file and a rename. A Store is safe for concurrent
+// use; one process writes an exec id at a time. It does not close the
+// workspace; Close releases what the store holds itself.
 type Store struct {
 	ws     workspace.Workspace
 	prefix string
+	cfg    Config
 	// swept is set once the store's first save has removed the orphans
 	// of earlier processes (sweep).
 	swept atomic.Bool
+	logs  *logs // nil when ws is not local: the earlier format
+}
+
+// Config is the configuration of a Store; the zero value is the default.
+type Config struct {
+	// Prefix is the directory of the records in the workspace (NewStore).
+	Prefix string
+	// Sync says when appended entries are flushed to the disk; "" is
+	// SyncWave.
+	Sync Sync
+	// Policy says when a save is a snapshot; the zero value is
+	// DefaultPolicy.
+	Policy Policy
 }
 
 var (
@@ -54,15 +74,32 @@ var (
 // otherwise not a clean relative path (with "." or ".." elements, empty
 // elements or a backslash) is a Validation error.
 func NewStore(ws workspace.Workspace, prefix string) (*Store, error) {
+	return NewStoreWithConfig(ws, Config{Prefix: prefix})
+}
+
+// NewStoreWithConfig is NewStore with a Config; an unknown Sync is a
+// Validation error.
+func NewStoreWithConfig(ws workspace.Workspace, cfg Config) (*Store, error) {
 	const op = "new checkpoint store"
 	if ws == nil {
 		return nil, fault.New(fault.Validation, op, "workspace is required")
 	}
-	p, err := cleanPrefix(prefix)
+	p, err := cleanPrefix(cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{ws: ws, prefix: p}, nil
+	if cfg.Sync == "" {
+		cfg.Sync = SyncWave
+	}
+	if err := cfg.Sync.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Prefix = p
+	s := &Store{ws: ws, prefix: p, cfg: cfg}
+	if local, ok := ws.(*workspace.Local); ok {
+		s.logs = newLogs(s, local)
+	}
+	return s, nil
 }
 
 func cleanPrefix(prefix string) (string, error) {
@@ -81,23 +118,46 @@ func cleanPrefix(prefix string) (string, error) {
 	return p, nil
 }
 
+// Sync returns the store's sync setting.
+func (s *Store) Sync() Sync { return s.cfg.Sync }
+
+// Workspace returns the workspace the store keeps its records in.
+func (s *Store) Workspace() workspace.Workspace { return s.ws }
+
 // Prefix returns the directory of the records in the workspace.
 func (s *Store) Prefix() string { return s.prefix }
 
-// Path returns the workspace path of the live record of execID.
-func (s *Store) Path(execID string) string { return s.prefix + "/" + execID + ".json" }
+// Path returns the workspace path of the live record of execID in the
+// format the store writes: its log in a local workspace, else its JSON
+// file.
+func (s *Store) Path(execID string) string {
+	if s.logs != nil {
+		return s.logPath(execID)
+	}
+	return s.jsonPath(execID)
+}
 
-// Save validates cp and replaces the record of cp.ExecID atomically: the
-// record is written to "<prefix>/.tmp/<exec_id>.<unix nanoseconds>-<16
-// hex>.json.tmp" and then renamed over the live file, so a reader sees the
-// old record or the new one. If the rename fails, the temporary file is
-// removed. Of two overlapping saves, the one renamed last wins. After its
-// first save a Store also removes the temporary files that earlier
-// processes left behind (a crash between write and rename): those whose
-// name says they were written more than an hour ago. Names without a time
-// (written by earlier versions, or by hand) are left alone: a live save of
-// another process may be writing one.
+func (s *Store) jsonPath(execID string) string { return s.prefix + "/" + execID + ".json" }
+func (s *Store) logPath(execID string) string  { return s.prefix + "/" + execID + logSuffix }
+
+// Save validates cp and stores it. In a local workspace it appends one
+// entry to the exec id's log (a delta when cp.Changes follow the newest
+// entry, else a snapshot; DefaultPolicy), with one write and, under
+// SyncWave, one fsync; a torn tail a crash left is cut first, and a
+// snapshot of a large log replaces it through "<prefix>/.tmp/<exec_id>.<unix
+// nanoseconds>-<16 hex>.log.tmp", renamed into place. In any other
+// workspace the record is written to "<prefix>/.tmp/<exec_id>.<unix
+// nanoseconds>-<16 hex>.json.tmp" and renamed over the live file; if the
+// rename fails, the temporary file is removed. A reader sees the old record
+// or the new one; of two overlapping saves, the later to finish wins. After
+// its first save a Store also removes the temporary files that earlier
+// processes left behind: those whose name says they were written more than
+// an hour ago. Names without a time (written by earlier versions, or by
+// hand) are left alone: a live save of another process may be writing one.
 func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
+	if s.logs != nil {
+		return s.logs.save(ctx, &cp)
+	}
 	data, err := Encode(cp)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
@@ -107,18 +167,24 @@ func (s *Store) Save(ctx context.Context, cp agent.Checkpoint) error {
 	if err := s.ws.Write(ctx, tmp, data); err != nil {
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
-	if err := s.ws.Rename(ctx, tmp, s.Path(cp.ExecID)); err != nil {
+	if err := s.ws.Rename(ctx, tmp, s.jsonPath(cp.ExecID)); err != nil {
 		// The cleanup must run even when ctx is what made the rename fail.
 		_ = s.ws.Delete(context.WithoutCancel(ctx), tmp)
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
+	s.sweepOnce(ctx, now)
+	return nil
+}
+
+// sweepOnce removes, at a store's first save, the orphans of earlier
+// processes.
+func (s *Store) sweepOnce(ctx context.Context, now time.Time) {
 	if !s.swept.Swap(true) {
 		// Its own ctx: the save is done, and its deadline is not the sweep's.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepTimeout)
 		defer cancel()
 		s.sweep(sctx, now.Add(-staleTmpAge))
 	}
-	return nil
 }
 
 // sweep removes the temporary records whose name says they were written
@@ -141,11 +207,14 @@ func (s *Store) sweep(ctx context.Context, cutoff time.Time) {
 }
 
 // tmpTime reads the time in a temporary record's name,
-// "<exec_id>.<unix nanoseconds>-<16 hex>.json.tmp".
+// "<exec_id>.<unix nanoseconds>-<16 hex>.json.tmp" (or ".log.tmp", a log
+// being compacted).
 func tmpTime(name string) (time.Time, bool) {
 	base, ok := strings.CutSuffix(name, ".json.tmp")
 	if !ok {
-		return time.Time{}, false
+		if base, ok = strings.CutSuffix(name, logSuffix+".tmp"); !ok {
+			return time.Time{}, false
+		}
 	}
 	stamp := base[strings.LastIndexByte(base, '.')+1:]
 	nanos, _, ok := strings.Cut(stamp, "-")
@@ -166,7 +235,13 @@ func (s *Store) Load(ctx context.Context, execID string) (*agent.Checkpoint, err
 	if err := ValidateExecID(execID); err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
-	live := s.Path(execID)
+	if s.logs != nil {
+		cp, found, err := s.logs.load(ctx, execID)
+		if found || err != nil {
+			return cp, err
+		}
+	}
+	live := s.jsonPath(execID)
 	data, err := s.ws.Read(ctx, live)
 	if fault.Is(err, fault.NotFound) {
 		return nil, nil
@@ -199,14 +274,17 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 	ids := make([]string, 0, len(names))
 	for _, n := range names {
 		id, ok := strings.CutSuffix(n, ".json")
+		if !ok && s.logs != nil {
+			id, ok = strings.CutSuffix(n, logSuffix)
+		}
 		if ok && ValidateExecID(id) == nil {
 			ids = append(ids, id)
 		}
 	}
 	// Cutting the suffix can change the order ("a-b.json" < "a.json" but
-	// "a" < "a-b").
+	// "a" < "a-b"); an exec id migrating has both files.
 	slices.Sort(ids)
-	return ids, nil
+	return slices.Compact(ids), nil
 }
 
 // Delete removes the live record of execID. A missing record is not an
@@ -215,9 +293,24 @@ func (s *Store) Delete(ctx context.Context, execID string) error {
 	if err := ValidateExecID(execID); err != nil {
 		return fmt.Errorf("delete checkpoint: %w", err)
 	}
-	err := s.ws.Delete(ctx, s.Path(execID))
+	if s.logs != nil {
+		if err := s.logs.delete(ctx, execID); err != nil {
+			return fmt.Errorf("delete checkpoint %q: %w", execID, err)
+		}
+	}
+	err := s.ws.Delete(ctx, s.jsonPath(execID))
 	if err != nil && !fault.Is(err, fault.NotFound) {
 		return fmt.Errorf("delete checkpoint %q: %w", execID, err)
 	}
 	return nil
+}
+
+// Close flushes what SyncTurn left unsynced and releases the store's own
+// handle on its directory; the workspace stays open. It is idempotent;
+// Save after Close is NotAvailable for a local workspace.
+func (s *Store) Close() error {
+	if s.logs == nil {
+		return nil
+	}
+	return s.logs.close()
 }

@@ -39,12 +39,29 @@ func newStore(t testing.TB, ws workspace.Workspace, prefix string) *checkpoint.S
 // Both stores of the package pass the conformance suite.
 // REF 7.2
 // REF 7.7
+// REF 7.8
+// REF 7.11
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	t.Run("workspace", func(t *testing.T) {
 		t.Parallel()
-		checkpointtest.Run(t, func(t *testing.T) agent.CheckpointStore {
+		checkpointtest.RunWith(t, func(t *testing.T) agent.CheckpointStore {
 			return newStore(t, newWorkspace(t), "")
+		}, checkpointtest.Options{Tear: tearLog})
+	})
+	t.Run("workspace sync none", func(t *testing.T) {
+		t.Parallel()
+		checkpointtest.RunWith(t, func(t *testing.T) agent.CheckpointStore {
+			s, err := checkpoint.NewStoreWithConfig(newWorkspace(t), checkpoint.Config{Sync: checkpoint.SyncNone})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		}, checkpointtest.Options{Tear: tearLog})
+	})
+	t.Run("workspace earlier format", func(t *testing.T) {
+		t.Parallel()
+		checkpointtest.Run(t, func(t *testing.T) agent.CheckpointStore {
+			return newStore(t, otherWorkspace{newWorkspace(t)}, "")
 		})
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -53,8 +70,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// The live record is <prefix>/<exec_id>.json and no temporary file stays
-// after a save.
+// The live record of a local workspace is the log <prefix>/<exec_id>.log,
+// and no temporary file stays after a save.
 // REF 7.4
 func TestLayoutOnDisk(t *testing.T) {
 	t.Parallel()
@@ -69,15 +86,34 @@ func TestLayoutOnDisk(t *testing.T) {
 		s := newStore(t, ws, tc.prefix)
 		assert.Equal(t, tc.dir, s.Prefix())
 		require.NoError(t, s.Save(ctx, checkpointtest.NewCheckpoint("run-1", 1)))
-		assert.Equal(t, tc.dir+"/run-1.json", s.Path("run-1"))
-		raw, err := os.ReadFile(filepath.Join(ws.Root(), filepath.FromSlash(tc.dir), "run-1.json"))
+		assert.Equal(t, tc.dir+"/run-1.log", s.Path("run-1"))
+		raw, err := os.ReadFile(filepath.Join(ws.Root(), filepath.FromSlash(tc.dir), "run-1.log"))
 		require.NoError(t, err, "prefix %q", tc.prefix)
+		assert.True(t, strings.HasPrefix(string(raw), "CRLOG01\n"), "the log's magic")
 		assert.Contains(t, string(raw), `"exec_id":"run-1"`)
-		tmp, err := ws.List(ctx, tc.dir+"/.tmp")
+		names, err := ws.List(ctx, tc.dir)
 		require.NoError(t, err)
-		assert.Empty(t, tmp, "the temporary file was renamed into place")
+		assert.Equal(t, []string{"run-1.log"}, names, "no temporary file")
 	}
 }
+
+// tearLog closes s, cuts the last five bytes of execID's log and appends
+// three bytes of garbage, as a crash in the middle of an append leaves it,
+// and opens the store again on the same workspace.
+func tearLog(t *testing.T, s agent.CheckpointStore, execID string) agent.CheckpointStore {
+	st := s.(*checkpoint.Store)
+	require.NoError(t, st.Close())
+	ws := st.Workspace().(*workspace.Local)
+	file := filepath.Join(ws.Root(), filepath.FromSlash(st.Path(execID)))
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, append(raw[:len(raw)-5], 0xde, 0xad, 0x01), 0o640))
+	return newStore(t, ws, st.Prefix())
+}
+
+// otherWorkspace is a workspace that is not a *workspace.Local: a store
+// keeps the earlier format in it.
+type otherWorkspace struct{ workspace.Workspace }
 
 // renameFails is a workspace whose Rename fails and that records the paths
 // written.
@@ -296,11 +332,13 @@ func TestFirstSaveSweepsOrphans(t *testing.T) {
 	recent := time.Now().Add(-30 * time.Minute).UnixNano()
 	orphans := []string{
 		dir + fmt.Sprintf("run-1.%d-0123456789abcdef.json.tmp", old),
-		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old), // an exec id with a dot
+		dir + fmt.Sprintf("a.b.%d-0123456789abcdef.json.tmp", old),  // an exec id with a dot
+		dir + fmt.Sprintf("run-7.%d-0123456789abcdef.log.tmp", old), // a compaction's
 	}
 	kept := []string{
 		dir + "run-2.0123456789abcdef.json.tmp", // a name without a time
 		dir + fmt.Sprintf("run-3.%d-0123456789abcdef.json.tmp", recent),
+		dir + fmt.Sprintf("run-8.%d-0123456789abcdef.log.tmp", recent),
 		"agent/checkpoints/run-4.json",
 	}
 	for _, p := range append(slices.Clone(orphans), kept...) {

@@ -28,7 +28,13 @@ type Case struct {
 // newStore.
 func Run(t *testing.T, newStore func(t *testing.T) agent.CheckpointStore) {
 	t.Helper()
-	for _, c := range Cases() {
+	RunWith(t, newStore, Options{})
+}
+
+// RunWith is Run with the cases that need Options.
+func RunWith(t *testing.T, newStore func(t *testing.T) agent.CheckpointStore, opts Options) {
+	t.Helper()
+	for _, c := range CasesWith(opts) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Log("rule: " + c.Rule)
 			c.Run(t, newStore(t))
@@ -37,8 +43,12 @@ func Run(t *testing.T, newStore func(t *testing.T) agent.CheckpointStore) {
 }
 
 // Cases returns the cases of the suite, in the order Run runs them.
-func Cases() []Case {
-	return []Case{
+func Cases() []Case { return CasesWith(Options{}) }
+
+// CasesWith returns the cases of the suite with opts, in the order RunWith
+// runs them.
+func CasesWith(opts Options) []Case {
+	return append([]Case{
 		{"round trip", "Load returns, field for field, the checkpoint that Save stored.", roundTrip},
 		{"save copies", "Changing a checkpoint after Save does not change the stored record.", saveCopies},
 		{"load copies", "Changing a loaded checkpoint changes neither the stored record nor later loads.", loadCopies},
@@ -50,7 +60,7 @@ func Cases() []Case {
 		{"bad exec ids", "An exec id that is blank, contains '/' or '\\', or is '.' or '..' is a Validation error for Save, Load and Delete.", badExecIDs},
 		{"lister sorted", "List (CheckpointLister) returns each saved exec id once, sorted, and forgets deleted ones.", listerSorted},
 		{"deleter idempotent", "Delete (CheckpointDeleter) removes the record; deleting it again or deleting an id never saved is not an error.", deleterIdempotent},
-	}
+	}, deltaCases(opts)...)
 }
 
 // NewCheckpoint returns a valid checkpoint of execID at iteration whose

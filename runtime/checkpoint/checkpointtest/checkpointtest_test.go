@@ -42,6 +42,21 @@ func (s *flawedStore) Save(_ context.Context, cp agent.Checkpoint) error {
 	if s.flaw != "shares on save" {
 		cp = cp.Clone()
 	}
+	if old, ok := s.records[cp.ExecID]; ok && cp.Changes != nil && s.flaw == "trusts stale changes" {
+		// Keeps only the changes, whatever they follow.
+		for k := range cp.Changes.Vars {
+			if v, ok := cp.Board.Vars[k]; ok {
+				old.Board.Vars[k] = v
+			} else {
+				delete(old.Board.Vars, k)
+			}
+		}
+		for name := range cp.Changes.Channels {
+			old.Board.Channels[name] = cp.Board.Channels[name]
+		}
+		cp.Board = old.Board
+	}
+	cp.Changes = nil
 	s.records[cp.ExecID] = &cp
 	return nil
 }
@@ -102,6 +117,7 @@ func newFlawed(flaw string) func(*testing.T) agent.CheckpointStore {
 // A store without flaws passes, and one without the extensions passes with
 // their cases skipped.
 // REF 7.7
+// REF 7.11
 func TestSoundStorePasses(t *testing.T) {
 	t.Parallel()
 	checkpointtest.Run(t, newFlawed(""))
@@ -135,6 +151,7 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		"accepts invalid":         "invalid_checkpoint",
 		"unsorted list":           "lister_sorted",
 		"delete of missing fails": "deleter_idempotent",
+		"trusts stale changes":    "stale_changes",
 	}
 	for flaw, failing := range cases {
 		t.Run(flaw, func(t *testing.T) {

@@ -13,7 +13,9 @@
 // them); the sentence is logged when the case runs, so a failure says which
 // rule was broken. The cases of the optional extensions, CheckpointLister
 // and CheckpointDeleter, are skipped with a message when the store does not
-// implement them.
+// implement them. The cases of delta checkpoints save through a Writer,
+// which sends agent.BoardChanges as an engine does; the torn-tail case
+// needs RunWith and Options.Tear, and is skipped without them.
 //
 // # Rules for newStore
 //

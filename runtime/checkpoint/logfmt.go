@@ -1,0 +1,128 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// The log file of an exec id (see the package documentation): the magic,
+// then frames, each an Entry:
+//
+//	length  uint32, little endian: the length of data
+//	kind    uint8: 1 snapshot, 2 delta
+//	seq     uint64, little endian
+//	crc     uint32, little endian: CRC-32C (Castagnoli) of length, kind, seq and data
+//	data    length bytes
+const (
+	logMagic    = "CRLOG01\n"
+	frameHeader = 4 + 1 + 8 + 4
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// appendFrame appends the frame of e.
+func appendFrame(dst []byte, e Entry) []byte {
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(e.Data)))
+	dst = append(dst, byte(e.Kind))
+	dst = binary.LittleEndian.AppendUint64(dst, e.Seq)
+	crc := crc32.Update(0, crcTable, dst[start:])
+	crc = crc32.Update(crc, crcTable, e.Data)
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	return append(dst, e.Data...)
+}
+
+// frameSums reports whether the checksum of the frame at the start of rest,
+// whose data is data, holds.
+func frameSums(rest, data []byte) bool {
+	crc := crc32.Update(0, crcTable, rest[:13])
+	crc = crc32.Update(crc, crcTable, data)
+	return crc == binary.LittleEndian.Uint32(rest[13:])
+}
+
+// wholeFrameAt reports whether a whole frame, its checksum holding, starts
+// at off in data.
+func wholeFrameAt(data []byte, off, maxData int) bool {
+	if off < 0 || off > len(data)-frameHeader {
+		return false
+	}
+	rest := data[off:]
+	n := binary.LittleEndian.Uint32(rest)
+	if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) {
+		return false
+	}
+	return frameSums(rest, rest[frameHeader:frameHeader+int(n)])
+}
+
+// logScan is what readLog found in a log file.
+type logScan struct {
+	entries []Entry // from the last snapshot on; Data points into the file's bytes
+	lastSeq uint64  // of the last whole frame, 0 when none
+	end     int     // the length of the whole frames (and the magic); what follows is a torn tail
+	torn    bool    // bytes follow end
+}
+
+// readLog reads a log file. Frames are read up to the first that is not
+// whole (too short, or its checksum fails): that frame and everything
+// after it are a torn tail, the remains of a save a crash interrupted,
+// never a committed one (a save returns only once its frame is written
+// whole). A file too short for the magic is a log whose creation was
+// interrupted: empty, and torn. A non-empty reason says why the file is
+// corrupt rather than torn: another magic, an unknown kind, sequence
+// numbers that go back (each written whole, so no crash explains them), or
+// a frame whose checksum fails with a whole frame after it (damage in the
+// middle, which a crash does not leave when every frame was flushed before
+// the next was written: cutting there would drop committed entries). strict
+// says that they were (SyncWave); otherwise a power failure may have kept
+// a later frame and lost part of an earlier one, and the log is cut there.
+// maxData bounds the length of one entry.
+func readLog(data []byte, maxData int, strict bool) (logScan, string) {
+	var sc logScan
+	if len(data) < len(logMagic) {
+		if !bytes.HasPrefix([]byte(logMagic), data) {
+			return sc, "not a checkpoint log"
+		}
+		sc.torn = len(data) > 0
+		return sc, ""
+	}
+	if string(data[:len(logMagic)]) != logMagic {
+		return sc, "not a checkpoint log (or of an unknown version)"
+	}
+	off := len(logMagic)
+	sc.end = off
+	for off < len(data) {
+		rest := data[off:]
+		if len(rest) < frameHeader {
+			break
+		}
+		n := binary.LittleEndian.Uint32(rest)
+		if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) {
+			break
+		}
+		e := Entry{Kind: EntryKind(rest[4]), Seq: binary.LittleEndian.Uint64(rest[5:])}
+		e.Data = rest[frameHeader : frameHeader+int(n) : frameHeader+int(n)]
+		if !frameSums(rest, e.Data) {
+			if strict && wholeFrameAt(data, off+frameHeader+int(n), maxData) {
+				return sc, fmt.Sprintf("entry at byte %d fails its checksum, and a whole entry follows it", off)
+			}
+			break
+		}
+		switch {
+		case e.Kind != EntrySnapshot && e.Kind != EntryDelta:
+			return sc, fmt.Sprintf("entry at byte %d is of unknown %s", off, e.Kind)
+		case e.Seq <= sc.lastSeq:
+			return sc, fmt.Sprintf("entry %d at byte %d follows entry %d", e.Seq, off, sc.lastSeq)
+		}
+		if e.Kind == EntrySnapshot {
+			sc.entries = sc.entries[:0]
+		}
+		sc.entries = append(sc.entries, e)
+		sc.lastSeq = e.Seq
+		off += frameHeader + int(n)
+		sc.end = off
+	}
+	sc.torn = sc.end < len(data)
+	return sc, ""
+}
