@@ -112,7 +112,12 @@ func (h *toolHandler) Run(ctx context.Context, c *Call) error {
 		c.Limits = l.Limits().Tighten(c.Limits)
 	}
 	b.ABI = c.ABI()
-	results, err := asm.Execute(ctx, b)
+	var results []message.ToolResult
+	if j, replaying := replayingJournal(c); replaying {
+		results, err = replayTools(c, j, calls)
+	} else {
+		results, err = asm.Execute(ctx, b)
+	}
 	if err != nil {
 		return fault.Wrap(fault.KindOr(err, fault.Internal), err, opTool, "node %q", c.Node)
 	}
