@@ -16,7 +16,26 @@ import (
 // recording is corral run --record: the recorder of the turn, made once
 // the document is loaded.
 type recording struct {
-	rec *replay.Recorder
+	file string // the recording's file
+	rec  *replay.Recorder
+}
+
+// relativeTo returns doc's path relative to the directory of file, the
+// form a recording names its document in ("" stays "": the demo).
+func relativeTo(file, doc string) string {
+	if doc == "" {
+		return ""
+	}
+	absDoc, err1 := filepath.Abs(doc)
+	absDir, err2 := filepath.Abs(filepath.Dir(file))
+	if err1 != nil || err2 != nil {
+		return filepath.ToSlash(doc)
+	}
+	rel, err := filepath.Rel(absDir, absDoc)
+	if err != nil {
+		return filepath.ToSlash(absDoc)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // start makes the recorder for doc, loaded from path ("" for the demo);
@@ -25,7 +44,7 @@ func (r *recording) start(path string, doc *deploy.Document) (*replay.Recorder, 
 	if r == nil {
 		return nil, nil
 	}
-	cfg := replay.RecorderConfig{Document: path, MaxTurns: 1}
+	cfg := replay.RecorderConfig{Document: relativeTo(r.file, path), MaxTurns: 1}
 	if doc.File() != "" {
 		file := doc.File()
 		if path == "" { // the demo: its files were extracted next to the document

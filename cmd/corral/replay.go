@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/corral-rt/corral/builtin"
@@ -126,8 +127,8 @@ func replayOne(ctx context.Context, o replayOptions, file string) (replayResult,
 	}
 	res.RunID = rec.Header.RunID
 	path := o.doc
-	if path == "" {
-		path = rec.Header.Document
+	if path == "" && rec.Header.Document != "" {
+		path = filepath.Join(filepath.Dir(file), filepath.FromSlash(rec.Header.Document))
 	}
 	doc, cleanup, err := loadDocument(path)
 	if err != nil {

@@ -30,7 +30,7 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 	lines := startLines(sio.in)
 	defer lines.Stop()
 	if opts.record != "" {
-		opts.recorder = &recording{}
+		opts.recorder = &recording{file: opts.record}
 	}
 	s, closeAll, err := openSession(ctx, opts, sio)
 	if err != nil {
