@@ -117,3 +117,70 @@ func ChangedFiles(recorded, now []Digest) []string {
 	slices.Sort(out)
 	return out
 }
+
+// scriptFiles maps the script nodes of the graph documents reachable from
+// the deployment document file (relative to base) to the file their
+// source or module names: a script is named after its node unless its
+// config names it, and a divergence names the file instead.
+func scriptFiles(base, file string) map[string]string {
+	out := map[string]string{}
+	seen := map[string]bool{}
+	queue := []string{file}
+	for len(queue) > 0 && len(seen) < maxDigestFiles {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		data, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		var g struct {
+			Nodes []struct {
+				ID     string `yaml:"id"`
+				Config struct {
+					Name   string `yaml:"name"`
+					Source struct {
+						File string `yaml:"file"`
+					} `yaml:"source"`
+					Module struct {
+						File string `yaml:"file"`
+					} `yaml:"module"`
+				} `yaml:"config"`
+			} `yaml:"nodes"`
+		}
+		if yaml.Unmarshal(data, &g) == nil {
+			for _, n := range g.Nodes {
+				name := n.Config.Name
+				if name == "" {
+					name = n.ID
+				}
+				if f := n.Config.Source.File + n.Config.Module.File; f != "" && name != "" {
+					out[name] = f
+				}
+			}
+		}
+		for _, ref := range fileRefs(data) {
+			switch strings.ToLower(path.Ext(ref)) {
+			case ".yaml", ".yml", ".json":
+				queue = append(queue, path.Clean(ref))
+			}
+		}
+	}
+	return out
+}
+
+// fileWhere rewrites a script position "name:line:col" to name the
+// script's file, when the graph documents say which file it is.
+func fileWhere(where string, files map[string]string) string {
+	i := strings.Index(where, ":")
+	if i <= 0 {
+		return where
+	}
+	if f, ok := files[where[:i]]; ok {
+		return f + where[i:]
+	}
+	return where
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/hostabi"
@@ -160,6 +161,9 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	rep := &Report{RunID: rec.Header.RunID, Got: got}
 	rep.Divergence = compare(rec, got, journal, runError(res, waitErr))
 	rep.Identical = rep.Divergence == nil
+	if d := rep.Divergence; d != nil && d.Where != "" && cfg.Document.File() != "" {
+		d.Where = fileWhere(d.Where, scriptFiles(cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())))
+	}
 	return rep, nil
 }
 

@@ -37,10 +37,10 @@ func TestReplayDivergences(t *testing.T) {
 		want  replay.Divergence
 		where string
 	}{
-		{"bad-reordered", replay.Divergence{What: "input", Node: "roll", Call: 1, Func: "random"}, "roll:3:"},
-		{"bad-changed-line", replay.Divergence{What: "event", Node: "roll", Index: 1}, "roll:10:"},
+		{"bad-reordered", replay.Divergence{What: "input", Node: "roll", Call: 1, Func: "random"}, "scripts/roll.js:3:"},
+		{"bad-changed-line", replay.Divergence{What: "event", Node: "roll", Index: 1}, "scripts/roll.js:10:"},
 		{"bad-model-request", replay.Divergence{What: "input", Node: "model", Call: 1, Func: "inference"}, ""},
-		{"bad-missing-input", replay.Divergence{What: "input", Node: "roll", Call: 5, Func: "now"}, "roll:7:"},
+		{"bad-missing-input", replay.Divergence{What: "input", Node: "roll", Call: 5, Func: "now"}, "scripts/roll.js:7:"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
