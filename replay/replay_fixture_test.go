@@ -6,7 +6,7 @@ import (
 	"github.com/corral-rt/corral/replay/replaytest"
 )
 
-// A recorded turn replays identically: its clock, random numbers (host
+// REF 10.2.1: a recorded turn replays identically: its clock, random numbers (host
 // and Math.random, Date), prompt answer and model reply come from the
 // recording.
 func TestReplayDice(t *testing.T) {

@@ -28,7 +28,7 @@ func replayFile(t *testing.T, file string) *replay.Report {
 	return rep
 }
 
-// Each bad fixture diverges, and the report names the node, the call and,
+// REF 10.2.2, REF 10.2.3: each bad fixture diverges, and the report names the node, the call and,
 // for a script's own call, the script position.
 func TestReplayDivergences(t *testing.T) {
 	t.Parallel()
@@ -58,7 +58,7 @@ func TestReplayDivergences(t *testing.T) {
 	}
 }
 
-// A fork substitutes one input and names its parent; the forked run
+// REF 10.3.1: a fork substitutes one input and names its parent; the forked run
 // replays identically from its own recording.
 func TestFork(t *testing.T) {
 	t.Parallel()
@@ -85,6 +85,7 @@ func TestFork(t *testing.T) {
 	assert.True(t, fault.Is(err, fault.Validation))
 }
 
+// REF 10.1.1, REF 10.1.2
 func TestDecodeRefuses(t *testing.T) {
 	t.Parallel()
 	header := `{"kind":"header","format":1,"agent":"a","context":"c","run_id":"r","seeds":{"pcg":[0,0]},"request":{"message":{"role":"","parts":null}}}`

@@ -92,7 +92,7 @@ func TestReplayDemo(t *testing.T) {
 	assert.Equal(t, "identical", res.Status)
 }
 
-// Each bad fixture exits 1 naming the node and the call; a fleet of
+// REF 10.2.6: each bad fixture exits 1 naming the node and the call; a fleet of
 // recordings gives a line each and the worst exit code.
 func TestReplayBadFixtures(t *testing.T) {
 	dir := filepath.Join("..", "..", "replay", "testdata", "replay")
