@@ -3,6 +3,7 @@ package replay_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/sandbox/js"
 )
@@ -12,3 +13,10 @@ func TestMain(m *testing.M) {
 	js.ServeWorkerIfChild()
 	os.Exit(m.Run())
 }
+
+// waitLimit and waitTick bound a wait for a goroutine's work: generous,
+// never a measure of speed.
+const (
+	waitLimit = 60 * time.Second
+	waitTick  = 5 * time.Millisecond
+)
