@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A runtime-level recorder records every turn, keeps the newest MaxTurns,
+// REF 10.1.4: a runtime-level recorder records every turn, keeps the newest MaxTurns,
 // finishes a watched turn when it settles, and never writes credentials.
 func TestRecorderRecordsEveryTurn(t *testing.T) {
 	t.Parallel()

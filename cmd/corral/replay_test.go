@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,4 +134,37 @@ func TestReplayBadInput(t *testing.T) {
 			assert.Contains(t, out, "format version 7 is newer")
 		}
 	}
+}
+
+// REF 10.1.4: the OpenAI-compatible example, recorded against a local server, replays
+// with the server gone: a replay makes no network call. The API key and
+// the auth header are in no line of the recording.
+func TestReplayOpenAIChatOffline(t *testing.T) {
+	file := filepath.Join("testdata", "replay", "openai-chat.jsonl")
+	if *update {
+		srv := &chatServer{}
+		ts := httptest.NewServer(srv)
+		for _, kv := range chatEnv(ts.URL)[len(os.Environ()):] {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		_, errOut, code := runArgs(t, "", "run", openaiChat, "--message", "What is 12.5 times 8?", "--record", file)
+		ts.Close()
+		require.Equal(t, exitOK, code, errOut)
+	}
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "sk-local-test")
+	assert.NotContains(t, strings.ToLower(string(data)), "bearer")
+	assert.Contains(t, string(data), `"func":"tool"`)
+
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	for _, kv := range chatEnv(dead.URL)[len(os.Environ()):] {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	out, errOut, code := runArgs(t, "", "replay", file)
+	assert.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "identical")
 }
