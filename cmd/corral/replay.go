@@ -85,6 +85,7 @@ type replayResult struct {
 	Status     string             `json:"status"` // identical, diverged, failed
 	Divergence *replay.Divergence `json:"divergence,omitempty"`
 	Changed    []string           `json:"changed,omitempty"`
+	Fork       string             `json:"fork,omitempty"` // the recording a fork was written to
 	Error      string             `json:"error,omitempty"`
 }
 
@@ -149,8 +150,15 @@ func replayOne(ctx context.Context, o replayOptions, file string) (replayResult,
 		if child, rep, err = replay.Fork(ctx, rec, n, v, cfg); err != nil {
 			return fail(err)
 		}
+		child.Header.Document = relativeTo(o.out, path) // the child names the document from where it lies
 		if err := os.WriteFile(o.out, child.Bytes(), 0o644); err != nil {
 			return fail(fault.Wrap(fault.Internal, err, "replay", "write %s", o.out))
+		}
+		// A fork's transcript differs from its parent's by design: it
+		// fails only when the run asked for an input the recording lacks.
+		if d := rep.Divergence; d == nil || d.What != "input" {
+			res.Status, res.Fork = "forked", o.out
+			return res, exitOK
 		}
 	} else if rep, err = replay.Replay(ctx, rec, cfg); err != nil {
 		return fail(err)
@@ -185,6 +193,8 @@ func printReplay(sio stdio, o replayOptions, r replayResult) {
 		fmt.Fprintf(&b, " at %s", r.Divergence)
 	case r.Error != "":
 		fmt.Fprintf(&b, ": %s", r.Error)
+	case r.Fork != "":
+		fmt.Fprintf(&b, " into %s", r.Fork)
 	}
 	if len(r.Changed) > 0 {
 		fmt.Fprintf(&b, "\t(changed: %s)", strings.Join(r.Changed, ", "))

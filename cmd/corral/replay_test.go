@@ -168,3 +168,23 @@ func TestReplayOpenAIChatOffline(t *testing.T) {
 	assert.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "identical")
 }
+
+// REF 10.3.1: --set forks a recording into a new file naming its parent,
+// which replays identically.
+func TestReplayFork(t *testing.T) {
+	dir := filepath.Join("..", "..", "replay", "testdata", "replay")
+	child := filepath.Join(t.TempDir(), "child.jsonl")
+	out, errOut, code := runArgs(t, "", "replay", "--set", `3={"parts":[{"type":"text","text":"Grace"}]}`, "--out", child,
+		filepath.Join(dir, "dice.jsonl"))
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "forked into "+child)
+	data, err := os.ReadFile(child)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"parent":{"run_id":`)
+	assert.Contains(t, string(data), "Grace rolled")
+	out, errOut, code = runArgs(t, "", "replay", child)
+	assert.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "identical")
+	_, _, code = runArgs(t, "", "replay", "--set", "99=1", "--out", child, filepath.Join(dir, "dice.jsonl"))
+	assert.Equal(t, exitBadInput, code)
+}
