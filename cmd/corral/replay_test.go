@@ -188,3 +188,22 @@ func TestReplayFork(t *testing.T) {
 	_, _, code = runArgs(t, "", "replay", "--set", "99=1", "--out", child, filepath.Join(dir, "dice.jsonl"))
 	assert.Equal(t, exitBadInput, code)
 }
+
+// The divergence docs/replay.md shows is what corral replay prints for
+// the fixture.
+func TestReplayDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "replay.md"))
+	require.NoError(t, err)
+	var want []string
+	lines := strings.Split(string(doc), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "bad-reordered.jsonl\t") {
+			want = lines[i : i+2]
+		}
+	}
+	require.Len(t, want, 2, "docs/replay.md shows a divergence of bad-reordered.jsonl")
+	dir := filepath.Join("..", "..", "replay", "testdata", "replay")
+	out, _, code := runArgs(t, "", "replay", filepath.Join(dir, "bad-reordered.jsonl"))
+	assert.Equal(t, exitFailed, code)
+	assert.Equal(t, strings.Join(want, "\n")+"\n", strings.TrimPrefix(out, dir+string(filepath.Separator)))
+}
