@@ -19,10 +19,15 @@ type syncTap struct {
 	t  *tap
 }
 
-func (s *syncTap) set(t *tap) {
+// set keeps the first tap of the replayed run; the turns a replayed run
+// might start itself (none: delegation answers from the recording) keep
+// theirs.
+func (s *syncTap) set(t *tap, runID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.t = t
+	if s.t == nil && t.runID == runID {
+		s.t = t
+	}
 }
 
 func (s *syncTap) get() *tap {

@@ -113,14 +113,14 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	err := b.WithHostFactory(func(next session.HostFactory) (session.HostFactory, error) {
 		return func(ctx context.Context, req session.HostRequest) (agent.Host, error) {
 			h, err := next(ctx, req)
-			if err != nil {
-				return nil, err
+			if err != nil || req.RunID != rec.Header.RunID {
+				return h, err // only the replayed turn answers from the recording
 			}
 			t := &tap{Host: h, runID: req.RunID, journal: journal}
 			if cfg.fork == 0 { // a fork's events differ from its parent's by design
 				t.check = eventCheck(rec.Events)
 			}
-			mu.set(t)
+			mu.set(t, rec.Header.RunID)
 			return replayHost{t}, nil
 		}, nil
 	})
