@@ -53,6 +53,5 @@ func TestReplayAcrossIsolation(t *testing.T) {
 	assert.Equal(t, "roll", rep.Divergence.Node)
 	assert.Equal(t, 5, rep.Divergence.Call)
 	assert.Equal(t, "now", rep.Divergence.Func)
-	// The script position does not cross the process boundary: Where is
-	// left empty in a worker.
+	assert.Regexp(t, `^scripts/roll\.js:7:\d+$`, rep.Divergence.Where, "the script line crosses the process boundary")
 }
