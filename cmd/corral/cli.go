@@ -21,7 +21,7 @@ const (
 )
 
 const usage = `usage:
-  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D]
+  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D] [--record FILE]
   corral validate [DOC]
   corral replay [--json] [--set N=VALUE --out FILE] FILE [DOC]
   corral replay [--json] --fleet DOC FILE...
