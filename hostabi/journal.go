@@ -55,6 +55,7 @@ type Journal struct {
 	mu      sync.Mutex
 	entries []Entry
 	bytes   int64 // what the entries hold, as Full counts it
+	tape    *tape // the recording a replaying journal answers from; nil records only
 }
 
 // NewJournal returns an empty journal.

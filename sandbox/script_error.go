@@ -52,3 +52,17 @@ func SignalKind(name string) *fault.Kind {
 	}
 	return fault.Internal
 }
+
+// HostCallError is the error of a host call that a script did not catch,
+// with the script position of the call ("name:line:col") where the runner
+// can tell it. Its text is Err's; it unwraps to Err, so the call's error
+// (and its kind) stays reachable with errors.As and errors.Is.
+type HostCallError struct {
+	Where string
+	Err   error
+}
+
+func (e *HostCallError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *HostCallError) Unwrap() error { return e.Err }

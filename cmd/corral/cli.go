@@ -21,8 +21,10 @@ const (
 )
 
 const usage = `usage:
-  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D]
+  corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D] [--record FILE]
   corral validate [DOC]
+  corral replay [--json] [--set N=VALUE --out FILE] FILE [DOC]
+  corral replay [--json] --fleet DOC FILE...
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
@@ -30,6 +32,8 @@ const usage = `usage:
              (a line typed on a terminal with no question waiting steers too);
              Ctrl-C interrupts the turn, a second Ctrl-C cancels it, SIGTERM both
   validate   build the deployment DOC, print what it holds, close it
+  replay     re-run a recorded turn (corral run --record FILE) offline against its
+             documents or DOC, and report whether it ran identically (docs/replay.md)
   version    print the version of corral
 
 Without DOC both use the embedded demo deployment (cmd/corral/internal/demo).
@@ -65,6 +69,8 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		return exitOK
 	case "run":
 		return runCommand(ctx, args[1:], sio)
+	case "replay":
+		return replayCommand(ctx, args[1:], sio)
 	case "validate":
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -29,6 +29,9 @@ func runCommand(ctx context.Context, args []string, sio stdio) int {
 	// steers the turn as soon as it starts.
 	lines := startLines(sio.in)
 	defer lines.Stop()
+	if opts.record != "" {
+		opts.recorder = &recording{file: opts.record}
+	}
 	s, closeAll, err := openSession(ctx, opts, sio)
 	if err != nil {
 		return report(sio.err, err)
@@ -69,7 +72,11 @@ func openSession(ctx context.Context, opts runOptions, sio stdio) (_ *session.Se
 		return nil, nil, err
 	}
 	closers = append(closers, cleanup)
-	app, err := build(setupCtx, doc)
+	rec, err := opts.recorder.start(opts.doc, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	app, err := buildRecording(setupCtx, doc, rec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,6 +156,9 @@ func runTurn(ctx context.Context, s *session.Session, opts runOptions, con *cons
 	timedOut := d.drive(ctx, opts.timeout)
 	d.reportUnused()
 	res, waitErr := turn.Wait(context.Background())
+	if err := writeRecording(opts, turn.RunID(), req, res, waitErr); err != nil {
+		con.notice("corral: --record: %v", err)
+	}
 	o := newOutcome(turn.RunID(), res, waitErr)
 	if timedOut && o.err != nil {
 		o.err = fault.Wrap(fault.Timeout, o.err, "run", "the turn ran past --timeout %s", opts.timeout)

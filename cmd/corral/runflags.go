@@ -25,6 +25,8 @@ type runOptions struct {
 	json      bool          // print one JSON object instead of the stream
 	fresh     bool          // delete the session's stored state before the turn
 	timeout   time.Duration // 0: none
+	record    string        // write the turn's recording here; "": none
+	recorder  *recording    // set up by runCommand when record is set
 }
 
 // parseRunFlags parses the arguments of corral run. DOC may come before or
@@ -39,6 +41,7 @@ func parseRunFlags(args []string, usage io.Writer) (runOptions, error) {
 	fs.StringVar(&o.message, "message", "", "the user message the turn starts with (required)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object {status, run_id, output, state, usage, error} instead of the stream")
 	fs.BoolVar(&o.fresh, "fresh", false, "start the session afresh: delete its stored history and state first")
+	fs.StringVar(&o.record, "record", "", "write the turn's recording to `FILE` (docs/replay.md) for corral replay")
 	fs.DurationVar(&o.timeout, "timeout", 0, "cancel the turn after `D` (a Go duration: 30s, 2m); 0 means none")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.doc, args = args[0], args[1:]

@@ -114,7 +114,12 @@ func (h *toolHandler) Run(ctx context.Context, c *Call) error {
 	}
 	b.ABI = c.ABI()
 	start := time.Now()
-	results, err := asm.Execute(ctx, b)
+	var results []message.ToolResult
+	if j, replaying := replayingJournal(c); replaying {
+		results, err = replayTools(c, j, calls)
+	} else {
+		results, err = asm.Execute(ctx, b)
+	}
 	publishToolCalls(ctx, c, start, calls, results, err)
 	if err != nil {
 		return fault.Wrap(fault.KindOr(err, fault.Internal), err, opTool, "node %q", c.Node)

@@ -205,3 +205,59 @@ func jsonEqual(a, b json.RawMessage) bool {
 	by, _ := json.Marshal(y)
 	return string(ax) == string(by)
 }
+
+// TapeReplay answers inference nodes from a replaying journal
+// (hostabi.NewReplayJournal): each reply is the node's next recorded
+// input, which must be an inference entry with the same request digest,
+// else the call is a *hostabi.DivergenceError. Return it from a replaying
+// host's capability search (with the journal as its JournalProvider) and
+// the graph engine replays a whole run from one recording: host calls,
+// model replies and tool results.
+type TapeReplay struct{ J *hostabi.Journal }
+
+var _ InferenceReplayer = TapeReplay{}
+
+// ReplayInference returns the recorded reply of node's next call.
+func (r TapeReplay) ReplayInference(node string, args json.RawMessage) (InferenceRecord, error) {
+	e, err := r.J.Answer(node, JournalFuncInference, args)
+	if err != nil {
+		return InferenceRecord{}, err
+	}
+	var rec InferenceRecord
+	if err := json.Unmarshal(e.Result, &rec); err != nil {
+		return InferenceRecord{}, fault.Wrap(fault.Validation, err, "replay inference", "node %q (journal entry %d)", node, e.Seq)
+	}
+	return rec, nil
+}
+
+// replayingJournal returns the host's journal when it replays a
+// recording.
+func replayingJournal(c *Call) (*hostabi.Journal, bool) {
+	p, ok := agent.CapabilityFromHost[JournalProvider](c.Host)
+	if !ok {
+		return nil, false
+	}
+	j := p.Journal()
+	return j, j.Replaying()
+}
+
+// replayTools answers a tool node's calls from the recording instead of
+// running the tools: a replay never reaches a tool's network. The host
+// calls the tools made when recorded are passed over (hostabi.Journal.Answer).
+func replayTools(c *Call, j *hostabi.Journal, calls []message.ToolCall) ([]message.ToolResult, error) {
+	var skip []string
+	for _, f := range hostabi.Catalog() {
+		skip = append(skip, f.Name)
+	}
+	out := make([]message.ToolResult, len(calls))
+	for i, call := range calls {
+		e, err := j.Answer(c.Node, ToolJournalFunc, toolCallArgs(call), skip...)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(e.Result, &out[i]); err != nil {
+			return nil, fault.Wrap(fault.Validation, err, "replay tool", "node %q (journal entry %d)", c.Node, e.Seq)
+		}
+	}
+	return out, nil
+}

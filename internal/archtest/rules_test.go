@@ -43,6 +43,10 @@ var programs = []string{"cmd/...", "examples/..."}
 // stands with the programs.
 const builtin = "builtin"
 
+// replaytest is the test helper of package replay: it builds documents
+// with every factory (builtin), as a test of a whole deployment does.
+const replaytest = "replay/replaytest"
+
 const (
 	goja   = "github.com/dop251/goja/..."
 	regexp = "github.com/dlclark/regexp2/..." // goja's regular expressions
@@ -109,22 +113,28 @@ var rules = []rule{{
 }, {
 	name:   "goja-builds",
 	pkgs:   []string{"..."},
-	except: cat([]string{"sandbox/js/...", builtin}, programs),
+	except: cat([]string{"sandbox/js/...", builtin, replaytest}, programs),
 	forbid: []string{goja, regexp},
 	why:    "a build that leaves sandbox/js out has no goja: only the programs that register it (and builtin, which registers every factory for them) pull it in",
 }, {
 	name:   "wazero-builds",
 	pkgs:   []string{"..."},
-	except: cat([]string{"sandbox/wasm/...", builtin}, programs),
+	except: cat([]string{"sandbox/wasm/...", builtin, replaytest}, programs),
 	forbid: []string{wazero},
 	why:    "a build that leaves sandbox/wasm out has no wazero: only the programs that register it (and builtin, which registers every factory for them) pull it in",
 }, {
 	name:   "builtin",
 	pkgs:   []string{"..."},
-	except: cat([]string{builtin}, programs),
+	except: cat([]string{builtin, replaytest}, programs),
 	forbid: []string{builtin},
 	why: "builtin registers every factory, both runners included, for programs; a library package that " +
 		"imported it would carry goja and wazero into every build that uses the library",
+}, {
+	name:   "replay",
+	pkgs:   []string{"replay/..."},
+	forbid: programs,
+	why: "replay is a library above the runtime and the engines: commands and servers use it, " +
+		"it uses none of them",
 }, {
 	name:   "builtin-programs",
 	pkgs:   []string{builtin},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,11 @@ type StartConfig struct {
 	// Resume refuses it. false: the session keeps durable state when the
 	// manager's epoch has resume on.
 	Ephemeral bool
+	// RunID, when set, is the turn's run id instead of a new one: a replay
+	// of a recorded turn reproduces the recorded run id, from which the
+	// run's random sequence is seeded. It must be non-blank with no
+	// surrounding whitespace. "": a new run id (REF 2.2.7).
+	RunID string
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
@@ -175,6 +181,9 @@ func (s *Session) StartWithConfig(ctx context.Context, req agent.Request, cfg St
 // owned returns cfg with its own copy of the sinks, once they are valid.
 func (cfg StartConfig) owned() (StartConfig, error) {
 	cfg.Sinks = slices.Clone(cfg.Sinks)
+	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
+		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
+	}
 	return cfg, ValidateSinks(cfg.Sinks)
 }
 
@@ -252,6 +261,9 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 		return nil, fault.New(fault.NotFound, "start turn", "agent %q is not deployed", s.key.AgentID)
 	}
 	runID := newRunID()
+	if cfg.RunID != "" {
+		runID = cfg.RunID
+	}
 	if rs != nil {
 		runID = rs.runID
 	}

@@ -299,7 +299,13 @@ func (c *call) exceptionError(ex *goja.Exception) error {
 	val := ex.Value()
 	if obj, ok := val.(*goja.Object); ok {
 		if herr, ok := c.hostErrors[obj]; ok {
-			return fmt.Errorf("%s: %w", c.op.String(), herr)
+			err := fmt.Errorf("%s: %w", c.op.String(), herr)
+			for _, f := range ex.Stack() {
+				if where := c.position(f); where != "" {
+					return &sandbox.HostCallError{Where: where, Err: err}
+				}
+			}
+			return err
 		}
 	}
 	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(c.safeMessage(val), maxMessageLen)}

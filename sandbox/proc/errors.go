@@ -26,6 +26,10 @@ type wireError struct {
 	// "deadline", so that errors.Is(err, context.Canceled) holds on the
 	// other side too.
 	Context string `json:"context,omitempty"`
+	// Where is the script position of the host call whose error this is
+	// (*sandbox.HostCallError), so that a replay names the line in a
+	// worker too.
+	Where string `json:"where,omitempty"`
 }
 
 type limitFields struct {
@@ -66,6 +70,10 @@ func encodeError(err error) *wireError {
 		w.Context = "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		w.Context = "deadline"
+	}
+	var hc *sandbox.HostCallError
+	if errors.As(err, &hc) {
+		w.Where = hc.Where
 	}
 	var le *sandbox.LimitError
 	var se *sandbox.ScriptError
@@ -111,10 +119,14 @@ func decodeError(w *wireError) error {
 	case "deadline":
 		ctxErr = context.DeadlineExceeded
 	}
+	var err error = &remoteError{kind: kind, msg: w.Message, typed: typed, ctx: ctxErr}
 	if typed != nil && ctxErr == nil && typed.Error() == w.Message {
-		return typed
+		err = typed
 	}
-	return &remoteError{kind: kind, msg: w.Message, typed: typed, ctx: ctxErr}
+	if w.Where != "" {
+		return &sandbox.HostCallError{Where: w.Where, Err: err}
+	}
+	return err
 }
 
 // remoteError is an error the other side of the wire returned: its text,

@@ -1,0 +1,67 @@
+package replay_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/replay"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// REF 10.1.4: a runtime-level recorder records every turn, keeps the newest MaxTurns,
+// finishes a watched turn when it settles, and never writes credentials.
+func TestRecorderRecordsEveryTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	doc, err := deploy.ParseFile("testdata/replay/chain10/deploy.yaml")
+	require.NoError(t, err)
+	rec := replay.NewRecorder(replay.RecorderConfig{MaxTurns: 2})
+	b := builtin.NewBuilder()
+	require.NoError(t, b.WithHostFactory(rec.Decorate))
+	rt, err := b.Build(ctx, doc)
+	require.NoError(t, err)
+	defer rt.Close()
+	lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "chain", ContextID: "c1"})
+	require.NoError(t, err)
+	defer lease.Close()
+	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, "go"),
+		Metadata: map[string]string{"Authorization": "Bearer sk-secret", "X-Api-Key": "sk-secret", "trace": "t1"}}
+	var ids []string
+	for range 3 {
+		turn, err := lease.Session().Start(ctx, req)
+		require.NoError(t, err)
+		rec.Watch(turn, req)
+		_, err = turn.Wait(ctx)
+		require.NoError(t, err)
+		ids = append(ids, turn.RunID())
+	}
+	assert.Equal(t, ids[1:], rec.RunIDs(), "the oldest turn is forgotten")
+	_, ok := rec.Recording(ids[0])
+	assert.False(t, ok)
+	require.Eventually(t, func() bool {
+		r, ok := rec.Recording(ids[2])
+		return ok && r.Result != nil
+	}, waitLimit, waitTick)
+	r, _ := rec.Recording(ids[2])
+	assert.Equal(t, agent.StatusCompleted, r.Result.Status)
+	text := string(r.Bytes())
+	assert.NotContains(t, text, "sk-secret")
+	assert.Equal(t, "[redacted]", r.Header.Request.Metadata["Authorization"])
+	assert.Equal(t, "t1", r.Header.Request.Metadata["trace"])
+	assert.Equal(t, ids[2], r.Header.RunID)
+	assert.Len(t, r.Inputs, 20)
+	assert.True(t, strings.HasPrefix(text, `{"kind":"header","format":1,`))
+
+	err = rec.Finish("run-unknown", req, nil, nil)
+	assert.True(t, fault.Is(err, fault.NotFound))
+	_, err = rec.Decorate(nil)
+	assert.True(t, fault.Is(err, fault.Validation))
+}
