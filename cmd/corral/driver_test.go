@@ -59,7 +59,7 @@ func (p *inProcess) exitCode(t *testing.T) int {
 	select {
 	case code := <-p.code:
 		return code
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatalf("run did not return; stdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
 		return -1
 	}
@@ -191,7 +191,7 @@ func TestLineReaderStop(t *testing.T) {
 	_ = w.Close()
 	select {
 	case <-l.Done():
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the reader did not end after Stop")
 	}
 }

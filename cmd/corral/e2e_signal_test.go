@@ -115,7 +115,7 @@ func TestCLIInterruptStopsModelCall(t *testing.T) {
 	assert.Equal(t, "The first words\n", c.stdout.String(), "what streamed is kept")
 	select {
 	case <-srv.gone:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the model request was not abandoned")
 	}
 }

@@ -119,7 +119,7 @@ func (c *child) wait(t *testing.T) int {
 	t.Helper()
 	select {
 	case <-c.exited:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatalf("corral did not exit; stdout:\n%s\nstderr:\n%s", c.stdout, c.stderr)
 	}
 	var ee *exec.ExitError

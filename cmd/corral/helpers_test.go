@@ -16,9 +16,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// waitLimit bounds every wait for output: generous, it is never a
-// measure of speed.
-const waitLimit = 60 * time.Second
+// waitLimit bounds a wait for output or exit. It only turns a hang into a
+// failure that shows what the child printed, never a measure of speed: it
+// lasts until shortly before the test binary's own deadline (-timeout), so
+// a busy machine that compiles a large WebAssembly module slowly does not
+// fail a test that would have passed.
+func waitLimit(t *testing.T) time.Duration {
+	const fallback = 5 * time.Minute
+	deadline, ok := t.Deadline()
+	if !ok {
+		return fallback
+	}
+	left := time.Until(deadline)
+	if left > 2*time.Minute {
+		return left - time.Minute
+	}
+	return left * 3 / 4
+}
 
 // syncBuffer is a bytes.Buffer safe for one writer and many readers.
 type syncBuffer struct {
@@ -41,7 +55,7 @@ func (s *syncBuffer) String() string {
 // waitFor polls buf until it holds want.
 func waitFor(t *testing.T, buf *syncBuffer, want string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(buf.String(), want) }, waitLimit, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), want) }, waitLimit(t), 5*time.Millisecond,
 		"waiting for %q in:\n%s", want, buf)
 }
 
