@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,13 +230,12 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	}
 	c := &conversation{op: op, node: inv.Node, abi: inv.ABI, parallel: inv.Parallel,
 		wall: r.wallTime(inv.Limits)}
-	cc := &callContext{functions: m.Functions, run: m.Run, limits: m.Limits}
 	res, err := r.run(ctx, inv.Run.Tenant, c, frameInvoke, func(w *worker) any {
 		m.ID = w.nextID
-		if m.Same = cc.equal(w.sent); m.Same {
+		if m.Same = w.sent.equal(m.Functions, m.Run, m.Limits); m.Same {
 			m.Functions, m.Run, m.Limits = nil, sandbox.RunInfo{}, sandbox.Limits{}
 		} else {
-			w.sent = cc
+			w.sent = &callContext{functions: slices.Clone(m.Functions), run: m.Run, limits: m.Limits}
 		}
 		return m
 	})

@@ -169,8 +169,10 @@ type callContext struct {
 	limits    sandbox.Limits
 }
 
-func (c *callContext) equal(o *callContext) bool {
-	return c != nil && o != nil && c.run == o.run && c.limits == o.limits && slices.Equal(c.functions, o.functions)
+// equal reports whether c (nil: none) is the context of functions, run
+// and limits.
+func (c *callContext) equal(functions []string, run sandbox.RunInfo, limits sandbox.Limits) bool {
+	return c != nil && c.run == run && c.limits == limits && slices.Equal(c.functions, functions)
 }
 
 type scriptMsg struct {
