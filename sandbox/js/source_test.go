@@ -139,6 +139,7 @@ func yieldBomb(h, k int) string {
 		strings.Repeat("]", h) + strings.Repeat("/ yield /1"+strings.Repeat("]", h), k-1) + "/ yield"
 }
 
+// REF 9.M10 (every source is scanned before goja parses it)
 // Every source goja or regexp2 would parse too deep — inline in a script,
 // in a condition, or made at run time — is refused with a Validation error
 // naming the node and the line before a parser sees it; the process lives

@@ -138,6 +138,7 @@ func TestScanBoundsHiddenBrackets(t *testing.T) {
 	}
 }
 
+// REF 9.M10 (brackets left open by texts, bounded together)
 // Brackets left open by many texts add up, read as code: together they
 // may leave at most MaxHiddenTotal open at any point, and a close in a
 // later text closes what an earlier one left open.
@@ -158,6 +159,7 @@ func TestScanBoundsHiddenBracketsTogether(t *testing.T) {
 	}
 }
 
+// REF 9.M10 (a #! line of eval and Function code is a comment)
 // Code that eval or Function parses as it is may start with a #! line,
 // which goja reads as a comment, and so does the scan; in a node script
 // (wrapped in a function) #! is not a comment.

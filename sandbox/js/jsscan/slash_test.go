@@ -71,6 +71,7 @@ var slashCases = []string{
 	"class A { if() { return /a/ } } /b/", "x = { return() {} } / 2", "class A { static { /a/ } } /b/",
 }
 
+// REF 9.M10 (a / starts a pattern where goja's parser reads one)
 func TestSlashAsGojaReadsIt(t *testing.T) {
 	for _, src := range slashCases {
 		slashAgrees(t, src)
