@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -451,12 +452,34 @@ func (w *waveWatch) watchWave() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running && w.quit == quit && w.stop == nil {
-		w.stop = time.AfterFunc(w.grace, func() {
+		w.stop = afterFuncPrecise(w.grace, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if w.running {
+			if w.running && w.quit == quit {
 				w.cancel(agent.Interrupted(intr))
 			}
 		})
 	}
+}
+
+// timerSlack is how late the Go runtime's timers fire when every thread
+// but the one running a node sleeps: the sleeping thread waits on the
+// poller in whole milliseconds, so a timer is up to about a millisecond
+// late.
+const timerSlack = time.Millisecond
+
+// afterFuncPrecise is time.AfterFunc to within microseconds rather than
+// timerSlack: its timer fires timerSlack early and the callback waits out
+// the rest on the CPU. It is for rare events (an interrupt's grace), not
+// for every wave. Stop stops it as it stops a time.Timer; a callback that
+// is already waiting runs f anyway, which must check that it is still
+// wanted.
+func afterFuncPrecise(d time.Duration, f func()) *time.Timer {
+	at := time.Now().Add(d)
+	return time.AfterFunc(max(d-timerSlack, 0), func() {
+		for time.Until(at) > 0 {
+			runtime.Gosched()
+		}
+		f()
+	})
 }

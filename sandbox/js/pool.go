@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -202,7 +203,12 @@ func (r *Runtime) release(c *call) {
 	}
 	c.vm.SetGlobalObject(c.template)
 	switch {
-	case c.stopped.Load() || c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
+	case c.stopped.Load():
+		c.unwatchParent()
+		r.afterStop.Store(true)
+		r.wantSpare()
+		return
+	case c.ranCode || c.broken || c.symbolKeyBytes > maxSymbolKeyBytes:
 		c.unwatchParent()
 		r.wantSpare()
 		return
@@ -228,6 +234,14 @@ func (r *Runtime) release(c *call) {
 // has run half its calls asks for its replacement, and so does a VM that
 // is dropped (after a stop, a failure, code run by eval or Function). The
 // ready VMs wait in the runtime's spares, at most one per pool slot.
+//
+// The replacement of a VM dropped after a stop (a cancel, a deadline, an
+// interrupt, a limit) waits spareAfterStop first: whoever stopped the call
+// is waiting for its caller to return, and locking a VM down (CPU and a
+// few MB allocated, which can start a GC) beside that return delayed it by
+// about a millisecond on a 2-core machine, more under load
+// (BenchmarkInterruptSpinningNode in engine/graph).
+const spareAfterStop = 5 * time.Millisecond
 
 // wantSpare asks the preparer for one more spare VM; a request beyond
 // those already waiting is dropped.
@@ -257,6 +271,15 @@ func (r *Runtime) prepareSpares() {
 		}
 		if len(r.spares) == cap(r.spares) {
 			continue
+		}
+		if r.afterStop.Swap(false) {
+			t := time.NewTimer(spareAfterStop)
+			select {
+			case <-r.closing:
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 		c, err := r.prepare()
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -78,6 +79,9 @@ type Runtime struct {
 	spares       chan *call
 	want         chan struct{}
 	preparerDone chan struct{}
+	// afterStop says a VM was dropped after a stop since the preparer
+	// last looked: its replacement waits spareAfterStop (pool.go).
+	afterStop atomic.Bool
 	// blocking names the host functions during which a call gives up its
 	// slot (hostabi.Func.Blocking).
 	blocking map[string]bool

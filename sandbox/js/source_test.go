@@ -109,6 +109,18 @@ eval("x = {if:(1)/" + ("[".repeat(H) + '1,"]"/{if:(1)/').repeat(K) + "[".repeat(
 		// around it.
 		{name: "chains around arrow bodies", script: "x = " + strings.Repeat("a?()=>{}:"+strings.Repeat("b=", 990), 1000) + "1"},
 		{name: "conditionals around arrow bodies", script: "x = " + strings.Repeat("a?()=>{}:", 410000) + "1"},
+		// of in a for head is a name unless it follows the binding: the
+		// scan took of / for an operator and a pattern, and each text it
+		// skipped left brackets open that goja parsed as code.
+		{name: "parentheses behind of as a name in a for head", script: "var of = 1, a = 1; for (x = of /" +
+			strings.Repeat(strings.Repeat("(", 250)+"/ a, /", 3000) + "x/;;) {}"},
+		// A line break after an arrow function's body ends the statement:
+		// the / after it starts a pattern.
+		{name: "parentheses behind an arrow body and a line break", script: "x => {}\n/" +
+			strings.Repeat("a,/"+strings.Repeat("(", 250)+"/", 3000) + "a/"},
+		// eval parses its code as it is, where a #! line at the start is a
+		// comment: the scan read it as code and what followed as templates.
+		{name: "parentheses behind a hashbang passed to eval", script: "eval(\"#!`\\n\" + (\"(\".repeat(250) + \"`,`\").repeat(3000) + \"`\")"},
 	}
 }
 
@@ -127,6 +139,7 @@ func yieldBomb(h, k int) string {
 		strings.Repeat("]", h) + strings.Repeat("/ yield /1"+strings.Repeat("]", h), k-1) + "/ yield"
 }
 
+// REF 9.M10 (every source is scanned before goja parses it)
 // Every source goja or regexp2 would parse too deep — inline in a script,
 // in a condition, or made at run time — is refused with a Validation error
 // naming the node and the line before a parser sees it; the process lives

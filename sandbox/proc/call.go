@@ -50,6 +50,7 @@ const (
 func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any, closing <-chan struct{}) (resultMsg, error) {
 	if err := w.send(t, msg); err != nil {
 		if errors.Is(err, errTooLarge) {
+			w.sent = nil // the worker did not get it: the next invoke carries its context
 			return resultMsg{}, fault.Wrap(fault.BudgetExceeded, err, c.op, "the call does not fit in a message")
 		}
 		return resultMsg{}, c.fail(w, closing)

@@ -39,7 +39,11 @@
 // recorded in one isolation replays in the other. parallel.cancelNode
 // crosses the same way. Every frame is size-checked before it is read
 // (Options.MaxFrameBytes) and decoded into a fixed struct whose fields are
-// checked; FuzzFrame fuzzes the decoder.
+// checked; FuzzFrame fuzzes the decoder. An invoke that repeats the
+// previous invoke's host functions, run and limits on the same worker
+// leaves them out (invokeMsg.Same), which the worker fills in from that
+// invoke: most calls of a run repeat them, and they were most of what a
+// small call cost to encode and decode.
 //
 // # Errors
 //

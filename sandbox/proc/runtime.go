@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,7 +230,15 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	}
 	c := &conversation{op: op, node: inv.Node, abi: inv.ABI, parallel: inv.Parallel,
 		wall: r.wallTime(inv.Limits)}
-	res, err := r.run(ctx, inv.Run.Tenant, c, frameInvoke, func(id uint64) any { m.ID = id; return m })
+	res, err := r.run(ctx, inv.Run.Tenant, c, frameInvoke, func(w *worker) any {
+		m.ID = w.nextID
+		if m.Same = w.sent.equal(m.Functions, m.Run, m.Limits); m.Same {
+			m.Functions, m.Run, m.Limits = nil, sandbox.RunInfo{}, sandbox.Limits{}
+		} else {
+			w.sent = &callContext{functions: slices.Clone(m.Functions), run: m.Run, limits: m.Limits}
+		}
+		return m
+	})
 	out := sandbox.Outcome{CPU: time.Duration(res.CPUNs)}
 	if err != nil {
 		return out, err
@@ -243,7 +252,7 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	op := fmt.Sprintf("eval node %q", ev.Node)
 	m := &evalMsg{Node: ev.Node, Expr: ev.Expr, Vars: ev.Vars, Limits: ev.Limits, Tenant: ev.Tenant}
 	c := &conversation{op: op, node: ev.Node, wall: r.wallTime(ev.Limits)}
-	res, err := r.run(ctx, ev.Tenant, c, frameEval, func(id uint64) any { m.ID = id; return m })
+	res, err := r.run(ctx, ev.Tenant, c, frameEval, func(w *worker) any { m.ID = w.nextID; return m })
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +272,7 @@ func (r *Runtime) wallTime(l sandbox.Limits) time.Duration {
 
 // run takes a worker of tenant, holds the conversation of one call on it
 // and gives it back (or, when it died or was killed, drops it).
-func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t frameType, msg func(id uint64) any) (resultMsg, error) {
+func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t frameType, msg func(w *worker) any) (resultMsg, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -278,7 +287,7 @@ func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t fra
 		return resultMsg{}, fmt.Errorf("%s: tenant %q: %w", c.op, tenant, err)
 	}
 	w.nextID++
-	res, err := c.hold(ctx, w, t, msg(w.nextID), r.closing)
+	res, err := c.hold(ctx, w, t, msg(w), r.closing)
 	if p.give(w) {
 		r.wake()
 	}

@@ -103,6 +103,21 @@ type server struct {
 	waiting map[uint64]chan frame // host and parallel replies by seq
 	cancel  context.CancelFunc    // the running call's, nil when none
 	done    chan struct{}         // closed when the running call has replied
+	last    *callContext          // the context of the last invoke (the loop's)
+}
+
+// context fills in an invoke that repeats the last one's context, or
+// keeps its context for the next.
+func (s *server) context(m *invokeMsg) error {
+	if !m.Same {
+		s.last = &callContext{functions: m.Functions, run: m.Run, limits: m.Limits}
+		return nil
+	}
+	if s.last == nil || m.Functions != nil || m.Run != (sandbox.RunInfo{}) || m.Limits != (sandbox.Limits{}) {
+		return fmt.Errorf("%w: an invoke that repeats a context it does not have", errFrame)
+	}
+	m.Functions, m.Run, m.Limits = s.last.functions, s.last.run, s.last.limits
+	return nil
 }
 
 func (s *server) send(t frameType, msg any) error {
@@ -163,6 +178,9 @@ func (s *server) start(f frame) error {
 	case frameInvoke:
 		var m invokeMsg
 		if err := decode(f, frameInvoke, &m); err != nil {
+			return err
+		}
+		if err := s.context(&m); err != nil {
 			return err
 		}
 		run = func(ctx context.Context) resultMsg { return s.invoke(ctx, &m) }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
@@ -155,6 +156,23 @@ type invokeMsg struct {
 	Run        sandbox.RunInfo `json:"run"`
 	Limits     sandbox.Limits  `json:"limits"`
 	Parallel   bool            `json:"parallel,omitempty"` // the caller has a Parallel callback
+	// Same says Functions, Run and Limits are left out: they are those of
+	// the worker's previous invoke (most calls of a run repeat them, and
+	// they are most of what a small call costs to encode and decode).
+	Same bool `json:"same,omitempty"`
+}
+
+// callContext is the part of an invoke that the calls of one run share.
+type callContext struct {
+	functions []string
+	run       sandbox.RunInfo
+	limits    sandbox.Limits
+}
+
+// equal reports whether c (nil: none) is the context of functions, run
+// and limits.
+func (c *callContext) equal(functions []string, run sandbox.RunInfo, limits sandbox.Limits) bool {
+	return c != nil && c.run == run && c.limits == limits && slices.Equal(c.functions, functions)
 }
 
 type scriptMsg struct {

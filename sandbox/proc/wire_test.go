@@ -179,3 +179,21 @@ func TestStderrWatch(t *testing.T) {
 		assert.NotEmpty(t, w.cause(), text)
 	}
 }
+
+// An invoke that says it repeats the previous invoke's context is refused
+// by a worker that has none, or when it carries a context after all: the
+// parent is not speaking the protocol.
+func TestSameContextNeedsOne(t *testing.T) {
+	s := &server{}
+	err := s.context(&invokeMsg{Same: true})
+	assert.ErrorIs(t, err, errFrame, "no previous context")
+	first := &invokeMsg{Functions: []string{"emit"}, Run: sandbox.RunInfo{RunID: "r1"}, Limits: sandbox.Limits{StackDepth: 9}}
+	require.NoError(t, s.context(first))
+	again := &invokeMsg{Same: true}
+	require.NoError(t, s.context(again))
+	assert.Equal(t, []string{"emit"}, again.Functions)
+	assert.Equal(t, "r1", again.Run.RunID)
+	assert.Equal(t, 9, again.Limits.StackDepth)
+	err = s.context(&invokeMsg{Same: true, Run: sandbox.RunInfo{RunID: "r2"}})
+	assert.ErrorIs(t, err, errFrame, "a context beside same")
+}

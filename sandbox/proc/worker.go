@@ -42,6 +42,9 @@ type worker struct {
 	killOnce sync.Once
 	lastUsed time.Time // when it last went idle (pool's lock)
 	nextID   uint64    // call ids (the caller's, one call at a time)
+	// sent is the context of the last invoke sent (the caller's): an
+	// invoke that repeats it leaves it out (invokeMsg.Same).
+	sent *callContext
 }
 
 // spawnConfig is what starting a worker needs.

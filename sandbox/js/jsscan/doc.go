@@ -40,6 +40,39 @@
 // elsewhere (after an operand, a ], or the } of an object literal or of a
 // function or class expression) it divides.
 //
+// A #! at the very start of code that goja parses as it is (eval and
+// Function code, Bounds.Hashbang) opens a comment to the end of its line,
+// as goja reads it. FuzzSlash and TestSlashAsGojaReadsIt hold the scan to
+// goja's parser: wherever both accept a source, they read the same
+// slashes as patterns.
+//
+// # Text read as code
+//
+// Everything the scan counts rests on that decision: a wrong guess would
+// make it take code for the text of a pattern (or the text of a pattern
+// for code), and whatever brackets that text opens would be hidden from
+// the count. So the scan also reads every text — string, template text,
+// comment, pattern — as if it were code, and bounds the brackets it
+// leaves open: at most MaxHiddenBrackets at any point of one text, and at
+// most MaxHiddenTotal at any point of all of them read in a row, where a
+// close in a text closes what an earlier text left open. The second bound
+// holds against any number of such mistakes. Let D be the scan's depth at
+// some point, H the brackets the texts before it leave open read that way,
+// and P the depth of a parser that reads some of those texts as code and
+// the rest of the source as the scan does. Then P <= D + H at every
+// point: an open bracket in code adds one to D and to P, one in a text
+// one to H and at most one to P; a close in code takes one from D and
+// from P (P > 0 there, as D > 0); a close in a text takes one from P, or
+// leaves P at 0, and takes one from H, or leaves H at 0 — if H was 0, P
+// was at most D before and is still. So goja nests at most
+// MaxDepth + MaxHiddenTotal brackets deep however many texts it reads as
+// code (about 22 MiB of stack at the costliest 4.4 KiB a level). What the
+// bound does not cover is a parser that reads code the scan counted as
+// the text of a string or comment it opened in the middle of such a text;
+// that takes a second wrong guess inside the first, and the agreement
+// with goja's parser above is what rules out the first. Operators in a
+// text are not counted: a base64 string is full of them.
+//
 // # Bounds
 //
 // Bounds names a size and a depth; the package's Script, Expr, Code and

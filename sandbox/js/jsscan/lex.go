@@ -52,11 +52,7 @@ func (s *scanner) skipSpace() bool {
 		case c == ' ' || c == '\t' || c == '\v' || c == '\f':
 			s.i++
 		case c == '/' && s.at(s.i+1) == '/':
-			from := s.i
-			for s.i < len(s.src) && s.lineBreak(s.i) == 0 {
-				s.i++
-			}
-			s.checkHidden(from, s.i)
+			s.lineComment()
 		case c == '/' && s.at(s.i+1) == '*':
 			s.blockComment()
 		case c >= 0x80:
@@ -70,6 +66,16 @@ func (s *scanner) skipSpace() bool {
 		}
 	}
 	return false
+}
+
+// lineComment moves past a comment that ends with its line (// or a
+// hashbang).
+func (s *scanner) lineComment() {
+	from := s.i
+	for s.i < len(s.src) && s.lineBreak(s.i) == 0 {
+		s.i++
+	}
+	s.checkHidden(from, s.i)
 }
 
 func (s *scanner) blockComment() {
@@ -195,6 +201,9 @@ func (s *scanner) regexp() {
 		return
 	}
 	s.checkHidden(start, end+1)
+	if s.regexpAt != nil {
+		s.regexpAt(start)
+	}
 	s.i = end + 1
 	for s.i < len(s.src) && isIdent(s.src[s.i]) {
 		s.i++
@@ -251,26 +260,39 @@ func (s *scanner) pattern(i, end int, literal bool) int {
 
 // MaxHiddenBrackets is how many brackets the text of one string, template
 // text, comment or regular expression may leave open, counted as if it
-// were code. The scan's count rests on telling a pattern from a division
-// as goja does; were it ever to guess wrong, the code it took for text
-// could hide no more levels than this from its count. Real text never
-// comes near it.
-const MaxHiddenBrackets = 256
+// were code, and MaxHiddenTotal how many all of them together may leave
+// open at any point of the source (package doc, "Bounds"). The scan's
+// count rests on telling a pattern from a division as goja does; were it
+// ever to guess wrong, the text it took for code could hide no more levels
+// than these from its count. Real text never comes near them.
+const (
+	MaxHiddenBrackets = 256
+	MaxHiddenTotal    = 4096
+)
 
 // checkHidden refuses the text src[from:to] when, read as code, it leaves
-// more than MaxHiddenBrackets brackets open.
+// more than MaxHiddenBrackets brackets open at any point, or when, read as
+// code after the texts before it, all of them have more than
+// MaxHiddenTotal open at a point of it: a close in a text closes what an earlier text left
+// open, if anything.
 func (s *scanner) checkHidden(from, to int) {
-	open, most := 0, 0
+	open, most, hidden, peak := 0, 0, s.hidden, s.hidden
 	for _, c := range []byte(s.src[from:to]) {
 		switch c {
 		case '(', '[', '{':
 			open++
-			most = max(most, open)
+			hidden++
+			most, peak = max(most, open), max(peak, hidden)
 		case ')', ']', '}':
 			open = max(open-1, 0)
+			hidden = max(hidden-1, 0)
 		}
 	}
-	if most > MaxHiddenBrackets {
+	s.hidden = hidden
+	switch {
+	case most > MaxHiddenBrackets:
 		s.errAt(from, "a string, comment or pattern leaves more than %d brackets open", MaxHiddenBrackets)
+	case peak > MaxHiddenTotal:
+		s.errAt(from, "strings, comments and patterns leave more than %d brackets open together", MaxHiddenTotal)
 	}
 }

@@ -35,6 +35,11 @@ type Bounds struct {
 	MaxDepth        int // levels of nesting, as the package doc counts them
 	MaxPatternBytes int // one regular expression literal's pattern
 	MaxNumberBytes  int // one numeric literal
+	// Hashbang: the source is parsed as it is, not wrapped in a function,
+	// so a #! at its very start opens a comment to the end of its line,
+	// as goja reads it (eval and Function code; a node script or an
+	// expression is wrapped, and there #! is not a comment).
+	Hashbang bool
 }
 
 // Info is what a scan found that a caller needs.
@@ -63,7 +68,13 @@ func Expr(src string) (Info, error) { return Scan(src, defaults(MaxExprBytes)) }
 
 // Code scans source made at run time for eval or the Function
 // constructor with the sandbox's bounds.
-func Code(src string) (Info, error) { return Scan(src, defaults(MaxCodeBytes)) }
+func Code(src string) (Info, error) { return Scan(src, codeBounds()) }
+
+func codeBounds() Bounds {
+	b := defaults(MaxCodeBytes)
+	b.Hashbang = true
+	return b
+}
 
 func defaults(size int) Bounds {
 	return Bounds{MaxBytes: size, MaxDepth: MaxDepth, MaxPatternBytes: MaxPatternBytes, MaxNumberBytes: MaxNumberBytes}
@@ -85,13 +96,20 @@ func Pattern(p string) error {
 }
 
 // Scan checks src against b.
-func Scan(src string, b Bounds) (Info, error) {
-	s := &scanner{src: src, b: b, line: 1, prev: pStmt}
+func Scan(src string, b Bounds) (Info, error) { return scan(src, b, nil) }
+
+// scan is Scan, telling regexpAt (when not nil) where each regular
+// expression literal starts.
+func scan(src string, b Bounds, regexpAt func(int)) (Info, error) {
+	s := &scanner{src: src, b: b, line: 1, prev: pStmt, regexpAt: regexpAt}
 	if b.MaxBytes > 0 && len(src) > b.MaxBytes {
 		s.advanceTo(b.MaxBytes)
 		return Info{}, s.errAt(b.MaxBytes, "the source is %d bytes, more than %d", len(src), b.MaxBytes)
 	}
 	s.stack = append(s.stack, level{kind: 0})
+	if b.Hashbang && strings.HasPrefix(src, "#!") {
+		s.lineComment()
+	}
 	s.run()
 	if s.err != nil {
 		return Info{}, s.err
@@ -117,6 +135,11 @@ const (
 	braceBlock  = 'b' // a block, or the body of a declaration: a statement follows
 	braceExpr   = 'e' // the body of a function or class expression: an operator follows
 	braceObject = 'o' // an object literal
+	// braceArrow is the body of an arrow function: an operator may follow
+	// on its line, but no operator can take an arrow function as its left
+	// operand, so a line break after it ends the statement (a / there
+	// starts a pattern, as goja reads it).
+	braceArrow = 'a'
 )
 
 // level is one open bracket (kind '(', '[', '{', or '$' for a template
@@ -145,6 +168,11 @@ type scanner struct {
 	nl    bool // a line break since the last token
 	ended bool // a statement ended: the next token resets statement heads unless it is else
 	noASI bool // the last token was async: an operand may follow it
+	// arrowEnd: the last token was the } of an arrow function's body.
+	arrowEnd bool
+	// hidden is how many brackets the texts so far leave open, read as
+	// code (checkHidden).
+	hidden int
 	// asyncStmt: that async stood at the start of a statement.
 	asyncStmt bool
 	// pendingFunc is the body kind of a function keyword waiting for its
@@ -155,6 +183,9 @@ type scanner struct {
 	classAt                   int
 	info                      Info
 	err                       *Error
+	// regexpAt, when not nil, is told where each regular expression
+	// literal starts (the tests compare it with goja's parser).
+	regexpAt func(at int)
 }
 
 func (s *scanner) top() *level { return &s.stack[len(s.stack)-1] }
@@ -253,6 +284,12 @@ func (s *scanner) run() {
 	for s.err == nil {
 		if !s.skipSpace() {
 			break
+		}
+		if s.arrowEnd {
+			s.arrowEnd = false
+			if s.nl {
+				s.endStatement()
+			}
 		}
 		if s.ended {
 			if !strings.HasPrefix(s.src[s.i:], "else") || isIdent(s.at(s.i+4)) {

@@ -137,3 +137,40 @@ func TestScanBoundsHiddenBrackets(t *testing.T) {
 		assert.Contains(t, err.Error(), "brackets open", "%.40q", src)
 	}
 }
+
+// REF 9.M10 (brackets left open by texts, bounded together)
+// Brackets left open by many texts add up, read as code: together they
+// may leave at most MaxHiddenTotal open at any point, and a close in a
+// later text closes what an earlier one left open.
+func TestScanBoundsHiddenBracketsTogether(t *testing.T) {
+	per := jsscan.MaxHiddenBrackets - 6
+	many := jsscan.MaxHiddenTotal/per + 1
+	open := `x = "` + strings.Repeat("(", per) + `"` + "\n"
+	_, err := jsscan.Script(strings.Repeat(open, many))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "brackets open together")
+	for _, src := range []string{
+		strings.Repeat(open, many-1),
+		strings.Repeat(open+`x = "`+strings.Repeat(")", per)+`"`+"\n", 10*many),
+		strings.Repeat(`s = "f(" + a + ")" // [note]`+"\n", 10*jsscan.MaxHiddenTotal),
+	} {
+		_, err := jsscan.Script(src)
+		assert.NoError(t, err, "%.60q", src)
+	}
+}
+
+// REF 9.M10 (a #! line of eval and Function code is a comment)
+// Code that eval or Function parses as it is may start with a #! line,
+// which goja reads as a comment, and so does the scan; in a node script
+// (wrapped in a function) #! is not a comment.
+func TestScanHashbang(t *testing.T) {
+	_, err := jsscan.Code("#!/usr/bin/env node\nx = /a(b)/.test(s) / 2")
+	assert.NoError(t, err)
+	_, err = jsscan.Code("#!`\nx = " + strings.Repeat("a+", jsscan.MaxDepth+1) + "a\n//`")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nesting deeper")
+	starts, err := jsscan.RegexpStarts("#! /a/ `\nx = /b/")
+	require.NoError(t, err)
+	assert.Equal(t, []int{13}, starts, "the pattern on the hashbang line is a comment's text")
+	slashAgrees(t, "#! /a/ `\nx = /b/")
+}

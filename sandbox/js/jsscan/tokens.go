@@ -51,8 +51,9 @@ func (s *scanner) keyword(w string) {
 	}
 	switch w {
 	case "of":
-		if t := s.top(); t.kind == '(' && t.ctrl {
-			// for (x of y): an operator, as in.
+		if t := s.top(); t.kind == '(' && t.ctrl && s.prev == pOperand {
+			// for (x of y): an operator, as in, where it follows the
+			// binding; elsewhere in a head (for (x = of / 2;;)) a name.
 			s.chain()
 			s.prev = pOp
 			return
@@ -269,7 +270,7 @@ func (s *scanner) openBrace() {
 	case s.prev == pArrow:
 		// An arrow function's body: an operand of the expression around
 		// it, whose chain its } does not end.
-		kind = braceExpr
+		kind = braceArrow
 	case s.prev == pStmt || s.prev == pOperand || s.prev == pPostfix:
 		kind = braceBlock
 	default:
@@ -302,6 +303,9 @@ func (s *scanner) closeBrace() {
 	case !ok:
 	case l.brace == braceBlock:
 		s.endStatement()
+	case l.brace == braceArrow:
+		s.prev = pOperand
+		s.arrowEnd = true
 	default:
 		s.prev = pOperand
 	}
