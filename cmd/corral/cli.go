@@ -23,6 +23,7 @@ const (
 const usage = `usage:
   corral run [DOC] [--agent ID] [--context ID] [--fresh] --message TEXT [--json] [--timeout D]
   corral validate [DOC]
+  corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FILE] [--drain D] [--grace D] [--log-json]
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
@@ -30,9 +31,12 @@ const usage = `usage:
              (a line typed on a terminal with no question waiting steers too);
              Ctrl-C interrupts the turn, a second Ctrl-C cancels it, SIGTERM both
   validate   build the deployment DOC, print what it holds, close it
+  serve      serve the deployment DOC over HTTP to the tenants of a keys file:
+             an OpenAI-compatible API and the native session API (docs/serve.md);
+             SIGTERM or Ctrl-C drains
   version    print the version of corral
 
-Without DOC both use the embedded demo deployment (cmd/corral/internal/demo).
+Without DOC run, validate and serve use the embedded demo deployment (cmd/corral/internal/demo).
 Exit codes: 0 done (for run: the turn completed), 1 not done, 2 bad input.
 `
 
@@ -65,6 +69,8 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		return exitOK
 	case "run":
 		return runCommand(ctx, args[1:], sio)
+	case "serve":
+		return serveCommand(ctx, args[1:], sio)
 	case "validate":
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -138,6 +138,17 @@ var rules = []rule{{
 	why: "examples are leaves: no library package and no command depends on one (the demo that " +
 		"corral embeds is cmd/corral/internal/demo)",
 }, {
+	name:   "serve",
+	pkgs:   []string{"..."},
+	except: cat([]string{"serve/..."}, programs),
+	forbid: []string{"serve/..."},
+	why:    "serve is a product built on the library: the runtime and every library package stay transport-neutral and never import it",
+}, {
+	name:   "serve-layers",
+	pkgs:   []string{"serve/..."},
+	forbid: cat([]string{"engine/...", "hostabi/...", "sandbox/...", builtin}, programs),
+	why:    "serve hosts a built Runtime: it knows no engine and no sandbox (the program that builds the runtime registers them)",
+}, {
 	name:   "plain sandbox contract",
 	pkgs:   []string{"sandbox"},
 	forbid: []string{"std:reflect"},
