@@ -310,4 +310,3 @@ func (s *Server) answerPrompt(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"answered": r.PathValue("pid")})
 }
-
