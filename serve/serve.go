@@ -112,11 +112,12 @@ func (s *Server) Running() int {
 }
 
 // Drain stops taking new sessions and turns (503, and /readyz fails) and
-// waits, bounded by ctx, for the running turns to finish. When ctx ends
-// first, it interrupts every running turn (cause host_shutdown) and waits
-// for them to settle, bounded by grace; it returns ctx's error then, or a
-// Timeout naming how many turns did not settle. Streams of the turns end
-// with their turns. Repeated calls drain again.
+// waits, bounded by ctx, for the running turns to finish: nil when they
+// did. When ctx ends first, it interrupts every running turn (cause
+// host_shutdown) and waits for them to settle, bounded by grace: an
+// Interrupted error counting them when they settled, a Timeout when some
+// did not (those are canceled). Streams of the turns end with their
+// turns. Repeated calls drain again.
 func (s *Server) Drain(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	s.draining = true
@@ -144,7 +145,7 @@ func (s *Server) Drain(ctx context.Context, grace time.Duration) error {
 		}
 		return fault.New(fault.Timeout, "drain", "%d turns did not settle within %s of their interrupt; canceled", n, grace)
 	}
-	return fault.FromContext(ctx.Err(), "drain")
+	return fault.New(fault.Interrupted, "drain", "%d turns were still running at the drain's bound and were interrupted", len(turns))
 }
 
 // waitRunning waits until no turn runs, bounded by ctx.

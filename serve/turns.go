@@ -82,12 +82,12 @@ func (s *Server) watch(te *turnEntry) {
 		errText = err.Error()
 	}
 	te.log.end(status, errText)
-	close(te.done)
 	s.mu.Lock()
 	delete(s.running, te)
 	close(s.settled)
 	s.settled = make(chan struct{})
 	s.mu.Unlock()
+	close(te.done)
 	s.log.Info("turn settled", "tenant", te.tenant, "agent", te.agentID, "run", te.turn.RunID(),
 		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", errText)
 }
