@@ -33,7 +33,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeOpenAIError(w, r, err)
 		return
 	}
-	te, release, err := s.startChatTurn(r, tenant, req.Model, msgs)
+	te, release, err := s.startChatTurn(r, tenant, req.Model, msgs, req.Stream)
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // startChatTurn opens the turn's session, starts the turn and returns a
 // release that closes the session once the turn settled (and removes an
 // ephemeral one at once).
-func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []message.Message) (*turnEntry, func(), error) {
+func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []message.Message, stream bool) (*turnEntry, func(), error) {
 	cfg := session.StartConfig{AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 		return agent.UserReply{Parts: []message.Part{message.TextPart("")}}, nil
 	}}
@@ -88,7 +88,7 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 		}
 	}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,
-		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg})
+		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream})
 	if err != nil {
 		release()
 		return nil, nil, err

@@ -206,3 +206,16 @@ func (l *eventLog) sink() agent.StreamSink {
 		return nil
 	})
 }
+
+// sinkSpec attaches the log to a turn's confirmed stream. Its queue is the
+// deployment's runtime.sessions.sink_buffer: the sink only appends to the
+// log, and a larger queue would cost every turn its allocation. A sink
+// detached for any cause ends the log with a failed end.
+func (l *eventLog) sinkSpec() session.SinkSpec {
+	return session.SinkSpec{ID: "serve", Sink: l.sink(), Visibility: session.VisibilityConfirmed,
+		OnDetach: func(err error) {
+			if err != nil {
+				l.end(agent.StatusFailed, "the stream stopped: "+err.Error())
+			}
+		}}
+}

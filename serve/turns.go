@@ -30,6 +30,9 @@ type turnSpec struct {
 	req     agent.Request
 	cfg     session.StartConfig
 	onStart func(*turnEntry) // runs before the turn is watched; may be nil
+	// unstreamed: nothing reads the turn's events (a non-streamed chat
+	// completion), so no sink feeds its log; the log gets only the end.
+	unstreamed bool
 }
 
 // startTurn starts a turn on sess with an event log as its sink and
@@ -41,14 +44,9 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	log := newEventLog(s.opts.MaxTurnEventBytes)
 	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
-	cfg.Sinks = append(cfg.Sinks, session.SinkSpec{
-		ID: "serve", Sink: log.sink(), QueueSize: 4096, Visibility: session.VisibilityConfirmed,
-		OnDetach: func(err error) {
-			if err != nil {
-				log.end(agent.StatusFailed, "the stream stopped: "+err.Error())
-			}
-		},
-	})
+	if !spec.unstreamed {
+		cfg.Sinks = append(cfg.Sinks, log.sinkSpec())
+	}
 	t, err := sess.StartWithConfig(ctx, spec.req, cfg)
 	if err != nil {
 		return nil, err
