@@ -170,25 +170,35 @@ type chatObject struct {
 // finishReason is "tool_calls" when the output's last message calls
 // tools, "stop" otherwise.
 func finishReason(res *agent.Result) string {
-	if n := len(res.Output); n > 0 && len(res.Output[n-1].ToolCalls()) > 0 {
+	if len(finalToolCalls(res)) > 0 {
 		return "tool_calls"
 	}
 	return "stop"
 }
 
-// completion is the whole answer: the output's text and its tool calls.
+// completion is the whole answer: the text of the output and, when the
+// output ends with tool calls for the client to run, those calls.
 func (c chatOut) completion(res *agent.Result) chatObject {
 	text := outputText(res.Output)
-	m := &chatOutMessage{Role: "assistant", Content: &text}
-	for _, om := range res.Output {
-		for _, tc := range om.ToolCalls() {
-			m.ToolCalls = append(m.ToolCalls, wireToolCall(tc, nil))
-		}
-	}
+	m := &chatOutMessage{Role: "assistant", Content: &text, ToolCalls: finalToolCalls(res)}
 	fr := finishReason(res)
 	u := usageOf(res.Usage)
 	return chatObject{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
 		Choices: []chatChoice{{Message: m, FinishReason: &fr}}, Usage: &u}
+}
+
+// finalToolCalls are the tool calls of the output's last message, indexed
+// from 0: the calls the agent leaves to the client. Calls the agent made
+// and answered itself during the turn are not surfaced.
+func finalToolCalls(res *agent.Result) []chatToolCall {
+	if len(res.Output) == 0 {
+		return nil
+	}
+	var out []chatToolCall
+	for i, tc := range res.Output[len(res.Output)-1].ToolCalls() {
+		out = append(out, wireToolCall(tc, &i))
+	}
+	return out
 }
 
 func wireToolCall(tc message.ToolCall, index *int) chatToolCall {
@@ -206,8 +216,8 @@ func (c chatOut) chunk(delta *chatDelta, finish *string) chatObject {
 }
 
 // streamChat streams the turn as chat completion chunks: the role, each
-// text and tool-call delta, the finish, the usage when asked, then
-// [DONE]. A turn that does not complete ends the stream with an error
+// text delta, the tool calls left to the client, the finish, the usage
+// when asked, then [DONE]. A turn that does not complete ends the stream with an error
 // object in OpenAI's shape before [DONE].
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntry, c chatOut, withUsage bool) {
 	flusher, _ := w.(http.Flusher)
@@ -233,20 +243,13 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 	if send(c.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)) != nil {
 		return
 	}
-	calls := 0
 	err := te.log.follow(r.Context(), 0, func(_ int, ev streamEvent) error {
 		if ev.typ != evDelta || ev.delta == nil || ev.delta.Part == nil {
 			return nil
 		}
-		p := ev.delta.Part
-		switch {
-		case p.Type == message.PartText && p.Text != "":
+		if p := ev.delta.Part; p.Type == message.PartText && p.Text != "" {
 			text := p.Text
 			return send(c.chunk(&chatDelta{Content: &text}, nil))
-		case p.Type == message.PartToolCall && p.ToolCall != nil:
-			i := calls
-			calls++
-			return send(c.chunk(&chatDelta{ToolCalls: []chatToolCall{wireToolCall(*p.ToolCall, &i)}}, nil))
 		}
 		return nil
 	})
@@ -258,6 +261,9 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 		s.noteError(r, e)
 		_ = send(openAIErrorOf(e))
 	} else {
+		if calls := finalToolCalls(te.res); len(calls) > 0 {
+			_ = send(c.chunk(&chatDelta{ToolCalls: calls}, nil))
+		}
 		fr := finishReason(te.res)
 		_ = send(c.chunk(nil, &fr))
 		if withUsage {

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"bufio"
+	"io"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -164,4 +165,55 @@ func TestChatCompletionErrors(t *testing.T) {
 		assert.NotEmpty(t, e.Error.Message, tc.name)
 		assert.NotEmpty(t, e.Error.Code, tc.name)
 	}
+}
+
+// REF 11.2.1 REF 11.2.2
+// An agent that ends its turn with a tool call leaves it to the client
+// (finish_reason tool_calls, whole and streamed); the client's tool
+// result is the next turn's message.
+func TestChatCompletionToolCalls(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	resp := ts.chat(acmeKey, "", `{"model":"caller","messages":[{"role":"user","content":"look it up"}]}`)
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct {
+						Name, Arguments string
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
+	require.Len(t, c.Choices, 1)
+	assert.Equal(t, "tool_calls", c.Choices[0].FinishReason)
+	assert.Equal(t, "calling", c.Choices[0].Message.Content)
+	require.Len(t, c.Choices[0].Message.ToolCalls, 1)
+	tc := c.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "call_1", tc.ID)
+	assert.Equal(t, "function", tc.Type)
+	assert.Equal(t, "lookup", tc.Function.Name)
+	assert.JSONEq(t, `{"q":"x"}`, tc.Function.Arguments)
+
+	stream := ts.chat(acmeKey, "", `{"model":"caller","stream":true,"messages":[{"role":"user","content":"look it up"}]}`)
+	defer stream.Body.Close()
+	raw, err := io.ReadAll(stream.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"x\"}"}}]}`)
+	assert.Contains(t, string(raw), `"finish_reason":"tool_calls"`)
+
+	back := decodeCompletion(t, ts.chat(acmeKey, "", `{"model":"caller","messages":[
+		{"role":"user","content":"look it up"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"x\"}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"42"}]}`))
+	assert.Equal(t, "result 42", back.Choices[0].Message.Content)
+	assert.Equal(t, "stop", *back.Choices[0].FinishReason)
 }
