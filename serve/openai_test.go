@@ -2,8 +2,8 @@ package serve_test
 
 import (
 	"bufio"
-	"io"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
