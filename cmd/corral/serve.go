@@ -36,9 +36,10 @@ const serveUsage = `usage: corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FI
 Serve the deployment DOC (default: the embedded demo) over HTTP to the
 tenants of the keys file (default: keys.yaml beside DOC; required without
 DOC): an OpenAI-compatible API under /v1 and the native session API under
-/api (docs/serve.md). SIGTERM or Ctrl-C drains: no new sessions or turns,
-running turns get --drain to finish, then are interrupted and get --grace
-to settle. hash-key prints the form a keys file stores a key in.
+/api (docs/serve.md). SIGTERM or Ctrl-C drains: no new sessions or turns
+(503), running turns get --drain to finish, then are interrupted and get
+--grace to settle; then the listener closes. hash-key prints the form a
+keys file stores a key in.
 `
 
 // parseServeFlags parses the arguments of corral serve.
@@ -160,10 +161,12 @@ func serveDocument(ctx context.Context, o serveOptions, sio stdio, log *slog.Log
 	return shutdown(hs, srv, served, o, sio, log)
 }
 
-// shutdown stops accepting connections, drains the running turns (a
-// second signal cuts the drain short), and closes.
+// shutdown drains the server while its listener stays open (new sessions
+// and turns get 503 and /readyz fails, so that a balancer stops sending
+// work, while requests on running turns go on), a second signal cutting
+// the drain short; then it closes the listener and the connections.
 func shutdown(hs *http.Server, srv *serve.Server, served <-chan error, o serveOptions, sio stdio, log *slog.Logger) error {
-	log.Info("shutting down: no new connections; running turns may finish", "drain", o.drain, "running_turns", srv.Running())
+	log.Info("draining: no new sessions or turns; running turns may finish", "drain", o.drain, "running_turns", srv.Running())
 	drainCtx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
 	go func() {
@@ -174,16 +177,14 @@ func shutdown(hs *http.Server, srv *serve.Server, served <-chan error, o serveOp
 		case <-drainCtx.Done():
 		}
 	}()
-	shut := make(chan error, 1)
-	shutCtx, shutCancel := context.WithTimeout(context.Background(), o.drain+o.grace+5*time.Second)
-	defer shutCancel()
-	go func() { shut <- hs.Shutdown(shutCtx) }()
 	derr := srv.Drain(drainCtx, o.grace)
 	if derr != nil {
 		log.Warn("drain", "error", derr)
 	}
-	if err := <-shut; err != nil {
-		log.Warn("connections still open at the end of the drain: closing them", "error", err)
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer shutCancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		log.Warn("connections still open after the drain: closing them", "error", err)
 		_ = hs.Close()
 	}
 	<-served

@@ -52,6 +52,20 @@ func startServe(t *testing.T, args ...string) (*child, string) {
 	return c, m[1]
 }
 
+// request sends a request with acme's key and returns the status and body.
+func request(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer acme-key")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(data)
+}
+
 func post(t *testing.T, url, key, body string) map[string]any {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -67,19 +81,19 @@ func post(t *testing.T, url, key, body string) map[string]any {
 }
 
 // REF 11.4.4
-// SIGTERM while 20 turns run: serve stops taking connections, gives the
-// turns --drain to finish, interrupts the rest, and every stream reports
-// its turn's end; the store is whole: every session opens again and runs
-// a turn.
+// SIGTERM while 20 turns run: serve refuses new work and lets the turns
+// finish (the ten that get their answer do); a second signal interrupts
+// the rest, and every stream reports its turn's end. The store is whole:
+// every session opens again and runs a turn.
 func TestServeSIGTERMDrainsRunningTurns(t *testing.T) {
 	t.Parallel()
 	doc := serveFixture(t)
-	c, base := startServe(t, doc, "--addr", "127.0.0.1:0", "--drain", "1s", "--grace", "1m")
+	c, base := startServe(t, doc, "--addr", "127.0.0.1:0", "--drain", "10m", "--grace", "1m")
 	const n = 20
 	type running struct {
-		contextID string
-		body      io.ReadCloser
-		events    *bufio.Reader
+		contextID, base, prompt string
+		body                    io.ReadCloser
+		events                  *bufio.Reader
 	}
 	turns := make([]running, n)
 	for i := range turns {
@@ -91,43 +105,73 @@ func TestServeSIGTERMDrainsRunningTurns(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer acme-key")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		turns[i] = running{contextID: s["context_id"].(string), body: resp.Body, events: bufio.NewReader(resp.Body)}
+		turns[i] = running{contextID: s["context_id"].(string), base: fmt.Sprintf("%s/api/sessions/%s/turns/%s", base, sid, tr["id"]),
+			body: resp.Body, events: bufio.NewReader(resp.Body)}
 		for { // up to the turn's question: it is running
 			line, err := turns[i].events.ReadString('\n')
 			require.NoError(t, err)
-			if line == "event: prompt\n" {
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"prompt_id"`) {
+				var p session.PromptRequested
+				require.NoError(t, json.Unmarshal([]byte(line[6:]), &p))
+				turns[i].prompt = p.PromptID
 				break
 			}
 		}
 	}
 	c.send(t, syscall.SIGTERM)
+	waitFor(t, c.stderr, "msg=draining")
+
+	// While it drains, new work is refused and running turns may finish:
+	// half of them get their answer.
+	code, _ := request(t, http.MethodPost, base+"/api/sessions", `{"agent":"echo"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	code, _ = request(t, http.MethodGet, base+"/readyz", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	for _, tr := range turns[:n/2] {
+		code, body := request(t, http.MethodPost, tr.base+"/prompts/"+tr.prompt, `{"text":"bye"}`)
+		require.Equal(t, http.StatusAccepted, code, body)
+	}
 
 	ends := make([]string, n)
-	var wg sync.WaitGroup
-	for i := range turns {
-		wg.Go(func() {
-			defer turns[i].body.Close()
-			var last string
-			for {
-				line, err := turns[i].events.ReadString('\n')
-				if err != nil {
-					ends[i] = last
-					return
+	readEnds := func(from, to int) {
+		var wg sync.WaitGroup
+		for i := from; i < to; i++ {
+			wg.Go(func() {
+				defer turns[i].body.Close()
+				var last string
+				for {
+					line, err := turns[i].events.ReadString('\n')
+					if err != nil {
+						ends[i] = last
+						return
+					}
+					if strings.HasPrefix(line, "data: ") {
+						last = line[6:]
+					}
 				}
-				if strings.HasPrefix(line, "data: ") {
-					last = line[6:]
-				}
-			}
-		})
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	assert.Equal(t, exitOK, c.wait(t), c.stderr.String())
-	for i, end := range ends {
+	status := func(i int) agent.Status {
 		var e session.RunEndPayload
-		require.NoError(t, json.Unmarshal([]byte(end), &e), "turn %d's stream ends with its end event: %q", i, end)
-		assert.Contains(t, []agent.Status{agent.StatusCompleted, agent.StatusInterrupted}, e.Status, "turn %d", i)
+		require.NoError(t, json.Unmarshal([]byte(ends[i]), &e), "turn %d's stream ends with its end event: %q", i, ends[i])
+		return e.Status
 	}
-	assert.Contains(t, c.stderr.String(), "drain bound reached: interrupting running turns")
+	// The answered turns finish while the server drains.
+	readEnds(0, n/2)
+	for i := range n / 2 {
+		assert.Equal(t, agent.StatusCompleted, status(i), "turn %d got its answer during the drain and finished", i)
+	}
+	// A second signal interrupts the others at once.
+	c.send(t, syscall.SIGTERM)
+	readEnds(n/2, n)
+	assert.Equal(t, exitOK, c.wait(t), c.stderr.String())
+	for i := n / 2; i < n; i++ {
+		assert.Equal(t, agent.StatusInterrupted, status(i), "turn %d", i)
+		assert.Contains(t, ends[i], "host_shutdown")
+	}
+	assert.Contains(t, c.stderr.String(), "second signal: interrupting the running turns now")
 
 	// The store is whole: each session opens and runs a new turn.
 	parsed, err := deploy.ParseFile(doc)
