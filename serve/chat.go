@@ -51,7 +51,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	te.wait(context.Background())
 	if err := turnError(te); err != nil {
-		s.writeOpenAIError(w, r, err)
+		e := outcomeError(err)
+		s.noteError(r, e)
+		writeErrorHeaders(w, e)
+		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
 	writeJSON(w, http.StatusOK, c.completion(te.res))
@@ -115,6 +118,17 @@ func turnError(te *turnEntry) error {
 		kind = fault.Interrupted
 	}
 	return fault.New(kind, "chat", "the turn ended %s", te.res.Status)
+}
+
+// outcomeError is the error of a turn that ran and did not complete: a
+// quota the turn passed is 429, as a refusal; any other limit the turn hit
+// is the turn's failure, 500, not a reason for the client to retry later.
+func outcomeError(err error) apiError {
+	e := errorOf(err)
+	if e.status == http.StatusTooManyRequests && e.quota == "" {
+		e.status, e.retryAfter = http.StatusInternalServerError, 0
+	}
+	return e
 }
 
 // chatOut builds the response objects of one completion.
@@ -257,7 +271,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 		return // the client went away
 	}
 	if terr := turnError(te); terr != nil {
-		e := errorOf(terr)
+		e := outcomeError(terr)
 		s.noteError(r, e)
 		_ = send(openAIErrorOf(e))
 	} else {

@@ -75,9 +75,11 @@ func newTestServer(t testing.TB, opts serve.Options) *testServer {
 	hs := httptest.NewServer(srv)
 	ts := &testServer{t: t, rt: rt, srv: srv, http: hs}
 	t.Cleanup(func() {
+		// Close interrupts the running turns first, so that handlers
+		// waiting for one return and the HTTP server can close.
 		hs.CloseClientConnections()
-		hs.Close()
 		require.NoError(t, srv.Close())
+		hs.Close()
 		require.NoError(t, rt.Close())
 	})
 	return ts

@@ -78,7 +78,7 @@ func TestOpenAINodeClient(t *testing.T) {
 		} `json:"unknownModel"`
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
-	assert.Equal(t, []string{"asker", "caller", "echo"}, got.Models)
+	assert.Equal(t, []string{"asker", "caller", "echo", "spinner"}, got.Models)
 	assert.Equal(t, "echo: hello there (2 messages)", got.Completion.Text)
 	assert.Equal(t, "stop", got.Completion.Finish)
 	assert.True(t, got.Completion.Usage)
