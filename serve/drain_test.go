@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,3 +85,25 @@ func TestDrainBoundInterrupts(t *testing.T) {
 }
 
 func last[T any](s []T) T { return s[len(s)-1] }
+
+// REF 11.4.1
+// Completions racing a drain are either refused (503) or run to the end,
+// and the drain waits for every one it admitted.
+func TestDrainRacesStarts(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	const n = 20
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			codes[i] = ts.do("POST", "/v1/chat/completions", acmeKey, `{"model":"echo","messages":[{"role":"user","content":"x"}]}`).status
+		})
+	}
+	require.NoError(t, ts.srv.Drain(context.Background(), time.Minute))
+	assert.Zero(t, ts.srv.Running(), "no admitted turn runs after the drain")
+	wg.Wait()
+	for i, c := range codes {
+		assert.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, c, "request %d", i)
+	}
+}

@@ -73,6 +73,7 @@ type Server struct {
 	closed   bool
 	sessions map[string]*sessionEntry // by id
 	running  map[*turnEntry]struct{}  // turns not yet settled
+	starting int                      // turns admitted and not yet running
 	settled  chan struct{}            // closed and replaced when a turn settles
 	watchers sync.WaitGroup           // one per turn, until it settles
 }
@@ -148,11 +149,11 @@ func (s *Server) Drain(ctx context.Context, grace time.Duration) error {
 	return fault.New(fault.Interrupted, "drain", "%d turns were still running at the drain's bound and were interrupted", len(turns))
 }
 
-// waitRunning waits until no turn runs, bounded by ctx.
+// waitRunning waits until no turn runs or starts, bounded by ctx.
 func (s *Server) waitRunning(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, ch := len(s.running), s.settled
+		n, ch := len(s.running)+s.starting, s.settled
 		s.mu.Unlock()
 		if n == 0 {
 			return nil
@@ -175,15 +176,26 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed, s.draining = true, true
-	turns := make([]*turnEntry, 0, len(s.running))
-	for t := range s.running {
-		turns = append(turns, t)
-	}
 	sessions := make([]*sessionEntry, 0, len(s.sessions))
 	for _, e := range s.sessions {
 		sessions = append(sessions, e)
 	}
 	s.sessions = map[string]*sessionEntry{}
+	s.mu.Unlock()
+	for { // a turn being started registers before it is interrupted
+		s.mu.Lock()
+		n, ch := s.starting, s.settled
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		<-ch
+	}
+	s.mu.Lock()
+	turns := make([]*turnEntry, 0, len(s.running))
+	for t := range s.running {
+		turns = append(turns, t)
+	}
 	s.mu.Unlock()
 	for _, t := range turns {
 		_ = t.turn.Interrupt(agent.Interrupt{Cause: agent.CauseHostShutdown, Detail: "the server is closing"})
@@ -195,12 +207,33 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// errDraining refuses new work while the server drains.
+var errDraining = fault.New(fault.NotAvailable, "serve", "the server is draining and takes no new sessions or turns")
+
 // admit refuses new work while draining.
 func (s *Server) admit() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return fault.New(fault.NotAvailable, "serve", "the server is draining and takes no new sessions or turns")
+		return errDraining
 	}
 	return nil
+}
+
+// beginStart admits a turn about to start, so that a drain waits for it;
+// the returned end must be called once it runs or failed to start.
+func (s *Server) beginStart() (end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return nil, errDraining
+	}
+	s.starting++
+	return func() {
+		s.mu.Lock()
+		s.starting--
+		close(s.settled)
+		s.settled = make(chan struct{})
+		s.mu.Unlock()
+	}, nil
 }

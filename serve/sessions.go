@@ -166,6 +166,12 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	e := &sessionEntry{id: id, tenant: tenant, key: key, lease: lease, created: time.Now()}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = lease.Close()
+		s.writeError(w, r, errDraining)
+		return
+	}
 	for _, other := range s.sessions {
 		if other.key == key { // opened meanwhile
 			s.mu.Unlock()

@@ -38,9 +38,11 @@ type turnSpec struct {
 // startTurn starts a turn on sess with an event log as its sink and
 // watches it until it settles.
 func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turnSpec) (*turnEntry, error) {
-	if err := s.admit(); err != nil {
+	endStart, err := s.beginStart()
+	if err != nil {
 		return nil, err
 	}
+	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
 	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
