@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -165,4 +166,25 @@ func TestNativeBadRequests(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(ts.do("GET", "/openapi.json", "", "").body, &doc))
 	assert.Equal(t, "3.1.0", doc["openapi"])
+}
+
+// REF 11.3.6
+// Every path of /openapi.json is a route: none of its operations reaches
+// the "no route" answer.
+func TestOpenAPIPathsAreRoutes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(ts.do("GET", "/openapi.json", "", "").body, &doc))
+	require.NotEmpty(t, doc.Paths)
+	fill := strings.NewReplacer("{sid}", "s", "{tid}", "t", "{pid}", "p", "{model}", "m")
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			r := ts.do(strings.ToUpper(method), fill.Replace(path), acmeKey, "{}")
+			assert.NotContains(t, string(r.body), "no route", "%s %s", method, path)
+			assert.NotEqual(t, http.StatusMethodNotAllowed, r.status, "%s %s", method, path)
+		}
+	}
 }
