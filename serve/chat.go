@@ -58,6 +58,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c.completion(te.res))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush() // the answer leaves before the session is removed
+	}
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a
