@@ -25,6 +25,7 @@ const usage = `usage:
   corral validate [DOC]
   corral replay [--json] [--set N=VALUE --out FILE] FILE [DOC]
   corral replay [--json] --fleet DOC FILE...
+  corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FILE] [--drain D] [--grace D] [--log-json]
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
@@ -34,9 +35,12 @@ const usage = `usage:
   validate   build the deployment DOC, print what it holds, close it
   replay     re-run a recorded turn (corral run --record FILE) offline against its
              documents or DOC, and report whether it ran identically (docs/replay.md)
+  serve      serve the deployment DOC over HTTP to the tenants of a keys file:
+             an OpenAI-compatible API and the native session API (docs/serve.md);
+             SIGTERM or Ctrl-C drains
   version    print the version of corral
 
-Without DOC both use the embedded demo deployment (cmd/corral/internal/demo).
+Without DOC run, validate and serve use the embedded demo deployment (cmd/corral/internal/demo).
 Exit codes: 0 done (for run: the turn completed), 1 not done, 2 bad input.
 `
 
@@ -71,6 +75,8 @@ func run(ctx context.Context, args []string, sio stdio) int {
 		return runCommand(ctx, args[1:], sio)
 	case "replay":
 		return replayCommand(ctx, args[1:], sio)
+	case "serve":
+		return serveCommand(ctx, args[1:], sio)
 	case "validate":
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

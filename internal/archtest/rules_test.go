@@ -159,6 +159,17 @@ var rules = []rule{{
 	forbid: []string{"observe/..."},
 	why:    "the runtime and the libraries never import observe: a program (a server, a CLI) attaches it to a runtime",
 }, {
+	name:   "serve",
+	pkgs:   []string{"..."},
+	except: cat([]string{"serve/..."}, programs),
+	forbid: []string{"serve/..."},
+	why:    "serve is a product built on the library: the runtime and every library package stay transport-neutral and never import it",
+}, {
+	name:   "serve-layers",
+	pkgs:   []string{"serve/..."},
+	forbid: cat([]string{"engine/...", "hostabi/...", "sandbox/...", builtin}, programs),
+	why:    "serve hosts a built Runtime: it knows no engine and no sandbox (the program that builds the runtime registers them)",
+}, {
 	name:   "plain sandbox contract",
 	pkgs:   []string{"sandbox"},
 	forbid: []string{"std:reflect"},

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
 	"github.com/corral-rt/corral/runtime/checkpoint"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -498,4 +499,22 @@ func TestDurableCommitsAcknowledgedPrefix(t *testing.T) {
 	_, ok, err := tr.Session().Resumable(context.Background())
 	require.NoError(t, err)
 	assert.False(t, ok, "a committed run is not parked")
+}
+
+// An ephemeral turn's History seeds its board before the request, and
+// History on a durable turn is refused.
+func TestStartHistory(t *testing.T) {
+	t.Parallel()
+	e := newDurableEnv(t, resumable{Engine: agenttest.New(agenttest.Reply("ok"))})
+	hist := []message.Message{message.NewTextMessage(message.RoleSystem, "be brief"), userMsg("earlier"),
+		message.NewTextMessage(message.RoleAssistant, "noted")}
+	res := settle(t, e.startConfig("c", "now", session.StartConfig{Ephemeral: true, History: hist}))
+	assert.Equal(t, []string{"be brief", "earlier", "noted", "now", "ok"}, texts(res.LastBoard.Channel(agent.MainChannel)))
+	assert.Equal(t, []string{"ok"}, texts(res.Output), "the history is not output")
+
+	_, err := e.open(key("d")).Session().StartWithConfig(context.Background(), ask("x"), session.StartConfig{History: hist})
+	isKind(t, err, fault.Validation)
+	_, err = e.open(key("d")).Session().StartWithConfig(context.Background(), ask("x"),
+		session.StartConfig{Ephemeral: true, History: []message.Message{{Role: "nobody"}}})
+	isKind(t, err, fault.Validation)
 }

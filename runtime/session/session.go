@@ -150,6 +150,13 @@ type StartConfig struct {
 	// run's random sequence is seeded. It must be non-blank with no
 	// surrounding whitespace. "": a new run id (REF 2.2.7).
 	RunID string
+	// History, for an ephemeral turn, is the conversation before the
+	// request: the turn's board starts with these messages on the main
+	// channel (the messages of a stateless chat request, for example).
+	// Every message must be valid; History on a turn that is not
+	// ephemeral, or on a Resume, is a Validation error. nil: an empty
+	// board.
+	History []message.Message
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
@@ -178,11 +185,23 @@ func (s *Session) StartWithConfig(ctx context.Context, req agent.Request, cfg St
 	return s.start(ctx, req, cfg)
 }
 
-// owned returns cfg with its own copy of the sinks, once they are valid.
+// owned returns cfg with its own copy of the sinks and the history, once
+// they are valid.
 func (cfg StartConfig) owned() (StartConfig, error) {
 	cfg.Sinks = slices.Clone(cfg.Sinks)
 	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
 		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
+	}
+	if cfg.History != nil {
+		if !cfg.Ephemeral {
+			return cfg, fault.New(fault.Validation, "start turn", "history is only for an ephemeral turn: a durable session keeps its own")
+		}
+		for i, m := range cfg.History {
+			if err := m.Validate(); err != nil {
+				return cfg, fault.Wrap(fault.Validation, err, "start turn", "history[%d]", i)
+			}
+		}
+		cfg.History = message.CloneAll(cfg.History)
 	}
 	return cfg, ValidateSinks(cfg.Sinks)
 }
@@ -272,6 +291,10 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	}
 	durable := durableOn(ep, cfg.Ephemeral)
 	var history *agent.Board
+	if cfg.History != nil && rs == nil {
+		history = agent.NewBoard()
+		history.Append(agent.MainChannel, cfg.History...)
+	}
 	if durable && rs == nil {
 		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
 			return nil, err

@@ -1,0 +1,45 @@
+// Package serve hosts a built Runtime for many tenants over HTTP: an
+// OpenAI-compatible API (GET /v1/models, POST /v1/chat/completions,
+// streamed or not) and a native session API under /api (sessions, turns,
+// a per-turn server-sent event stream that resumes from Last-Event-ID,
+// steer, interrupt, answers to a turn's questions), described by the
+// OpenAPI document at /openapi.json. docs/serve.md is the user's guide;
+// `corral serve` is the command that runs it.
+//
+// # Tenants and keys
+//
+// Keys maps API keys to tenants; it holds only each key's SHA-256 and
+// compares in constant time. Every route but /healthz, /readyz and
+// /openapi.json needs "Authorization: Bearer <key>" (401 otherwise). A
+// tenant sees only its own agents (an agent's Definition.Tenant), and
+// the sessions and turns it opened: another tenant's are 404, so their
+// existence does not leak. The runtime's tenant quotas apply; a refusal
+// is 429 naming the quota, with Retry-After for a rate.
+//
+// # Lifecycle
+//
+// New serves a Runtime it does not own. Drain stops taking sessions and
+// turns and waits, bounded, for the running ones, then interrupts them;
+// Close releases what the Server holds. Close the Runtime after the
+// Server. Each turn started through the Server is watched by one
+// goroutine until it settles; Close waits for them.
+//
+// # Concurrency
+//
+// A Server is safe for concurrent use. A turn's events are kept in an
+// append-only log that any number of streams read from any point, so a
+// stream that drops loses nothing and a resumed one repeats nothing.
+//
+// # Errors
+//
+// The native API answers {"error": {"kind", "message", "quota"?}} with the
+// fault kind's name; /v1 answers OpenAI's {"error": {"message", "type",
+// "param", "code"}}. Validation is 400, an unknown key 401, NotFound 404,
+// a quota 429, a draining server 503.
+//
+// # Extending
+//
+// Options.Metrics mounts a metrics handler, Options.Middleware wraps
+// every route, and Options.OnQuotaRejected hears each quota refusal, so
+// that metrics and tracing plug in without serve knowing them.
+package serve

@@ -1,0 +1,123 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// apiError is an error as the API reports it: an HTTP status, the fault
+// kind's name, a message and, for a quota, the quota's key.
+type apiError struct {
+	status     int
+	kind       string
+	message    string
+	quota      string
+	retryAfter int // seconds; 0: no Retry-After
+}
+
+// errorOf maps err to its status: Validation 400, Forbidden and
+// PolicyDenied 403, NotFound 404, Conflict 409, a quota 429 (with
+// Retry-After for a rate), RateLimit 429, NotAvailable 503, Timeout 504,
+// anything else 500.
+func errorOf(err error) apiError {
+	e := apiError{status: http.StatusInternalServerError, kind: fault.Internal.String(), message: err.Error()}
+	var ue *unauthorizedError
+	if errors.As(err, &ue) {
+		return unauthorized()
+	}
+	var qe *session.QuotaError
+	if errors.As(err, &qe) {
+		e.status, e.quota = http.StatusTooManyRequests, qe.Quota
+		e.kind = fault.KindOr(err, fault.RateLimit).String()
+		if qe.RetryAfter > 0 {
+			e.retryAfter = int(math.Ceil(qe.RetryAfter.Seconds()))
+		}
+		return e
+	}
+	err = fault.FromContext(err, "")
+	k := fault.KindOr(err, fault.Internal)
+	e.kind = k.String()
+	switch k {
+	case fault.Validation:
+		e.status = http.StatusBadRequest
+	case fault.Forbidden, fault.PolicyDenied:
+		e.status = http.StatusForbidden
+	case fault.NotFound:
+		e.status = http.StatusNotFound
+	case fault.Conflict:
+		e.status = http.StatusConflict
+	case fault.RateLimit, fault.BudgetExceeded:
+		e.status = http.StatusTooManyRequests
+	case fault.NotAvailable, fault.Aborted:
+		e.status = http.StatusServiceUnavailable
+	case fault.Timeout:
+		e.status = http.StatusGatewayTimeout
+	case fault.Interrupted:
+		e.status = http.StatusConflict
+	}
+	return e
+}
+
+// nativeError is the native API's error body.
+type nativeError struct {
+	Error nativeErrorBody `json:"error"`
+}
+
+type nativeErrorBody struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Quota   string `json:"quota,omitempty"`
+}
+
+// writeError answers a native API request with err.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errorOf(err)
+	s.noteError(r, e)
+	writeErrorHeaders(w, e)
+	writeJSON(w, e.status, nativeError{Error: nativeErrorBody{Kind: e.kind, Message: e.message, Quota: e.quota}})
+}
+
+// noteError logs a refusal and tells the quota hook of a quota hit.
+func (s *Server) noteError(r *http.Request, e apiError) {
+	tenant := tenantOf(r.Context())
+	if e.quota != "" && s.opts.OnQuotaRejected != nil {
+		s.opts.OnQuotaRejected(tenant, e.quota)
+	}
+	level := s.log.Info
+	if e.status >= 500 {
+		level = s.log.Error
+	}
+	level("request refused", "method", r.Method, "path", r.URL.Path, "tenant", tenant,
+		"status", e.status, "kind", e.kind, "quota", e.quota, "error", e.message)
+}
+
+func writeErrorHeaders(w http.ResponseWriter, e apiError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	if e.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="corral"`)
+	}
+}
+
+// writeJSON writes v as the body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// errUnauthorized is a missing or wrong API key.
+var errUnauthorized = errors.New("missing or unknown API key: send Authorization: Bearer <key>")
+
+func unauthorized() apiError {
+	return apiError{status: http.StatusUnauthorized, kind: "unauthorized", message: errUnauthorized.Error()}
+}

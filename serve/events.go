@@ -1,0 +1,221 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// Event types of a turn's stream (docs/serve.md).
+const (
+	evDelta          = "delta"           // a stream delta: {type, part, ...}
+	evPrompt         = "prompt"          // a question of the turn: session.PromptRequested
+	evPromptResolved = "prompt_resolved" // session.PromptResolved
+	evEvent          = "event"           // any other event of the run: {subject, payload}
+	evEnd            = "end"             // the last one: session.RunEndPayload
+	evOverflow       = "overflow"        // the log is full; nothing more is kept but the end
+)
+
+// streamEvent is one event of a turn's log. Its id is its index + 1.
+type streamEvent struct {
+	typ   string
+	data  json.RawMessage
+	delta *event.StreamDeltaPayload // for evDelta
+}
+
+// eventLog keeps every event of one turn, in order, for any number of
+// readers that start anywhere: a reader resuming after id n reads n+1 on,
+// so nothing is lost or repeated. It is append-only and closes with the
+// run-end.
+type eventLog struct {
+	max int // payload bytes kept, past which only the end is kept
+
+	mu       sync.Mutex
+	events   []streamEvent
+	bytes    int
+	full     bool
+	closed   bool
+	changed  chan struct{} // closed and replaced on each append
+	prompts  map[string]session.PromptRequested
+	promptID []string // open prompts in arrival order
+}
+
+func newEventLog(max int) *eventLog {
+	return &eventLog{max: max, changed: make(chan struct{}), prompts: map[string]session.PromptRequested{}}
+}
+
+// appendLocked adds an event and wakes the readers.
+func (l *eventLog) appendLocked(ev streamEvent) {
+	if l.closed {
+		return
+	}
+	if ev.typ != evEnd {
+		if l.full {
+			return
+		}
+		if l.bytes+len(ev.data) > l.max {
+			l.full = true
+			ev = streamEvent{typ: evOverflow, data: json.RawMessage(`{"reason":"the turn's event log is full; the rest of the stream is not kept"}`)}
+		}
+	}
+	l.events = append(l.events, ev)
+	l.bytes += len(ev.data)
+	if ev.typ == evEnd {
+		l.closed = true
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// compact returns raw on one line (server-sent events end a data field at
+// a line break); invalid JSON becomes null.
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return json.RawMessage("null")
+	}
+	return b.Bytes()
+}
+
+// add records one envelope of the run.
+func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
+	env.Payload = compact(env.Payload)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	run := env.Header(event.HeaderRunID)
+	switch {
+	case env.Subject == event.SubjectRunEnd(run) && d.Type == "":
+		l.appendLocked(streamEvent{typ: evEnd, data: env.Payload})
+	case env.Subject == event.SubjectPromptRequested(run):
+		var p session.PromptRequested
+		if env.Decode(&p) == nil && p.PromptID != "" {
+			l.prompts[p.PromptID] = p
+			l.promptID = append(l.promptID, p.PromptID)
+		}
+		l.appendLocked(streamEvent{typ: evPrompt, data: env.Payload})
+	case env.Subject == event.SubjectPromptResolved(run):
+		var p session.PromptResolved
+		if env.Decode(&p) == nil {
+			l.resolveLocked(p.PromptID)
+		}
+		l.appendLocked(streamEvent{typ: evPromptResolved, data: env.Payload})
+	case event.IsStreamDelta(env.Subject):
+		data, err := json.Marshal(d)
+		if err != nil {
+			return
+		}
+		dd := d
+		l.appendLocked(streamEvent{typ: evDelta, data: data, delta: &dd})
+	default:
+		data, err := json.Marshal(struct {
+			Subject string          `json:"subject"`
+			Payload json.RawMessage `json:"payload,omitempty"`
+		}{env.Subject, env.Payload})
+		if err != nil {
+			return
+		}
+		l.appendLocked(streamEvent{typ: evEvent, data: data})
+	}
+}
+
+func (l *eventLog) resolveLocked(id string) {
+	delete(l.prompts, id)
+	for i, p := range l.promptID {
+		if p == id {
+			l.promptID = append(l.promptID[:i], l.promptID[i+1:]...)
+			break
+		}
+	}
+}
+
+// end closes the log with an end event of status when the run-end never
+// reached it (a detached sink, a turn that failed to finish its stream).
+func (l *eventLog) end(status agent.Status, errText string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	data, _ := json.Marshal(session.RunEndPayload{Status: status, Error: errText})
+	l.appendLocked(streamEvent{typ: evEnd, data: data})
+}
+
+// from returns the events after id after, whether the log is closed, and
+// a channel closed at the next append.
+func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if after < 0 {
+		after = 0
+	}
+	if after > len(l.events) {
+		after = len(l.events)
+	}
+	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+}
+
+// openPrompts lists the prompts waiting for an answer.
+func (l *eventLog) openPrompts() []session.PromptRequested {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]session.PromptRequested, 0, len(l.promptID))
+	for _, id := range l.promptID {
+		out = append(out, l.prompts[id])
+	}
+	return out
+}
+
+// follow calls fn with each event after id after, in order, until the log
+// closes (nil), fn fails (its error) or ctx ends (its error).
+func (l *eventLog) follow(ctx context.Context, after int, fn func(id int, ev streamEvent) error) error {
+	next := after
+	for {
+		evs, closed, changed := l.from(next)
+		for _, ev := range evs {
+			next++
+			if err := fn(next, ev); err != nil {
+				return err
+			}
+		}
+		if closed && len(evs) == 0 {
+			return nil
+		}
+		if closed {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sink returns the stream sink that feeds the log.
+func (l *eventLog) sink() agent.StreamSink {
+	return agent.StreamSinkFunc(func(_ context.Context, env event.Envelope, d event.StreamDeltaPayload) error {
+		l.add(env, d)
+		return nil
+	})
+}
+
+// sinkSpec attaches the log to a turn's confirmed stream. Its queue is the
+// deployment's runtime.sessions.sink_buffer: the sink only appends to the
+// log, and a larger queue would cost every turn its allocation. A sink
+// detached for any cause ends the log with a failed end.
+func (l *eventLog) sinkSpec() session.SinkSpec {
+	return session.SinkSpec{ID: "serve", Sink: l.sink(), Visibility: session.VisibilityConfirmed,
+		OnDetach: func(err error) {
+			if err != nil {
+				l.end(agent.StatusFailed, "the stream stopped: "+err.Error())
+			}
+		}}
+}

@@ -1,0 +1,169 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/corral-rt/corral/fault"
+)
+
+// Keys maps API keys to tenants. It holds only the SHA-256 of each key:
+// Tenant hashes the presented key and compares it with every stored hash
+// in constant time, so neither the file nor the timing of a refusal tells
+// a key. The zero value has no keys and admits no one.
+type Keys struct {
+	entries []keyEntry
+}
+
+type keyEntry struct {
+	tenant string
+	sum    [sha256.Size]byte
+}
+
+// keysFile is the shape of a keys file.
+type keysFile struct {
+	Tenants map[string]keysTenant `yaml:"tenants"`
+}
+
+type keysTenant struct {
+	Keys []string `yaml:"keys"`
+}
+
+// HashKey returns the form a keys file stores a key in:
+// "sha256:" and the key's SHA-256 in lowercase hex.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ParseKeys reads a keys file (YAML; see docs/serve.md):
+//
+//	tenants:
+//	  acme:
+//	    keys: ["sha256:<64 hex digits>"]
+//
+// Unknown keys, a tenant with no keys, a key not in the hashed form and a
+// hash listed twice are Validation errors naming name and the line.
+func ParseKeys(name string, data []byte) (*Keys, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s", name)
+	}
+	var f keysFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s", name)
+	}
+	if len(f.Tenants) == 0 {
+		return nil, fault.New(fault.Validation, "parse keys", "%s: tenants: no tenant is declared", name)
+	}
+	lines := tenantLines(&root)
+	k := &Keys{}
+	seen := map[[sha256.Size]byte]string{}
+	for _, tenant := range slices.Sorted(maps.Keys(f.Tenants)) {
+		at := fmt.Sprintf("%s:%d: tenants.%s", name, lines[tenant], tenant)
+		if strings.TrimSpace(tenant) == "" || tenant != strings.TrimSpace(tenant) {
+			return nil, fault.New(fault.Validation, "parse keys", "%s: the tenant id is empty or has surrounding space", at)
+		}
+		t := f.Tenants[tenant]
+		if len(t.Keys) == 0 {
+			return nil, fault.New(fault.Validation, "parse keys", "%s.keys: the tenant has no key", at)
+		}
+		for i, h := range t.Keys {
+			sum, err := parseHash(h)
+			if err != nil {
+				return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s.keys[%d]", at, i)
+			}
+			if other, dup := seen[sum]; dup {
+				return nil, fault.New(fault.Validation, "parse keys", "%s.keys[%d]: the key is listed already (tenant %q)", at, i, other)
+			}
+			seen[sum] = tenant
+			k.entries = append(k.entries, keyEntry{tenant: tenant, sum: sum})
+		}
+	}
+	return k, nil
+}
+
+// LoadKeys reads the keys file at path.
+func LoadKeys(path string) (*Keys, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		kind := fault.Internal
+		if os.IsNotExist(err) {
+			kind = fault.NotFound
+		}
+		return nil, fault.Wrap(kind, err, "load keys", "")
+	}
+	return ParseKeys(path, data)
+}
+
+func parseHash(h string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	hexPart, ok := strings.CutPrefix(h, "sha256:")
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return sum, fault.New(fault.Validation, "", "a key is stored as \"sha256:\" and 64 hex digits (corral serve hash-key makes one), not as it is")
+	}
+	if _, err := hex.Decode(sum[:], []byte(hexPart)); err != nil {
+		return sum, fault.New(fault.Validation, "", "the hash is not hex")
+	}
+	return sum, nil
+}
+
+// Tenant returns the tenant of key, or false. Every stored hash is
+// compared, in constant time, whatever matches.
+func (k *Keys) Tenant(key string) (string, bool) {
+	if k == nil || key == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(key))
+	tenant, found := "", 0
+	for _, e := range k.entries {
+		eq := subtle.ConstantTimeCompare(sum[:], e.sum[:])
+		if eq == 1 {
+			tenant = e.tenant
+		}
+		found |= eq
+	}
+	return tenant, found == 1
+}
+
+// Tenants lists the tenants that have keys, sorted.
+func (k *Keys) Tenants() []string {
+	var out []string
+	for _, e := range k.entries {
+		if !slices.Contains(out, e.tenant) {
+			out = append(out, e.tenant)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tenantLines finds the line of each tenant's key in a keys file.
+func tenantLines(root *yaml.Node) map[string]int {
+	out := map[string]int{}
+	if root == nil || len(root.Content) == 0 {
+		return out
+	}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "tenants" {
+			continue
+		}
+		ts := doc.Content[i+1]
+		for j := 0; j+1 < len(ts.Content); j += 2 {
+			out[ts.Content[j].Value] = ts.Content[j].Line
+		}
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+package serve
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+type tenantKey struct{}
+
+// tenantOf is the authenticated tenant of a request's ctx, or "".
+func tenantOf(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
+}
+
+// routes builds the mux: health and the OpenAPI document open, every
+// other route behind a key.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
+	})
+	if s.opts.Metrics != nil {
+		mux.Handle("GET /metrics", s.opts.Metrics)
+	}
+	openai := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeOpenAIError) }
+	mux.Handle("GET /v1/models", openai(s.listModels))
+	mux.Handle("GET /v1/models/{model}", openai(s.getModel))
+	mux.Handle("POST /v1/chat/completions", openai(s.chatCompletions))
+	native := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeError) }
+	mux.Handle("GET /api/agents", native(s.listAgents))
+	mux.Handle("POST /api/sessions", native(s.openSession))
+	mux.Handle("GET /api/sessions", native(s.listSessions))
+	mux.Handle("GET /api/sessions/{sid}", native(s.getSession))
+	mux.Handle("DELETE /api/sessions/{sid}", native(s.deleteSession))
+	mux.Handle("POST /api/sessions/{sid}/turns", native(s.startNativeTurn))
+	mux.Handle("GET /api/sessions/{sid}/turns", native(s.listTurns))
+	mux.Handle("GET /api/sessions/{sid}/turns/{tid}", native(s.getTurn))
+	mux.Handle("GET /api/sessions/{sid}/turns/{tid}/wait", native(s.waitTurn))
+	mux.Handle("GET /api/sessions/{sid}/turns/{tid}/events", native(s.streamTurn))
+	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/steer", native(s.steerTurn))
+	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/interrupt", native(s.interruptTurn))
+	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/prompts/{pid}", native(s.answerPrompt))
+	mux.Handle("/", native(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fault.New(fault.NotFound, "serve", "no route %s %s", r.Method, r.URL.Path))
+	}))
+	var h http.Handler = mux
+	if s.opts.Middleware != nil {
+		h = s.opts.Middleware(h)
+	}
+	return h
+}
+
+// authenticate admits a request whose Authorization bearer key is a
+// tenant's (401 otherwise) and puts the tenant on its ctx; it bounds the
+// body.
+func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWriter, *http.Request, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tenant, found := s.keys.Tenant(strings.TrimSpace(key))
+		if !ok || !found {
+			writeErr(w, r, errUnauthorizedKind)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
+
+// errUnauthorizedKind is the refusal of a missing or unknown key: it maps
+// to 401 in both error shapes.
+var errUnauthorizedKind = &unauthorizedError{}
+
+type unauthorizedError struct{}
+
+func (*unauthorizedError) Error() string { return errUnauthorized.Error() }
+
+// readyz is 200 while the server takes turns, 503 once it drains.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.Draining() || s.rt.Sessions().Draining() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// agentOf returns the agent id of the tenant, or NotFound (another
+// tenant's agent is as unknown as a missing one).
+func (s *Server) agentOf(tenant, id string) (*agent.Agent, error) {
+	a, ok := s.rt.Agent(id)
+	if !ok || a.Definition.TenantID() != tenant {
+		return nil, fault.New(fault.NotFound, "serve", "agent %q not found", id)
+	}
+	return a, nil
+}
+
+// agentsOf lists the ids of the tenant's agents, sorted.
+func (s *Server) agentsOf(tenant string) []*agent.Agent {
+	var out []*agent.Agent
+	for _, id := range s.rt.AgentNames() {
+		if a, ok := s.rt.Agent(id); ok && a.Definition.TenantID() == tenant {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *agent.Agent) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

@@ -1,0 +1,239 @@
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/agent"
+)
+
+// Options configure a Server. The zero value of each field is documented.
+type Options struct {
+	// Logger gets one structured line per refused request and per turn.
+	// nil: slog.Default().
+	Logger *slog.Logger
+	// Metrics, when set, is served at GET /metrics without a key (mount it
+	// only where the listener is trusted). nil: no /metrics.
+	Metrics http.Handler
+	// Middleware, when set, wraps every route (tracing, request metrics).
+	// nil: none.
+	Middleware func(http.Handler) http.Handler
+	// OnQuotaRejected, when set, is called with the tenant and the quota's
+	// key each time a request is refused by a quota. It must not block.
+	OnQuotaRejected func(tenant, quota string)
+	// MaxBodyBytes bounds a request body. 0: 4 MiB.
+	MaxBodyBytes int64
+	// MaxTurnEventBytes bounds the event log a turn keeps for its
+	// streams; past it the log records one "overflow" event and no more.
+	// 0: 64 MiB.
+	MaxTurnEventBytes int
+	// KeepTurns is how many finished turns a session keeps for reading
+	// back. 0: 32.
+	KeepTurns int
+	// MaxWait bounds the wait of GET .../wait. 0: 5 minutes.
+	MaxWait time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxTurnEventBytes <= 0 {
+		o.MaxTurnEventBytes = 64 << 20
+	}
+	if o.KeepTurns <= 0 {
+		o.KeepTurns = 32
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Minute
+	}
+	return o
+}
+
+// Server serves one Runtime to the tenants of a Keys over HTTP. Make one
+// with New, serve its Handler, and Drain then Close it. A Server is safe
+// for concurrent use.
+type Server struct {
+	rt   *runtime.Runtime
+	keys *Keys
+	opts Options
+	log  *slog.Logger
+	h    http.Handler
+
+	mu       sync.Mutex
+	draining bool
+	closed   bool
+	sessions map[string]*sessionEntry // by id
+	running  map[*turnEntry]struct{}  // turns not yet settled
+	starting int                      // turns admitted and not yet running
+	settled  chan struct{}            // closed and replaced when a turn settles
+	watchers sync.WaitGroup           // one per turn, until it settles
+}
+
+// New returns a Server of rt for the tenants of keys. rt and keys must not
+// be nil; the Server does not own rt (close it after the Server).
+func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
+	if rt == nil || keys == nil {
+		return nil, fault.New(fault.Validation, "serve", "the runtime and the keys must not be nil")
+	}
+	opts = opts.withDefaults()
+	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
+		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{})}
+	s.h = s.routes()
+	return s, nil
+}
+
+// Handler returns the Server's routes.
+func (s *Server) Handler() http.Handler { return s.h }
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// Running returns how many turns started through the Server have not
+// settled.
+func (s *Server) Running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running)
+}
+
+// Drain stops taking new sessions and turns (503, and /readyz fails) and
+// waits, bounded by ctx, for the running turns to finish: nil when they
+// did. When ctx ends first, it interrupts every running turn (cause
+// host_shutdown) and waits for them to settle, bounded by grace: an
+// Interrupted error counting them when they settled, a Timeout when some
+// did not (those are canceled). Streams of the turns end with their
+// turns. Repeated calls drain again.
+func (s *Server) Drain(ctx context.Context, grace time.Duration) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.log.Info("draining", "running_turns", s.Running())
+	if s.waitRunning(ctx) == nil {
+		return nil
+	}
+	s.mu.Lock()
+	turns := make([]*turnEntry, 0, len(s.running))
+	for t := range s.running {
+		turns = append(turns, t)
+	}
+	s.mu.Unlock()
+	s.log.Warn("drain bound reached: interrupting running turns", "turns", len(turns))
+	for _, t := range turns {
+		_ = t.turn.Interrupt(agent.Interrupt{Cause: agent.CauseHostShutdown, Detail: "the server is shutting down"})
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := s.waitRunning(gctx); err != nil {
+		n := s.Running()
+		for _, t := range turns {
+			t.turn.Cancel()
+		}
+		return fault.New(fault.Timeout, "drain", "%d turns did not settle within %s of their interrupt; canceled", n, grace)
+	}
+	return fault.New(fault.Interrupted, "drain", "%d turns were still running at the drain's bound and were interrupted", len(turns))
+}
+
+// waitRunning waits until no turn runs or starts, bounded by ctx.
+func (s *Server) waitRunning(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, ch := len(s.running)+s.starting, s.settled
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close interrupts every running turn, waits for the turns' watchers and
+// releases every session the Server holds (their durable state stays).
+// It does not close the Runtime. Close is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed, s.draining = true, true
+	sessions := make([]*sessionEntry, 0, len(s.sessions))
+	for _, e := range s.sessions {
+		sessions = append(sessions, e)
+	}
+	s.sessions = map[string]*sessionEntry{}
+	s.mu.Unlock()
+	for { // a turn being started registers before it is interrupted
+		s.mu.Lock()
+		n, ch := s.starting, s.settled
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		<-ch
+	}
+	s.mu.Lock()
+	turns := make([]*turnEntry, 0, len(s.running))
+	for t := range s.running {
+		turns = append(turns, t)
+	}
+	s.mu.Unlock()
+	for _, t := range turns {
+		_ = t.turn.Interrupt(agent.Interrupt{Cause: agent.CauseHostShutdown, Detail: "the server is closing"})
+	}
+	s.watchers.Wait()
+	for _, e := range sessions {
+		_ = e.lease.Close()
+	}
+	return nil
+}
+
+// errDraining refuses new work while the server drains.
+var errDraining = fault.New(fault.NotAvailable, "serve", "the server is draining and takes no new sessions or turns")
+
+// admit refuses new work while draining.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return errDraining
+	}
+	return nil
+}
+
+// beginStart admits a turn about to start, so that a drain waits for it;
+// the returned end must be called once it runs or failed to start.
+func (s *Server) beginStart() (end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return nil, errDraining
+	}
+	s.starting++
+	return func() {
+		s.mu.Lock()
+		s.starting--
+		close(s.settled)
+		s.settled = make(chan struct{})
+		s.mu.Unlock()
+	}, nil
+}

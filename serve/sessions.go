@@ -1,0 +1,255 @@
+package serve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// sessionEntry is a session a tenant opened through the native API: the
+// Server holds a lease on it until it is deleted.
+type sessionEntry struct {
+	id      string
+	tenant  string
+	key     session.Key
+	lease   *session.Lease
+	created time.Time
+
+	mu    sync.Mutex
+	turns []*turnEntry // oldest first; at most KeepTurns finished ones
+}
+
+type sessionView struct {
+	ID        string    `json:"id"`
+	Agent     string    `json:"agent"`
+	ContextID string    `json:"context_id"`
+	Created   time.Time `json:"created"`
+	Turn      string    `json:"turn,omitempty"` // the latest turn's id
+}
+
+func (e *sessionEntry) view() sessionView {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v := sessionView{ID: e.id, Agent: e.key.AgentID, ContextID: e.key.ContextID, Created: e.created}
+	if n := len(e.turns); n > 0 {
+		v.Turn = e.turns[n-1].turn.RunID()
+	}
+	return v
+}
+
+// addTurn records te, dropping the oldest finished turns past keep.
+func (e *sessionEntry) addTurn(te *turnEntry, keep int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.turns = append(e.turns, te)
+	for len(e.turns) > keep+1 {
+		e.turns = e.turns[1:]
+	}
+}
+
+func (e *sessionEntry) findTurn(id string) (*turnEntry, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, te := range e.turns {
+		if te.turn.RunID() == id {
+			return te, true
+		}
+	}
+	return nil, false
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// decodeJSON decodes a request body strictly into v: unknown fields, a
+// second value and a body over the bound are Validation errors.
+func decodeJSON(r io.Reader, v any, strict bool) error {
+	dec := json.NewDecoder(r)
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fault.New(fault.Validation, "decode request", "the body is larger than %d bytes", mbe.Limit)
+		}
+		return fault.Wrap(fault.Validation, err, "decode request", "the body is not the expected JSON")
+	}
+	if dec.More() {
+		return fault.New(fault.Validation, "decode request", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// openRequest is the body of POST /api/sessions.
+type openRequest struct {
+	Agent     string `json:"agent"`
+	ContextID string `json:"context_id,omitempty"`
+}
+
+// decodeOpenRequest reads and checks the body of POST /api/sessions.
+func decodeOpenRequest(r io.Reader) (openRequest, error) {
+	var req openRequest
+	if err := decodeJSON(r, &req, true); err != nil {
+		return req, err
+	}
+	if req.Agent == "" {
+		return req, fault.New(fault.Validation, "open session", "agent is required")
+	}
+	if req.ContextID != "" {
+		if err := (session.Key{AgentID: req.Agent, ContextID: req.ContextID}).Validate(); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	type agentView struct {
+		ID   string          `json:"id"`
+		Card agent.AgentCard `json:"card"`
+	}
+	out := []agentView{}
+	for _, a := range s.agentsOf(tenantOf(r.Context())) {
+		out = append(out, agentView{ID: a.ID, Card: a.Definition.Card})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+// openSession opens (or finds) the tenant's session of an agent and a
+// context id: 201 for a new one, 200 for one the tenant has open.
+func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
+	tenant := tenantOf(r.Context())
+	req, err := decodeOpenRequest(r.Body)
+	if err == nil {
+		_, err = s.agentOf(tenant, req.Agent)
+	}
+	if err == nil {
+		err = s.admit()
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := newID("ses_")
+	if req.ContextID == "" {
+		req.ContextID = id
+	}
+	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
+	s.mu.Lock()
+	for _, e := range s.sessions {
+		if e.key == key {
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, e.view())
+			return
+		}
+	}
+	s.mu.Unlock()
+	lease, err := s.rt.Sessions().Open(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e := &sessionEntry{id: id, tenant: tenant, key: key, lease: lease, created: time.Now()}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = lease.Close()
+		s.writeError(w, r, errDraining)
+		return
+	}
+	for _, other := range s.sessions {
+		if other.key == key { // opened meanwhile
+			s.mu.Unlock()
+			_ = lease.Close()
+			writeJSON(w, http.StatusOK, other.view())
+			return
+		}
+	}
+	s.sessions[id] = e
+	s.mu.Unlock()
+	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
+	writeJSON(w, http.StatusCreated, e.view())
+}
+
+// session finds the tenant's session of the request's {sid}: another
+// tenant's is NotFound, as a missing one.
+func (s *Server) session(r *http.Request) (*sessionEntry, error) {
+	id := r.PathValue("sid")
+	s.mu.Lock()
+	e, ok := s.sessions[id]
+	s.mu.Unlock()
+	if !ok || e.tenant != tenantOf(r.Context()) {
+		return nil, fault.New(fault.NotFound, "serve", "session %q not found", id)
+	}
+	return e, nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	tenant := tenantOf(r.Context())
+	s.mu.Lock()
+	var list []*sessionEntry
+	for _, e := range s.sessions {
+		if e.tenant == tenant {
+			list = append(list, e)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(list, func(a, b *sessionEntry) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]sessionView, 0, len(list))
+	for _, e := range list {
+		out = append(out, e.view())
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	e, err := s.session(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e.view())
+}
+
+// deleteSession interrupts the session's turn, removes its durable state
+// and forgets it.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	e, err := s.session(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if t := e.lease.Session().Turn(); t != nil {
+		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session is being deleted"})
+	}
+	s.mu.Lock()
+	delete(s.sessions, e.id)
+	s.mu.Unlock()
+	_ = e.lease.Close()
+	if err := s.rt.Sessions().DeleteSession(r.Context(), e.key); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.Info("session deleted", "tenant", e.tenant, "session", e.id)
+	w.WriteHeader(http.StatusNoContent)
+}

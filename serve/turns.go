@@ -1,0 +1,177 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
+)
+
+// turnEntry is a turn started through the Server, with its event log and,
+// once it settled, its result.
+type turnEntry struct {
+	tenant  string
+	agentID string
+	turn    *session.Turn
+	log     *eventLog
+	started time.Time
+	done    chan struct{} // closed once res and err are set
+	res     *agent.Result
+	err     error
+}
+
+// turnSpec is what starting a turn needs besides the session.
+type turnSpec struct {
+	tenant  string
+	req     agent.Request
+	cfg     session.StartConfig
+	onStart func(*turnEntry) // runs before the turn is watched; may be nil
+	// unstreamed: nothing reads the turn's events (a non-streamed chat
+	// completion), so no sink feeds its log; the log gets only the end.
+	unstreamed bool
+}
+
+// startTurn starts a turn on sess with an event log as its sink and
+// watches it until it settles.
+func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turnSpec) (*turnEntry, error) {
+	endStart, err := s.beginStart()
+	if err != nil {
+		return nil, err
+	}
+	defer endStart()
+	log := newEventLog(s.opts.MaxTurnEventBytes)
+	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, started: time.Now(), done: make(chan struct{})}
+	cfg := spec.cfg
+	if !spec.unstreamed {
+		cfg.Sinks = append(cfg.Sinks, log.sinkSpec())
+	}
+	t, err := sess.StartWithConfig(ctx, spec.req, cfg)
+	if err != nil {
+		return nil, err
+	}
+	te.turn = t
+	if spec.onStart != nil {
+		spec.onStart(te)
+	}
+	s.mu.Lock()
+	s.running[te] = struct{}{}
+	s.watchers.Add(1)
+	s.mu.Unlock()
+	s.log.Info("turn started", "tenant", te.tenant, "agent", te.agentID, "context", sess.Key().ContextID, "run", t.RunID())
+	go s.watch(te)
+	return te, nil
+}
+
+// watch records the turn's result once it settles.
+func (s *Server) watch(te *turnEntry) {
+	defer s.watchers.Done()
+	res, err := te.turn.Wait(context.Background())
+	te.res, te.err = res, err
+	status, errText := agent.StatusFailed, ""
+	if res != nil {
+		status = res.Status
+		if res.Err != nil {
+			errText = res.Err.Error()
+		}
+	}
+	if err != nil {
+		errText = err.Error()
+	}
+	te.log.end(status, errText)
+	s.mu.Lock()
+	delete(s.running, te)
+	close(s.settled)
+	s.settled = make(chan struct{})
+	s.mu.Unlock()
+	close(te.done)
+	s.log.Info("turn settled", "tenant", te.tenant, "agent", te.agentID, "run", te.turn.RunID(),
+		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", errText)
+}
+
+// wait waits for the turn to settle, bounded by ctx.
+func (te *turnEntry) wait(ctx context.Context) bool {
+	select {
+	case <-te.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// turnView is a turn as the native API shows it.
+type turnView struct {
+	ID        string            `json:"id"`
+	Agent     string            `json:"agent"`
+	Status    string            `json:"status"`
+	Started   time.Time         `json:"started"`
+	Prompts   []promptView      `json:"prompts"`
+	Pending   int               `json:"pending_steer"`
+	Output    []message.Message `json:"output,omitempty"`
+	Text      string            `json:"text,omitempty"`
+	State     map[string]any    `json:"state,omitempty"`
+	Usage     *agent.Usage      `json:"usage,omitempty"`
+	Committed bool              `json:"committed,omitempty"`
+	// Undelivered counts the steer messages the turn never took (the
+	// seed's non-delivery report: session.pending_steer of its state).
+	Undelivered int        `json:"undelivered_steer,omitempty"`
+	Error       *errorView `json:"error,omitempty"`
+}
+
+type promptView struct {
+	ID     string           `json:"id"`
+	Prompt agent.UserPrompt `json:"prompt"`
+}
+
+type errorView struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// view describes the turn now.
+func (te *turnEntry) view() turnView {
+	v := turnView{ID: te.turn.RunID(), Agent: te.agentID, Status: string(te.turn.State()), Started: te.started,
+		Pending: te.turn.PendingSteer(), Prompts: []promptView{}}
+	for _, p := range te.log.openPrompts() {
+		v.Prompts = append(v.Prompts, promptView{ID: p.PromptID, Prompt: p.Prompt})
+	}
+	select {
+	case <-te.done:
+	default:
+		return v
+	}
+	res, err := te.res, te.err
+	if res != nil {
+		v.Status = string(res.Status)
+		v.Output, v.State, v.Committed = res.Output, res.State, res.Committed
+		v.Text = outputText(res.Output)
+		u := res.Usage
+		v.Usage = &u
+		if n, ok := res.State[session.StatePendingSteer].(int); ok {
+			v.Undelivered = n
+		}
+		err = errors.Join(res.Err, err)
+	}
+	if err != nil {
+		v.Error = &errorView{Kind: fault.KindOr(err, fault.Internal).String(), Message: err.Error()}
+	}
+	v.Pending = 0
+	return v
+}
+
+// outputText joins the text of the output messages, one per line.
+func outputText(msgs []message.Message) string {
+	out := ""
+	for _, m := range msgs {
+		if t := m.Text(); t != "" {
+			if out != "" {
+				out += "\n"
+			}
+			out += t
+		}
+	}
+	return out
+}
