@@ -43,6 +43,13 @@ var programs = []string{"cmd/...", "examples/..."}
 // stands with the programs.
 const builtin = "builtin"
 
+// The NATS client and server, and the package that carries Corral onto
+// them.
+const (
+	natsModules = "github.com/nats-io/..."
+	natsPkgs    = "nats/..."
+)
+
 const (
 	goja   = "github.com/dop251/goja/..."
 	regexp = "github.com/dlclark/regexp2/..." // goja's regular expressions
@@ -137,6 +144,25 @@ var rules = []rule{{
 	forbid: []string{"examples/..."},
 	why: "examples are leaves: no library package and no command depends on one (the demo that " +
 		"corral embeds is cmd/corral/internal/demo)",
+}, {
+	name:   "nats",
+	pkgs:   []string{natsPkgs},
+	forbid: cat([]string{"runtime", "hostabi/...", "sandbox/...", "engine/...", builtin}, programs),
+	why: "the nats package implements the event bus and session ownership contracts and registers " +
+		"through a resource factory; it knows no runtime assembly, sandbox or engine",
+}, {
+	name:   "nats-imports",
+	pkgs:   []string{"..."},
+	except: []string{natsPkgs},
+	forbid: []string{natsModules},
+	direct: true,
+	why:    "the NATS client and server are imported only by the nats package (and its test servers)",
+}, {
+	name:   "nats-free runtime",
+	pkgs:   []string{"runtime/..."},
+	forbid: []string{natsModules, natsPkgs},
+	why: "the runtime and its contracts know no NATS: a deployment reaches it through the event.Bus/nats " +
+		"resource, so a build without it carries none",
 }, {
 	name:   "plain sandbox contract",
 	pkgs:   []string{"sandbox"},
