@@ -166,7 +166,8 @@ func URLs(servers []*Server) string {
 }
 
 // waitLeader waits until one server of the cluster is the JetStream meta
-// leader and every server sees the others as routes.
+// leader that knows every server as a peer, and every server sees the
+// others as routes.
 func waitLeader(t testing.TB, servers []*Server) {
 	t.Helper()
 	deadline := time.Now().Add(ready)
@@ -179,7 +180,9 @@ func waitLeader(t testing.TB, servers []*Server) {
 			if srv == nil {
 				t.Fatalf("natstest: server %s is not running", s.Name())
 			}
-			leader = leader || srv.JetStreamIsLeader()
+			// the leader knows every server as a JetStream peer with
+			// current stats: only then can it place a replicated stream
+			leader = leader || (srv.JetStreamIsLeader() && len(srv.JetStreamClusterPeers()) == len(servers))
 			routed = routed && srv.NumRoutes() >= len(servers)-1
 		}
 		if leader && routed {
