@@ -61,14 +61,18 @@ func Connect(ctx context.Context, cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := natsgo.Connect(cfg.URL,
+	opts := []natsgo.Option{
 		natsgo.Name(cfg.Node),
 		natsgo.NoEcho(), // the node's own events reach its subscriptions locally
 		natsgo.Timeout(cfg.ConnectTimeout),
 		natsgo.MaxReconnects(-1),
-		natsgo.ReconnectWait(100*time.Millisecond),
+		natsgo.ReconnectWait(100 * time.Millisecond),
 		natsgo.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
-	)
+	}
+	if cfg.NoDiscovery {
+		opts = append(opts, natsgo.IgnoreDiscoveredServers())
+	}
+	nc, err := natsgo.Connect(cfg.URL, opts...)
 	if err != nil {
 		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "%s", cfg.URL)
 	}
@@ -148,9 +152,10 @@ func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 // Publish delivers env to this node's matching subscriptions as a
 // MemoryBus does, then sends it to the other nodes: a durable event is
 // stored in the stream and Publish waits for the stream's
-// acknowledgement (at most Config.PublishTimeout, whatever ctx says, so
-// that an event a local subscriber saw is not withheld from the others);
-// an ephemeral one is handed to the connection. A failure to send is
+// acknowledgement, asking again while the servers fail over, for at most
+// Config.PublishTimeout or until ctx ends; an ephemeral one is handed to
+// the connection. A ctx that a Block subscription used up does not keep
+// the event from the other nodes. A failure to send is
 // NotAvailable, after the local delivery. After Close it returns
 // ErrBusClosed.
 func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
@@ -192,14 +197,29 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		}
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.PublishTimeout)
-	defer cancel()
-	msg := &natsgo.Msg{Subject: b.durablePrefix() + env.Subject, Data: data}
-	if _, err := b.js.PublishMsg(pctx, msg, jetstream.WithMsgID(env.ID)); err != nil {
-		return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
+	if ctx.Err() != nil { // a Block wait used the ctx up: the event still goes out
+		ctx = context.WithoutCancel(ctx)
 	}
-	return nil
+	pctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	subject := b.durablePrefix() + env.Subject
+	for {
+		// An acknowledgement lost with a connection (a server failing
+		// over) is asked for again; the stream stores an id once.
+		actx, acancel := context.WithTimeout(pctx, publishAttempt)
+		_, err := b.js.PublishMsg(actx, &natsgo.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(env.ID))
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if pctx.Err() != nil || b.closed.Load() {
+			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
+		}
+	}
 }
+
+// publishAttempt bounds one wait for the stream's acknowledgement.
+const publishAttempt = time.Second
 
 // Subscribe subscribes to pattern on this node: the events this node
 // publishes and those the other nodes publish, durable and ephemeral

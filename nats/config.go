@@ -72,6 +72,10 @@ type Config struct {
 	// owner renews it every third of it. 0: 10 s; below MinLeaseTTL is a
 	// Validation error.
 	LeaseTTL time.Duration
+	// NoDiscovery connects only to the servers URL lists, never to those
+	// the cluster announces: for servers behind a proxy or an address
+	// translation, whose announced addresses a node cannot reach.
+	NoDiscovery bool
 	// ConnectTimeout bounds the first connection. 0: 5 s.
 	ConnectTimeout time.Duration
 	// PublishTimeout bounds the wait for the stream's acknowledgement of

@@ -11,3 +11,12 @@ func PutAtClaimRevision(ctx context.Context, o *Ownership, c *Claim, key string,
 	c.mu.Unlock()
 	return o.putAt(ctx, k, rev, key, value)
 }
+
+// Abandon stops renewing c without releasing it, as a node that died
+// would.
+func Abandon(c *Claim) {
+	c.once.Do(func() {
+		close(c.stop)
+		<-c.done
+	})
+}

@@ -28,6 +28,7 @@ type Settings struct {
 	RouteCacheSize *int     `json:"route_cache_size,omitempty"` // 0 = off, default 1024
 	LeaseBucket    string   `json:"lease_bucket,omitempty"`     // default CORRAL_SESSIONS
 	LeaseTTL       string   `json:"lease_ttl,omitempty"`        // default 10s, at least 1s
+	NoDiscovery    bool     `json:"no_discovery,omitempty"`     // only the servers of url, not those the cluster announces
 	ConnectTimeout string   `json:"connect_timeout,omitempty"`  // default 5s
 	PublishTimeout string   `json:"publish_timeout,omitempty"`  // default 5s
 }
@@ -40,7 +41,8 @@ func (s Settings) Config() (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{URL: s.URL, Node: s.Node, Advertise: s.Advertise, SubjectPrefix: s.SubjectPrefix,
-		Stream: s.Stream, Replicas: s.Replicas, Ephemeral: s.Ephemeral, Bus: mem.BusConfig(), LeaseBucket: s.LeaseBucket}
+		Stream: s.Stream, Replicas: s.Replicas, Ephemeral: s.Ephemeral, Bus: mem.BusConfig(), LeaseBucket: s.LeaseBucket,
+		NoDiscovery: s.NoDiscovery}
 	switch s.Storage {
 	case "", "file":
 	case "memory":

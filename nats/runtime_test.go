@@ -30,8 +30,7 @@ var docDir = filepath.Join("..", "testdata", "distributed")
 // distributed is set.
 func loadDoc(t *testing.T, distributed bool) *deploy.Document {
 	t.Helper()
-	dir, err := filepath.Abs(docDir)
-	require.NoError(t, err)
+	dir := absDir(t)
 	layers := []deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}}
 	if distributed {
 		layers = append(layers, deploy.Layer{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"})
@@ -39,6 +38,13 @@ func loadDoc(t *testing.T, distributed bool) *deploy.Document {
 	doc, _, err := deploy.LoadLayers(layers, deploy.ParseConfig{BaseDir: dir})
 	require.NoError(t, err)
 	return doc
+}
+
+func absDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(docDir)
+	require.NoError(t, err)
+	return dir
 }
 
 func read(t *testing.T, dir, name string) []byte {
@@ -185,4 +191,41 @@ func TestDocumentOnTwoNodes(t *testing.T) {
 		return err == nil
 	})
 	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Cy").Status)
+}
+
+// REF 12.4.2, 12.3.3: a node cut off from the cluster (its only server
+// reachable through a proxy that is cut) stops its turn within its lease
+// TTL, and another node takes the key over.
+func TestPartitionedNodeStopsItsTurn(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	proxy := natstest.NewProxy(t, servers[0].URL())
+	doc := loadDoc(t, true)
+	// node a knows the cluster through the proxy only
+	onlyProxy, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "proxy", Priority: 2, Data: []byte("resources: {events: {settings: {no_discovery: true, publish_timeout: 1s}}}")},
+	}, deploy.ParseConfig{BaseDir: absDir(t)})
+	require.NoError(t, err)
+	a := build(t, onlyProxy, proxy.URL(), "a")
+	b := build(t, doc, natstest.URLs(servers), "b")
+
+	key := session.Key{AgentID: "concierge", ContextID: "p1"}
+	onA, err := a.start(t, key)
+	require.NoError(t, err)
+	a.asks(t, onA)
+	proxy.Cut()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err = onA.Wait(ctx)
+	require.ErrorIs(t, err, fault.NotAvailable, "the cut-off node stops its turn when its lease runs out")
+	assert.Equal(t, session.TurnCanceled, onA.State())
+
+	var onB *session.Turn
+	eventually(t, "node b takes the key over", func() bool {
+		var err error
+		onB, err = b.start(t, key)
+		return err == nil
+	})
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Di").Status)
 }
