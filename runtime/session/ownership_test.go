@@ -185,3 +185,28 @@ func TestLocalOwnershipByDefault(t *testing.T) {
 	within(t, c.Lost(), "a released local claim")
 	assert.NoError(t, c.Err())
 }
+
+// REF 12.3.1: Resume claims the key before it reads the parked run: on a
+// key another node owns it is refused with an OwnedError; otherwise the
+// claim is released when there is nothing to resume.
+func TestResumeClaimsBeforeReading(t *testing.T) {
+	e := newDurableEnv(t, agenttest.New(agenttest.Say("hi")))
+	own := newFakeOwnership()
+	own.elsewhere[key("c1")] = true
+	deps := e.m.Deps()
+	deps.Ownership = own
+	require.NoError(t, e.m.SwapDeps(deps, nil))
+	s := e.open(key("c1")).Session()
+	_, err := s.Resume(context.Background())
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "want an OwnedError, got %v", err)
+
+	own.mu.Lock()
+	delete(own.elsewhere, key("c1"))
+	own.mu.Unlock()
+	_, err = s.Resume(context.Background())
+	isKind(t, err, fault.NotFound) // nothing parked
+	require.Len(t, own.claims, 1)
+	assert.True(t, own.claims[0].wasReleased(), "the claim of a refused Resume is released")
+	assert.Nil(t, own.holder(key("c1")))
+}
