@@ -36,11 +36,21 @@ func publishN(t *testing.T, b *nats.Bus, subject string, from, to int) {
 	}
 }
 
-// receiveN reads n envelopes and returns their payloads and cursors.
+// receiveN reads n envelopes and returns their payloads and cursors. It
+// waits up to wait for each: after a server is lost, a cursor
+// subscription resumes once the stream has a leader again and its
+// consumer is made anew, which takes seconds on a busy machine.
 func receiveN(t *testing.T, sub event.Subscription, n int) (vals []int, cursors []uint64) {
 	t.Helper()
 	for range n {
-		env := eventtest.Receive(t, sub)
+		var env event.Envelope
+		select {
+		case e, ok := <-sub.C():
+			require.True(t, ok, "subscription %q closed", sub.Pattern())
+			env = e
+		case <-time.After(wait):
+			require.FailNow(t, "no envelope", "subscription %q received nothing within %s", sub.Pattern(), wait)
+		}
 		var v int
 		require.NoError(t, env.Decode(&v))
 		c, ok := nats.Cursor(env)
