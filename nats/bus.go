@@ -192,7 +192,7 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		return fault.Wrap(fault.Validation, err, "publish", "encode %q", env.Subject)
 	}
 	if b.Ephemeral(env.Subject) {
-		if err := b.nc.Publish(b.ephemeralPrefix()+env.Subject, data); err != nil {
+		if err := b.nc.PublishMsg(b.message(b.ephemeralPrefix()+env.Subject, data)); err != nil {
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q over nats", env.Subject)
 		}
 		return nil
@@ -207,7 +207,7 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		// An acknowledgement lost with a connection (a server failing
 		// over) is asked for again; the stream stores an id once.
 		actx, acancel := context.WithTimeout(pctx, publishAttempt)
-		_, err := b.js.PublishMsg(actx, &natsgo.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(env.ID))
+		_, err := b.js.PublishMsg(actx, b.message(subject, data), jetstream.WithMsgID(env.ID))
 		acancel()
 		if err == nil {
 			return nil
@@ -216,6 +216,16 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
 		}
 	}
+}
+
+// originHeader names the node that published a message. A node's live
+// subscriptions take no message of its own name from NATS: the node's
+// events reach them locally, and the bus of another generation of the same
+// node (a reload builds a new bus beside the old one) delivers its own.
+const originHeader = "Corral-Node"
+
+func (b *Bus) message(subject string, data []byte) *natsgo.Msg {
+	return &natsgo.Msg{Subject: subject, Data: data, Header: natsgo.Header{originHeader: []string{b.cfg.Node}}}
 }
 
 // publishAttempt bounds one wait for the stream's acknowledgement.
@@ -282,6 +292,9 @@ func (b *Bus) inbound(sub *natsgo.Subscription) {
 			continue
 		case err != nil:
 			return
+		}
+		if m.Header.Get(originHeader) == b.cfg.Node {
+			continue // this node's own, from a bus of another generation
 		}
 		env, ok := b.decode(m.Subject, m.Data)
 		if !ok {

@@ -73,6 +73,28 @@ func TestBusAcrossNodes(t *testing.T) {
 	eventtest.AssertEmpty(t, onB)
 }
 
+// REF 12.1.6: two buses with the same node name — the old and the new
+// generation of one runtime during a reload — do not deliver each other's
+// events to their live subscriptions (each delivers its own, as two memory
+// buses would), while a cursor subscription reads both from the stream.
+func TestBusesOfOneNodeKeepTheirOwn(t *testing.T) {
+	srv := server(t)
+	old, cur := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "a")
+	other := connect(t, srv.URL(), "b")
+	onOld := eventtest.SubscribeWithConfig(t, old, "gen.>", event.SubConfig{BufferSize: 10})
+	onOther := eventtest.SubscribeWithConfig(t, other, "gen.>", event.SubConfig{BufferSize: 10})
+	eventtest.Publish(t, cur, "gen.new", nil)
+	eventtest.Publish(t, other, "gen.other", nil)
+	seen := []string{eventtest.Receive(t, onOther).Subject, eventtest.Receive(t, onOther).Subject}
+	assert.ElementsMatch(t, []string{"gen.new", "gen.other"}, seen, "another node sees it beside its own")
+	assert.Equal(t, "gen.other", eventtest.Receive(t, onOld).Subject, "the old bus sees only other nodes' events")
+	eventtest.AssertEmpty(t, onOld)
+	sub, err := old.SubscribeFrom(t.Context(), "gen.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, "gen.new", eventtest.Receive(t, sub).Subject)
+	assert.Equal(t, "gen.other", eventtest.Receive(t, sub).Subject)
+}
+
 // REF 12.1.3: messages on the bus's subjects that are not envelopes, or
 // whose envelope names another subject, are dropped and counted, never
 // delivered.
