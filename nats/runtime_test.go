@@ -117,10 +117,15 @@ func (n *node) asks(t *testing.T, turn *session.Turn) string {
 	}
 }
 
-// answer replies to the turn's question and waits for its result.
+// answer waits for the turn's question, replies and waits for its result.
 func answer(t *testing.T, n *node, turn *session.Turn, name string) *agent.Result {
 	t.Helper()
-	id := n.asks(t, turn)
+	return replyTo(t, turn, n.asks(t, turn), name)
+}
+
+// replyTo replies to prompt id of turn and waits for its result.
+func replyTo(t *testing.T, turn *session.Turn, id, name string) *agent.Result {
+	t.Helper()
 	require.NoError(t, turn.Reply(context.Background(), id, agent.UserReply{Parts: []message.Part{message.TextPart(name)}}))
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -228,4 +233,56 @@ func TestPartitionedNodeStopsItsTurn(t *testing.T) {
 		return err == nil
 	})
 	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Di").Status)
+}
+
+// REF 12.1.6, 12.3.2: a node reloads its document while one of its turns
+// runs. The turn finishes on the generation it started on, holding its
+// key all along (the other node is still refused), the next turn runs on
+// the new generation, and the runtime's attachments see each event once.
+func TestReloadWhileATurnRuns(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	urls := natstest.URLs(servers)
+	doc := loadDoc(t, true)
+	a := build(t, doc, urls, "a")
+	b := build(t, doc, urls, "b")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	detach, err := a.app.Attach(context.Background(), "agent.run.>", event.SinkFunc(func(_ context.Context, env event.Envelope) error {
+		mu.Lock()
+		seen[env.ID]++
+		mu.Unlock()
+		return nil
+	}), event.WithAttachBufferSize(1024))
+	require.NoError(t, err)
+	defer detach()
+
+	key := session.Key{AgentID: "concierge", ContextID: "r1"}
+	first, err := a.start(t, key)
+	require.NoError(t, err)
+	asked := a.asks(t, first)
+
+	bigger, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "bigger", Priority: 2, Data: []byte("resources: {events: {settings: {buffer_size: 512}}}")},
+	}, deploy.ParseConfig{BaseDir: absDir(t)})
+	require.NoError(t, err)
+	t.Setenv("CORRAL_NODE", "a")
+	_, err = a.app.Reload(context.Background(), bigger)
+	require.NoError(t, err)
+
+	_, err = b.start(t, key)
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "the turn of the old generation still holds the key: %v", err)
+	assert.Equal(t, agent.StatusCompleted, replyTo(t, first, asked, "Ed").Status)
+
+	second, err := a.start(t, key)
+	require.NoError(t, err)
+	assert.Equal(t, agent.StatusCompleted, answer(t, a, second, "Flo").Status)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen)
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "event %s delivered %d times", id, n)
+	}
 }
