@@ -143,8 +143,9 @@ func (o *Ownership) close() {
 	o.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	gone := fault.New(fault.NotAvailable, "session lease", "the bus of node %q closed", o.b.cfg.Node)
 	for _, c := range claims {
-		_ = c.Release(ctx)
+		_ = c.end(ctx, gone) // a turn still running on it is stopped
 	}
 }
 
@@ -159,6 +160,7 @@ type Claim struct {
 	rev      uint64
 	deadline time.Time // the claim is lost past it
 	err      error
+	ended    bool // released or ended by the bus's close: err is final
 	lost     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -185,7 +187,7 @@ func (c *Claim) Lost() <-chan struct{} { return c.lost }
 func (c *Claim) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil && time.Now().After(c.deadline) {
+	if !c.ended && c.err == nil && time.Now().After(c.deadline) {
 		return c.expiredErr()
 	}
 	return c.err
@@ -274,9 +276,13 @@ func (o *Ownership) forget(c *Claim) {
 }
 
 // Release stops renewing and deletes the lease if it is still this
-// node's, so that another node can take the key at once. It is
-// idempotent; a claim already lost is left as it is.
-func (c *Claim) Release(ctx context.Context) error {
+// node's, so that another node can take the key at once; Err stays nil.
+// It is idempotent; a claim already lost is left as it is.
+func (c *Claim) Release(ctx context.Context) error { return c.end(ctx, nil) }
+
+// end stops renewing and deletes the lease if it is still held; the claim
+// ends lost with why, or released when why is nil.
+func (c *Claim) end(ctx context.Context, why error) error {
 	var err error
 	c.once.Do(func() {
 		close(c.stop)
@@ -290,6 +296,9 @@ func (c *Claim) Release(ctx context.Context) error {
 					err = fault.Wrap(fault.NotAvailable, derr, "release session", "%s", c.key)
 				}
 			}
+			c.mu.Lock()
+			c.err, c.ended = why, true
+			c.mu.Unlock()
 			close(c.lost)
 			c.o.forget(c)
 		})

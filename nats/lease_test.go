@@ -99,9 +99,12 @@ func TestLeaseRelease(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotAvailable, "a released claim fences its writes")
 	_, err = b.Ownership().PutFenced(t.Context(), cb, "rec.x", []byte("now"))
 	assert.NoError(t, err)
-	// closing the bus releases what its node holds
+	time.Sleep(2500 * time.Millisecond) // past the lease TTL: a released claim stays released
+	assert.NoError(t, ca.Err())
+	// closing the bus ends what its node holds as lost, and frees the key
 	require.NoError(t, b.Close())
 	<-cb.Lost()
+	assert.ErrorIs(t, cb.Err(), fault.NotAvailable, "a turn still running on it is stopped")
 	acquire(t, a, sk)
 }
 
