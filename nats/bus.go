@@ -35,6 +35,7 @@ type Bus struct {
 	in     *natsgo.Subscription
 	inDone chan struct{}
 
+	seen     *idWindow     // the ids of the last durable events received; the inbound goroutine's
 	invalid  atomic.Uint64 // inbound messages that were not envelopes
 	closed   atomic.Bool
 	mu       sync.Mutex // guards cursors
@@ -44,9 +45,7 @@ type Bus struct {
 	own      *Ownership
 }
 
-var (
-	_ event.Bus = (*Bus)(nil)
-)
+var _ event.Bus = (*Bus)(nil)
 
 // Connect connects to NATS, makes sure the event stream and the lease
 // bucket exist with cfg's settings, and starts receiving the events of
@@ -90,7 +89,7 @@ func newBus(ctx context.Context, cfg Config, nc *natsgo.Conn) (*Bus, error) {
 		return nil, fault.Wrap(fault.Internal, err, "nats connect", "jetstream")
 	}
 	b := &Bus{cfg: cfg, nc: nc, js: js, local: event.NewMemoryBusWithConfig(cfg.Bus),
-		cursors: map[*CursorSubscription]struct{}{}, inDone: make(chan struct{})}
+		cursors: map[*CursorSubscription]struct{}{}, inDone: make(chan struct{}), seen: newIDWindow(dedupWindow)}
 	for _, p := range cfg.Ephemeral {
 		cp, _ := event.CompilePattern(p) // checked by resolve
 		b.eph = append(b.eph, cp)
@@ -301,8 +300,40 @@ func (b *Bus) inbound(sub *natsgo.Subscription) {
 			b.invalid.Add(1)
 			continue
 		}
+		if strings.HasPrefix(m.Subject, b.durablePrefix()) && !b.seen.add(env.ID) {
+			continue // a publish asked again for its acknowledgement: stored once, delivered once
+		}
 		_ = b.local.Publish(b.ctx, env)
 	}
+}
+
+// dedupWindow is how many durable event ids a node remembers to deliver
+// a retried publish once.
+const dedupWindow = 4096
+
+// idWindow remembers the last n ids added. It is not safe for concurrent
+// use.
+type idWindow struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newIDWindow(n int) *idWindow {
+	return &idWindow{ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add records id and reports whether it was new.
+func (w *idWindow) add(id string) bool {
+	if _, ok := w.ids[id]; ok {
+		return false
+	}
+	if old := w.ring[w.next]; old != "" {
+		delete(w.ids, old)
+	}
+	w.ring[w.next], w.ids[id] = id, struct{}{}
+	w.next = (w.next + 1) % len(w.ring)
+	return true
 }
 
 // RemoteDropped counts the other nodes' events NATS dropped before they

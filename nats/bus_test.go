@@ -95,6 +95,28 @@ func TestBusesOfOneNodeKeepTheirOwn(t *testing.T) {
 	assert.Equal(t, "gen.other", eventtest.Receive(t, sub).Subject)
 }
 
+// REF 12.1.2.1: a durable event sent twice with one id (a publish that
+// asked again for its acknowledgement) reaches another node's live
+// subscriptions once, as the stream stores it once.
+func TestRetriedPublishDeliveredOnce(t *testing.T) {
+	srv := server(t)
+	b := connect(t, srv.URL(), "b")
+	sub := eventtest.SubscribeWithConfig(t, b, "x.>", event.SubConfig{BufferSize: 10})
+	nc := connect(t, srv.URL(), "raw").Conn()
+	one := []byte(`{"id":"00000000000000000001","subject":"x.y","payload":1}`)
+	two := []byte(`{"id":"00000000000000000002","subject":"x.y","payload":2}`)
+	for _, data := range [][]byte{one, one, two, one} {
+		require.NoError(t, nc.Publish("corral.ev.x.y", data))
+	}
+	require.NoError(t, nc.Flush())
+	assert.Equal(t, "00000000000000000001", eventtest.Receive(t, sub).ID)
+	assert.Equal(t, "00000000000000000002", eventtest.Receive(t, sub).ID)
+	// the next event on the connection comes next: the fourth copy of
+	// the first was not delivered
+	require.NoError(t, nc.Publish("corral.eph.x.y", []byte(`{"id":"00000000000000000003","subject":"x.y"}`)))
+	assert.Equal(t, "00000000000000000003", eventtest.Receive(t, sub).ID)
+}
+
 // REF 12.1.3: messages on the bus's subjects that are not envelopes, or
 // whose envelope names another subject, are dropped and counted, never
 // delivered.

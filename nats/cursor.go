@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
@@ -98,11 +99,14 @@ func (s *CursorSubscription) read(keep func(event.Envelope) bool) {
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return
 			}
+			// the ordered consumer recreates itself after the last
+			// delivered message; an error it could not get past (the
+			// stream is gone, say) is tried again, not in a tight loop
 			select {
 			case <-s.stop:
 				return
-			default:
-				continue // the ordered consumer recreates itself after the last delivered message
+			case <-time.After(retryPause):
+				continue
 			}
 		}
 		meta, err := msg.Metadata()
@@ -122,6 +126,10 @@ func (s *CursorSubscription) read(keep func(event.Envelope) bool) {
 		}
 	}
 }
+
+// retryPause is the wait before a cursor subscription asks again for a
+// message after an error.
+const retryPause = 100 * time.Millisecond
 
 // C delivers the envelopes in stream order; it is closed when the
 // subscription ends.

@@ -18,7 +18,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("corral.other.a", []byte(`{"subject":"a"}`))
 	f.Add("corral.ev.a.*", []byte(`{"subject":"a.*"}`))
 	f.Add("corral.ev.a", []byte(`{"subject":"a","time":"yesterday"}`))
-	b := &Bus{cfg: Config{SubjectPrefix: DefaultSubjectPrefix}}
+	b := &Bus{cfg: Config{SubjectPrefix: DefaultSubjectPrefix}, seen: newIDWindow(dedupWindow)}
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {
 		env, ok := b.decode(subject, data)
 		if !ok {
