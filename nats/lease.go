@@ -141,13 +141,17 @@ func (o *Ownership) close() {
 		claims = append(claims, c)
 	}
 	o.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeRelease)
 	defer cancel()
 	gone := fault.New(fault.NotAvailable, "session lease", "the bus of node %q closed", o.b.cfg.Node)
 	for _, c := range claims {
 		_ = c.end(ctx, gone) // a turn still running on it is stopped
 	}
 }
+
+// closeRelease bounds the deletes of the leases a closing bus still
+// holds; a bus that is not connected deletes none.
+const closeRelease = 5 * time.Second
 
 // Claim is a lease this node holds on a session key.
 type Claim struct {
@@ -291,7 +295,7 @@ func (c *Claim) end(ctx context.Context, why error) error {
 			c.mu.Lock()
 			rev, held := c.rev, c.err == nil && time.Now().Before(c.deadline)
 			c.mu.Unlock()
-			if held {
+			if held && c.o.b.nc.IsConnected() {
 				if derr := c.o.kv.Delete(ctx, c.k, jetstream.LastRevision(rev)); derr != nil && !wrongSequence(derr) {
 					err = fault.Wrap(fault.NotAvailable, derr, "release session", "%s", c.key)
 				}
