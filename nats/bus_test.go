@@ -117,6 +117,29 @@ func TestRetriedPublishDeliveredOnce(t *testing.T) {
 	assert.Equal(t, "00000000000000000003", eventtest.Receive(t, sub).ID)
 }
 
+// REF 12.1.5: a full Block subscription on one node never makes another
+// node's publisher wait; it holds up its own node's delivery, which loses
+// nothing and keeps the order, while NATS holds what arrives meanwhile.
+func TestBlockDoesNotReachAcrossNodes(t *testing.T) {
+	srv := server(t)
+	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	slow := eventtest.SubscribeWithConfig(t, b, "blk.>", event.SubConfig{BufferSize: 1, Backpressure: event.Block})
+	after := eventtest.SubscribeWithConfig(t, b, "later.>", event.SubConfig{BufferSize: 10})
+	const n = 20
+	for i := range n {
+		eventtest.Publish(t, a, "blk.e", i) // returns although b's subscriber is full
+	}
+	eventtest.Publish(t, a, "later.e", nil)
+	for i := range n {
+		var got int
+		require.NoError(t, eventtest.Receive(t, slow).Decode(&got))
+		assert.Equal(t, i, got)
+	}
+	assert.Equal(t, "later.e", eventtest.Receive(t, after).Subject, "delivered once the Block subscriber made room")
+	assert.Zero(t, b.RemoteDropped())
+	assert.Zero(t, b.Dropped())
+}
+
 // REF 12.1.3: messages on the bus's subjects that are not envelopes, or
 // whose envelope names another subject, are dropped and counted, never
 // delivered.
