@@ -19,6 +19,11 @@
 //     over core NATS: many, small, and repeated in the run's result, they
 //     are not worth a disk write each.
 //
+// Each message names the node that published it: a bus takes none of its
+// own node's from NATS (another generation of the same runtime delivers
+// its own), and delivers a durable event id once among the last it
+// received, as the stream stores it once when a publish is asked again.
+//
 // # Session ownership
 //
 // Ownership (Bus.Ownership, and session.OwnershipProvider for the

@@ -106,3 +106,12 @@ func ExampleOwnership_Acquire() {
 	// true a http://a:8080
 	// <nil>
 }
+
+// BusFactory builds the nats bus from a deployment document's settings;
+// builtin.Registry registers it beside the memory bus.
+func ExampleBusFactory() {
+	spec := nats.BusFactory().Spec()
+	fmt.Println(spec.Kind + "/" + spec.Impl)
+	// Output:
+	// event.Bus/nats
+}
