@@ -14,11 +14,15 @@ import (
 // once.
 const wait = 30 * time.Second
 
-// connect connects a bus named node to url with a short lease, closed
+// leaseTTL is the tests' lease: short, so that takeovers come soon, and
+// long enough that a busy machine renews it in time.
+const leaseTTL = 4 * time.Second
+
+// connect connects a bus named node to url with the tests' lease, closed
 // when the test ends.
 func connect(t testing.TB, url, node string, mod ...func(*nats.Config)) *nats.Bus {
 	t.Helper()
-	cfg := nats.Config{URL: url, Node: node, LeaseTTL: 2 * time.Second}
+	cfg := nats.Config{URL: url, Node: node, LeaseTTL: leaseTTL}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -73,7 +73,7 @@ func TestLeaseTakeoverOnCluster(t *testing.T) {
 
 	a.Conn().Close() // a stops renewing, as a dead node does
 	cb, took := takeOver(t, b, sk)
-	t.Logf("takeover after %s (lease ttl 2s)", took)
+	t.Logf("takeover after %s (lease ttl %s)", took, leaseTTL)
 	assert.Greater(t, cb.Token(), ca.Token(), "the new owner's token is larger")
 	select {
 	case <-ca.Lost():
@@ -88,7 +88,8 @@ func TestLeaseTakeoverOnCluster(t *testing.T) {
 // once; a released claim is not an error, and Release is idempotent.
 func TestLeaseRelease(t *testing.T) {
 	srv := server(t)
-	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	short := func(c *nats.Config) { c.LeaseTTL = time.Second }
+	a, b := connect(t, srv.URL(), "a", short), connect(t, srv.URL(), "b", short)
 	ca := acquire(t, a, sk)
 	require.NoError(t, ca.Release(t.Context()))
 	require.NoError(t, ca.Release(t.Context()))
@@ -99,7 +100,7 @@ func TestLeaseRelease(t *testing.T) {
 	assert.ErrorIs(t, err, fault.NotAvailable, "a released claim fences its writes")
 	_, err = b.Ownership().PutFenced(t.Context(), cb, "rec.x", []byte("now"))
 	assert.NoError(t, err)
-	time.Sleep(2500 * time.Millisecond) // past the lease TTL: a released claim stays released
+	time.Sleep(1500 * time.Millisecond) // past the lease TTL: a released claim stays released
 	assert.NoError(t, ca.Err())
 	// closing the bus ends what its node holds as lost, and frees the key
 	require.NoError(t, b.Close())
@@ -123,7 +124,7 @@ func TestPartitionedNodeIsFenced(t *testing.T) {
 	cutAt := time.Now()
 	proxy.Cut()
 	cb, took := takeOver(t, b, sk)
-	t.Logf("cut off for %s before the takeover (lease ttl 2s)", took)
+	t.Logf("cut off for %s before the takeover (lease ttl %s)", took, leaseTTL)
 	// the holder gave up no later than the server let the lease lapse:
 	// Err reads the claim's deadline, Lost follows on its own goroutine
 	require.ErrorIs(t, ca.Err(), fault.NotAvailable, "the partitioned node still held its claim when another node took the key")
