@@ -21,6 +21,7 @@ import (
 	"github.com/corral-rt/corral/engine/openai"
 	"github.com/corral-rt/corral/engine/scripted"
 	"github.com/corral-rt/corral/engine/tools"
+	"github.com/corral-rt/corral/nats"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/delegation/hostwrap"
@@ -36,6 +37,7 @@ import (
 // line per factory:
 //
 //	event.Bus/memory              event.NewFactory
+//	event.Bus/nats                nats.BusFactory
 //	workspace.Workspace/local     workspace.Factory
 //	checkpoint.Store/workspace    checkpoint.Factory
 //	sandbox.Runtime/js            js.Factory
@@ -53,6 +55,7 @@ import (
 func Registry() *resource.Registry {
 	reg := resource.NewRegistry()
 	reg.MustRegister(event.NewFactory())
+	reg.MustRegister(nats.BusFactory())
 	reg.MustRegister(workspace.Factory())
 	reg.MustRegister(checkpoint.Factory())
 	reg.MustRegister(js.Factory())

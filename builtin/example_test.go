@@ -19,6 +19,7 @@ func ExampleRegistry() {
 	// delegation.Service/local
 	// delegation.SessionProvider/random
 	// event.Bus/memory
+	// event.Bus/nats
 	// model.Provider/openai
 	// model.Provider/scripted
 	// sandbox.Runtime/js

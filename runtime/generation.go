@@ -356,5 +356,8 @@ func (g *generation) sessionDeps() session.Deps {
 	if g.tools != nil {
 		d.CatalogProvider = g.sessionCatalog
 	}
+	if p, ok := g.bus.(session.OwnershipProvider); ok { // a bus shared by several nodes
+		d.Ownership = p.SessionOwnership()
+	}
 	return d
 }

@@ -46,6 +46,12 @@ const builtin = "builtin"
 // replaytest is the test helper of package replay: it builds documents
 // with every factory (builtin), as a test of a whole deployment does.
 const replaytest = "replay/replaytest"
+// The NATS client and server, and the package that carries Corral onto
+// them.
+const (
+	natsModules = "github.com/nats-io/..."
+	natsPkgs    = "nats/..."
+)
 
 const (
 	goja   = "github.com/dop251/goja/..."
@@ -169,6 +175,25 @@ var rules = []rule{{
 	pkgs:   []string{"serve/..."},
 	forbid: cat([]string{"engine/...", "hostabi/...", "sandbox/...", builtin}, programs),
 	why:    "serve hosts a built Runtime: it knows no engine and no sandbox (the program that builds the runtime registers them)",
+}, {
+	name:   "nats",
+	pkgs:   []string{natsPkgs},
+	forbid: cat([]string{"runtime", "hostabi/...", "sandbox/...", "engine/...", builtin}, programs),
+	why: "the nats package implements the event bus and session ownership contracts and registers " +
+		"through a resource factory; it knows no runtime assembly, sandbox or engine",
+}, {
+	name:   "nats-imports",
+	pkgs:   []string{"..."},
+	except: []string{natsPkgs},
+	forbid: []string{natsModules},
+	direct: true,
+	why:    "the NATS client and server are imported only by the nats package (and its test servers)",
+}, {
+	name:   "nats-free runtime",
+	pkgs:   []string{"runtime/..."},
+	forbid: []string{natsModules, natsPkgs},
+	why: "the runtime and its contracts know no NATS: a deployment reaches it through the event.Bus/nats " +
+		"resource, so a build without it carries none",
 }, {
 	name:   "plain sandbox contract",
 	pkgs:   []string{"sandbox"},

@@ -53,8 +53,9 @@ func TestGoSnippetsCompile(t *testing.T) {
 	}
 	pkgs := packageNames(t, goTool, root)
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "go.mod"), "module corral.test/snippets\n\ngo 1.26.0\n")
-	write(t, filepath.Join(dir, "go.work"), "go 1.26.0\n\nuse (\n\t.\n\t"+strconv.Quote(root)+"\n)\n")
+	goVersion := moduleGoVersion(t, root) // the workspace must not ask for less than the module
+	write(t, filepath.Join(dir, "go.mod"), "module corral.test/snippets\n\ngo "+goVersion+"\n")
+	write(t, filepath.Join(dir, "go.work"), "go "+goVersion+"\n\nuse (\n\t.\n\t"+strconv.Quote(root)+"\n)\n")
 	for i, s := range snippets {
 		src, err := s.source(pkgs, root)
 		if err != nil {
@@ -358,4 +359,20 @@ func write(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// moduleGoVersion returns the go directive of the module's go.mod.
+func moduleGoVersion(t *testing.T, root string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("go.mod has no go directive")
+	return ""
 }

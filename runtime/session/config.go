@@ -37,6 +37,7 @@ type Deps struct {
 	CatalogProvider CatalogProvider
 	Checkpoints     agent.CheckpointStore // nil: no history, no resume
 	Resume          bool                  // requires Checkpoints to be an agent.CheckpointDeleter
+	Ownership       Ownership             // who runs a key's turns across nodes; nil: LocalOwnership
 	Epoch           uint64
 }
 

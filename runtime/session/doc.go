@@ -35,6 +35,16 @@
 // waits until every session is idle; Manager.Close interrupts every turn
 // with cause host_shutdown and waits, bounded by the close timeout.
 //
+// # Ownership
+//
+// When several nodes share a deployment, Deps.Ownership says which node
+// runs a key's turns. Start and Resume acquire a Claim on the key before
+// they read durable state, the turn holds it while it runs (its run's ctx
+// carries it: ClaimFromContext), and releases it once settled; a key that
+// another node holds is refused with an *OwnedError (NotAvailable) naming
+// the owner, and a turn whose claim is lost is cancelled. nil is
+// LocalOwnership: every claim is granted at once and never lost.
+//
 // # Delivery
 //
 // A turn streams its run to the sinks of its SinkSpecs. One coordinator

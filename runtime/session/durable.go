@@ -96,7 +96,7 @@ func loadHistory(ctx context.Context, store agent.CheckpointStore, key Key) (*ag
 // checkpoint, never a record that names a missing one. Best-effort, with a
 // 5 s budget of its own.
 func (t *Turn) persist(res *agent.Result) {
-	ctx, cancel := context.WithTimeout(context.Background(), durableTimeout)
+	ctx, cancel := context.WithTimeout(ContextWithClaim(context.Background(), t.claim), durableTimeout)
 	defer cancel()
 	store := t.ep.deps.Checkpoints
 	key := t.s.key
@@ -203,11 +203,23 @@ func (s *Session) ResumeWithConfig(ctx context.Context, cfg StartConfig) (*Turn,
 	if err := s.stopActive(ctx); err != nil {
 		return nil, err
 	}
-	req, rs, err := s.resumeState(ctx)
+	// The key is claimed before the parked run is read, so that no other
+	// node changes it in between.
+	c, err := s.claim(ctx, s.m.Deps().Ownership)
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(ctx, req, cfg, rs)
+	req, rs, err := s.resumeState(ctx)
+	if err != nil {
+		_ = c.Release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	rs.claim = c
+	t, err := s.launch(ctx, req, cfg, rs)
+	if err != nil {
+		_ = c.Release(context.WithoutCancel(ctx)) // idempotent: launch may have released it
+	}
+	return t, err
 }
 
 // resumeRefused checks what Resume can refuse without reading the parked

@@ -249,6 +249,7 @@ func (s *Session) publishTurn(t *Turn, ephemeral bool) error {
 type resumeState struct {
 	runID string
 	cp    *agent.Checkpoint
+	claim Claim // acquired before the parked run was read
 }
 
 // start runs the start sequence of REF 2.2.2–2.2.13 under startMu.
@@ -275,6 +276,15 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	if err := s.stopActive(ctx); err != nil {
 		return nil, err
 	}
+	c, err := s.launchClaim(ctx, ep, rs)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && c != nil {
+			_ = c.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	ag, ok := ep.deps.Resolver.Agent(s.key.AgentID)
 	if !ok {
 		return nil, fault.New(fault.NotFound, "start turn", "agent %q is not deployed", s.key.AgentID)
@@ -309,6 +319,8 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	t = newTurn(s, ep, runID, cfg, req)
+	t.claim, t.ctx = c, ContextWithClaim(t.ctx, c)
+	c = nil // the turn releases it from here on
 	t.quota = &turnQuota{ts: s.m.tenants, tenant: tenant, q: s.m.tenants.quota(tenant)}
 	t.endQuota = endQuota
 	if err := t.prepare(ctx, cfg.Ephemeral); err != nil {
@@ -323,6 +335,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	for _, o := range s.m.observers {
 		o.OnSessionStarted(s, t)
 	}
+	go t.watchClaim()
 	go t.run(ag, history, rs, durable)
 	return t, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -58,6 +59,7 @@ type Turn struct {
 	host   agent.Host
 	stream *stream
 	done   chan struct{}
+	claim  Claim // the session key's claim for this turn (ownership.go)
 	// quota is what the turn spends of its tenant's quotas, and endQuota
 	// releases its place among the tenant's running turns.
 	quota    *turnQuota
@@ -107,6 +109,7 @@ func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 // abortStart releases what a failed start built.
 func (t *Turn) abortStart() {
 	t.cancel()
+	t.releaseClaim()
 	t.endQuota()
 	if t.stream != nil {
 		t.stream.close()
@@ -257,7 +260,11 @@ func (t *Turn) settle(res *agent.Result, err, finErr error, durable bool) {
 	if durable {
 		t.persist(res)
 	}
+	if cerr := t.claim.Err(); cerr != nil {
+		t.err = errors.Join(t.err, cerr) // the claim was lost: the turn was stopped for it
+	}
 	t.cancel()
+	t.releaseClaim()
 	t.endQuota()
 	t.s.m.releaseEpoch(t.ep)
 	// Observers hear of the end before Wait returns and before the session
@@ -321,4 +328,58 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Steer queues msg for the running turn; a document node delivers it when
+// it calls host.drainSteer() (REF 2.3). Non-delivery is always
+// reported, checked in this order: an invalid message (Validation), a JSON
+// encoding over 32 KiB (ErrSteerTooLarge), a settled turn (ErrSteerClosed),
+// a requested interrupt (an *agent.InterruptedError), a full queue of 8
+// (ErrSteerQueueFull). The message is deep-copied.
+func (t *Turn) Steer(msg message.Message) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fault.Wrap(fault.Validation, err, "steer", "encode")
+	}
+	if len(b) > MaxSteerMessageBytes {
+		return ErrSteerTooLarge
+	}
+	msg = msg.Clone()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.state.Terminal():
+		return ErrSteerClosed
+	case t.intr != nil:
+		return agent.Interrupted(*t.intr)
+	case len(t.steer) >= MaxSteerQueue:
+		return ErrSteerQueueFull
+	}
+	t.steer = append(t.steer, msg)
+	return nil
+}
+
+// PendingSteer returns how many steer messages are queued.
+func (t *Turn) PendingSteer() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.steer)
+}
+
+// DrainSteer takes every queued message, in arrival order, as deep copies;
+// nil when none is queued. It never blocks, never returns a message twice,
+// and still works after the turn has settled, so the owner can recover
+// undelivered messages.
+func (t *Turn) DrainSteer() []message.Message {
+	t.mu.Lock()
+	q := t.steer
+	t.steer = nil
+	t.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
+	return message.CloneAll(q)
 }

@@ -1,0 +1,395 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/event"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bus is the event.Bus of a node that shares its events with other nodes
+// through NATS. Subscriptions are local to the node: they receive what
+// this node publishes exactly as a MemoryBus delivers it (before Publish
+// returns, under each subscription's backpressure policy) and what other
+// nodes publish as it arrives. Durable events go to a JetStream stream and
+// can be read again from a cursor (SubscribeFrom); ephemeral ones (the
+// stream deltas, by default) go over core NATS. Bus is safe for
+// concurrent use.
+type Bus struct {
+	cfg   Config
+	local *event.MemoryBus
+	nc    *natsgo.Conn
+	js    jetstream.JetStream
+	eph   []event.Pattern
+
+	ctx    context.Context // ends when the bus closes
+	cancel context.CancelFunc
+	in     *natsgo.Subscription
+	inDone chan struct{}
+
+	seen     *idWindow     // the ids of the last durable events received; the inbound goroutine's
+	invalid  atomic.Uint64 // inbound messages that were not envelopes
+	closed   atomic.Bool
+	mu       sync.Mutex // guards cursors
+	cursors  map[*CursorSubscription]struct{}
+	once     sync.Once
+	closeErr error
+	own      *Ownership
+}
+
+var _ event.Bus = (*Bus)(nil)
+
+// Connect connects to NATS, makes sure the event stream and the lease
+// bucket exist with cfg's settings, and starts receiving the events of
+// the other nodes. The bus owns the connection; Close closes it. A
+// server that cannot be reached within cfg.ConnectTimeout is
+// NotAvailable; a bad cfg is Validation.
+func Connect(ctx context.Context, cfg Config) (*Bus, error) {
+	if ctx == nil {
+		return nil, fault.New(fault.Validation, "nats connect", "ctx must not be nil")
+	}
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	opts := []natsgo.Option{
+		natsgo.Name(cfg.Node),
+		natsgo.NoEcho(), // the node's own events reach its subscriptions locally
+		natsgo.Timeout(cfg.ConnectTimeout),
+		natsgo.MaxReconnects(-1),
+		natsgo.ReconnectWait(100 * time.Millisecond),
+		natsgo.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+	}
+	if cfg.NoDiscovery {
+		opts = append(opts, natsgo.IgnoreDiscoveredServers())
+	}
+	nc, err := natsgo.Connect(cfg.URL, opts...)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "%s", cfg.URL)
+	}
+	b, err := newBus(ctx, cfg, nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func newBus(ctx context.Context, cfg Config, nc *natsgo.Conn) (*Bus, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "nats connect", "jetstream")
+	}
+	b := &Bus{cfg: cfg, nc: nc, js: js, local: event.NewMemoryBusWithConfig(cfg.Bus),
+		cursors: map[*CursorSubscription]struct{}{}, inDone: make(chan struct{}), seen: newIDWindow(dedupWindow)}
+	for _, p := range cfg.Ephemeral {
+		cp, _ := event.CompilePattern(p) // checked by resolve
+		b.eph = append(b.eph, cp)
+	}
+	if err := b.ensureStream(ctx); err != nil {
+		return nil, err
+	}
+	if b.own, err = newOwnership(ctx, b); err != nil {
+		return nil, err
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	if err := b.startInbound(); err != nil {
+		b.cancel()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Bus) ensureStream(ctx context.Context) error {
+	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.cfg.Stream,
+		Description: "corral events",
+		Subjects:    []string{b.durablePrefix() + ">"},
+		Storage:     b.cfg.storage(),
+		Replicas:    b.cfg.Replicas,
+		MaxAge:      b.cfg.MaxAge,
+		Discard:     jetstream.DiscardOld,
+		Duplicates:  2 * time.Minute,
+	})
+	if err != nil {
+		return fault.Wrap(fault.NotAvailable, err, "nats connect", "stream %s", b.cfg.Stream)
+	}
+	return nil
+}
+
+// The NATS subject of an event is the prefix, "ev" for a durable event or
+// "eph" for an ephemeral one, then the event's subject: the grammars are
+// the same, so a pattern maps the same way.
+func (b *Bus) durablePrefix() string   { return b.cfg.SubjectPrefix + ".ev." }
+func (b *Bus) ephemeralPrefix() string { return b.cfg.SubjectPrefix + ".eph." }
+
+// Ephemeral reports whether events on subject go over core NATS.
+func (b *Bus) Ephemeral(subject string) bool {
+	for _, p := range b.eph {
+		if p.Match(subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// Node returns the node's name.
+func (b *Bus) Node() string { return b.cfg.Node }
+
+// Conn returns the bus's NATS connection, for tests and tools; the bus
+// owns it.
+func (b *Bus) Conn() *natsgo.Conn { return b.nc }
+
+// Publish delivers env to this node's matching subscriptions as a
+// MemoryBus does, then sends it to the other nodes: a durable event is
+// stored in the stream and Publish waits for the stream's
+// acknowledgement, asking again while the servers fail over, for at most
+// Config.PublishTimeout or until ctx ends; an ephemeral one is handed to
+// the connection. A ctx that a Block subscription used up does not keep
+// the event from the other nodes. A failure to send is
+// NotAvailable, after the local delivery. After Close it returns
+// ErrBusClosed.
+func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
+	if b.closed.Load() {
+		return event.ErrBusClosed
+	}
+	if ctx == nil {
+		return fault.New(fault.Validation, "publish", "ctx must not be nil")
+	}
+	if err := event.ValidateSubject(env.Subject); err != nil {
+		return err
+	}
+	if env.Time.IsZero() {
+		env.Time = time.Now()
+	}
+	if env.ID == "" {
+		env.ID = event.NewIDAt(env.Time)
+	}
+	localErr := b.local.Publish(ctx, env)
+	if errors.Is(localErr, event.ErrBusClosed) {
+		return localErr
+	}
+	sendErr := b.send(ctx, env)
+	if sendErr != nil && b.closed.Load() {
+		sendErr = event.ErrBusClosed // the bus closed while the publish waited
+	}
+	return errors.Join(localErr, sendErr)
+}
+
+// send publishes env to NATS.
+func (b *Bus) send(ctx context.Context, env event.Envelope) error {
+	data, err := json.Marshal(env)
+	if err != nil {
+		return fault.Wrap(fault.Validation, err, "publish", "encode %q", env.Subject)
+	}
+	if b.Ephemeral(env.Subject) {
+		if err := b.nc.PublishMsg(b.message(b.ephemeralPrefix()+env.Subject, data)); err != nil {
+			return fault.Wrap(fault.NotAvailable, err, "publish", "%q over nats", env.Subject)
+		}
+		return nil
+	}
+	if ctx.Err() != nil { // a Block wait used the ctx up: the event still goes out
+		ctx = context.WithoutCancel(ctx)
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	subject := b.durablePrefix() + env.Subject
+	for {
+		// An acknowledgement lost with a connection (a server failing
+		// over) is asked for again; the stream stores an id once.
+		actx, acancel := context.WithTimeout(pctx, publishAttempt)
+		_, err := b.js.PublishMsg(actx, b.message(subject, data), jetstream.WithMsgID(env.ID))
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if pctx.Err() != nil || b.closed.Load() {
+			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
+		}
+	}
+}
+
+// originHeader names the node that published a message. A node's live
+// subscriptions take no message of its own name from NATS: the node's
+// events reach them locally, and the bus of another generation of the same
+// node (a reload builds a new bus beside the old one) delivers its own.
+const originHeader = "Corral-Node"
+
+func (b *Bus) message(subject string, data []byte) *natsgo.Msg {
+	return &natsgo.Msg{Subject: subject, Data: data, Header: natsgo.Header{originHeader: []string{b.cfg.Node}}}
+}
+
+// publishAttempt bounds one wait for the stream's acknowledgement.
+const publishAttempt = time.Second
+
+// Subscribe subscribes to pattern on this node: the events this node
+// publishes and those the other nodes publish, durable and ephemeral
+// alike, from now on. cfg works as on a MemoryBus, with what a network
+// adds (docs/distributed.md): Block holds up the delivery of every other
+// node's events to this node while it waits, never another node's
+// publisher.
+func (b *Bus) Subscribe(ctx context.Context, pattern string, cfg event.SubConfig) (event.Subscription, error) {
+	if b.closed.Load() {
+		return nil, event.ErrBusClosed
+	}
+	return b.local.Subscribe(ctx, pattern, cfg)
+}
+
+// AttachObserver observes this node's publishes, deliveries and drops; an
+// event from another node counts as a publish when it arrives.
+func (b *Bus) AttachObserver(o event.Observer) (detach func()) { return b.local.AttachObserver(o) }
+
+// Dropped counts the envelopes that did not reach a local subscription.
+func (b *Bus) Dropped() uint64 { return b.local.Dropped() }
+
+// Invalid counts the messages on the bus's subjects that were not
+// envelopes, or whose envelope named another subject; they are dropped.
+func (b *Bus) Invalid() uint64 { return b.invalid.Load() }
+
+// inboundPending bounds what the connection holds for the inbound
+// subscription while a Block subscriber holds it up; past it NATS drops
+// (a slow consumer).
+const (
+	inboundPendingMsgs  = 1 << 16
+	inboundPendingBytes = 64 << 20
+)
+
+// startInbound subscribes to every event of the prefix and hands those of
+// other nodes (NoEcho keeps this node's own away) to the local fan-out, in
+// the order the server sent them.
+func (b *Bus) startInbound() error {
+	sub, err := b.nc.SubscribeSync(b.cfg.SubjectPrefix + ".>")
+	if err != nil {
+		return fault.Wrap(fault.NotAvailable, err, "nats connect", "subscribe %s.>", b.cfg.SubjectPrefix)
+	}
+	_ = sub.SetPendingLimits(inboundPendingMsgs, inboundPendingBytes)
+	if err := b.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return fault.Wrap(fault.NotAvailable, err, "nats connect", "flush")
+	}
+	b.in = sub
+	go b.inbound(sub)
+	return nil
+}
+
+func (b *Bus) inbound(sub *natsgo.Subscription) {
+	defer close(b.inDone)
+	for {
+		m, err := sub.NextMsgWithContext(b.ctx)
+		switch {
+		case b.ctx.Err() != nil || errors.Is(err, natsgo.ErrBadSubscription) || errors.Is(err, natsgo.ErrConnectionClosed):
+			return
+		case errors.Is(err, natsgo.ErrSlowConsumer): // what NATS dropped, the subscription counts
+			continue
+		case err != nil:
+			return
+		}
+		if m.Header.Get(originHeader) == b.cfg.Node {
+			continue // this node's own, from a bus of another generation
+		}
+		env, ok := b.decode(m.Subject, m.Data)
+		if !ok {
+			b.invalid.Add(1)
+			continue
+		}
+		if strings.HasPrefix(m.Subject, b.durablePrefix()) && !b.seen.add(env.ID) {
+			continue // a publish asked again for its acknowledgement: stored once, delivered once
+		}
+		_ = b.local.Publish(b.ctx, env)
+	}
+}
+
+// dedupWindow is how many durable event ids a node remembers to deliver
+// a retried publish once.
+const dedupWindow = 4096
+
+// idWindow remembers the last n ids added. It is not safe for concurrent
+// use.
+type idWindow struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newIDWindow(n int) *idWindow {
+	return &idWindow{ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add records id and reports whether it was new.
+func (w *idWindow) add(id string) bool {
+	if _, ok := w.ids[id]; ok {
+		return false
+	}
+	if old := w.ring[w.next]; old != "" {
+		delete(w.ids, old)
+	}
+	w.ring[w.next], w.ids[id] = id, struct{}{}
+	w.next = (w.next + 1) % len(w.ring)
+	return true
+}
+
+// RemoteDropped counts the other nodes' events NATS dropped before they
+// reached this node because its local delivery fell behind (a Block
+// subscriber holding it up past the inbound limits).
+func (b *Bus) RemoteDropped() uint64 {
+	n, _ := b.in.Dropped()
+	return uint64(max(n, 0))
+}
+
+// decode turns a NATS message into its envelope; the envelope must name
+// the subject the message came on.
+func (b *Bus) decode(subject string, data []byte) (event.Envelope, bool) {
+	var s string
+	switch {
+	case strings.HasPrefix(subject, b.durablePrefix()):
+		s = subject[len(b.durablePrefix()):]
+	case strings.HasPrefix(subject, b.ephemeralPrefix()):
+		s = subject[len(b.ephemeralPrefix()):]
+	default:
+		return event.Envelope{}, false
+	}
+	var env event.Envelope
+	if json.Unmarshal(data, &env) != nil || env.Subject != s || event.ValidateSubject(s) != nil {
+		return event.Envelope{}, false
+	}
+	return env, true
+}
+
+// Close closes every subscription, stops receiving, releases the
+// session leases this node holds and closes the connection. It is
+// idempotent.
+func (b *Bus) Close() error {
+	b.once.Do(func() {
+		b.closed.Store(true)
+		if b.in != nil {
+			_ = b.in.Unsubscribe()
+		}
+		if b.cancel != nil {
+			b.cancel()
+			<-b.inDone
+		}
+		b.mu.Lock()
+		cursors := make([]*CursorSubscription, 0, len(b.cursors))
+		for c := range b.cursors {
+			cursors = append(cursors, c)
+		}
+		b.mu.Unlock()
+		for _, c := range cursors {
+			_ = c.Close()
+		}
+		if b.own != nil {
+			b.own.close()
+		}
+		b.closeErr = b.local.Close()
+		b.nc.Close()
+	})
+	return b.closeErr
+}

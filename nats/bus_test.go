@@ -1,0 +1,180 @@
+package nats_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/nats"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/event/eventtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// REF 12.1.1: the nats bus keeps the bus contract for this node's
+// subscriptions; it passes the conformance suite every bus passes.
+func TestBusConformance(t *testing.T) {
+	srv := server(t)
+	var next atomic.Int64
+	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus {
+		n := next.Add(1)
+		// each case gets a bus of its own prefix, so that the cases,
+		// which run in parallel, do not see each other's events
+		return connect(t, srv.URL(), fmt.Sprintf("node%d", n), func(c *nats.Config) {
+			c.SubjectPrefix = fmt.Sprintf("conf%d", n)
+			c.Stream = fmt.Sprintf("CONF%d", n)
+		})
+	})
+}
+
+// REF 12.1.2: what one node publishes reaches the matching subscriptions
+// of the others, durable and ephemeral events alike, in publish order.
+func TestBusAcrossNodes(t *testing.T) {
+	srv := server(t)
+	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	onB := eventtest.SubscribeWithConfig(t, b, "agent.run.r1.>", event.SubConfig{BufferSize: 100})
+	onA := eventtest.SubscribeWithConfig(t, a, "agent.run.r1.>", event.SubConfig{BufferSize: 100})
+	other := eventtest.Subscribe(t, b, "agent.run.r2.>")
+	subjects := []string{
+		event.SubjectRunStart("r1"),
+		event.SubjectStreamDelta("r1", "bot_node_n1"),
+		event.SubjectStepComplete("r1", "bot_node_n1"),
+		event.SubjectStreamDelta("r1", "bot_node_n1"),
+		event.SubjectRunEnd("r1"),
+	}
+	require.True(t, a.Ephemeral(subjects[1]))
+	require.False(t, a.Ephemeral(subjects[0]))
+	for i, s := range subjects {
+		env, err := event.NewEnvelope(t.Context(), s, i)
+		require.NoError(t, err)
+		require.NoError(t, a.Publish(t.Context(), env.WithHeader(event.HeaderRunID, "r1")))
+	}
+	for _, sub := range []event.Subscription{onA, onB} {
+		for i, s := range subjects {
+			got := eventtest.Receive(t, sub)
+			assert.Equal(t, s, got.Subject)
+			assert.Equal(t, "r1", got.Header(event.HeaderRunID))
+			var n int
+			require.NoError(t, got.Decode(&n))
+			assert.Equal(t, i, n)
+		}
+	}
+	// the node's own events reach it once: locally, not again over NATS.
+	// An echo would reach b before a's later event, on the same connection.
+	eventtest.Publish(t, b, event.SubjectRunStart("r2"), nil)
+	require.NoError(t, b.Conn().Flush())
+	eventtest.Publish(t, a, event.SubjectRunEnd("r2"), nil)
+	assert.Equal(t, event.SubjectRunStart("r2"), eventtest.Receive(t, other).Subject)
+	assert.Equal(t, event.SubjectRunEnd("r2"), eventtest.Receive(t, other).Subject)
+	eventtest.AssertEmpty(t, onA)
+	eventtest.AssertEmpty(t, onB)
+}
+
+// REF 12.1.6: two buses with the same node name — the old and the new
+// generation of one runtime during a reload — do not deliver each other's
+// events to their live subscriptions (each delivers its own, as two memory
+// buses would), while a cursor subscription reads both from the stream.
+func TestBusesOfOneNodeKeepTheirOwn(t *testing.T) {
+	srv := server(t)
+	old, cur := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "a")
+	other := connect(t, srv.URL(), "b")
+	onOld := eventtest.SubscribeWithConfig(t, old, "gen.>", event.SubConfig{BufferSize: 10})
+	onOther := eventtest.SubscribeWithConfig(t, other, "gen.>", event.SubConfig{BufferSize: 10})
+	eventtest.Publish(t, cur, "gen.new", nil)
+	eventtest.Publish(t, other, "gen.other", nil)
+	seen := []string{eventtest.Receive(t, onOther).Subject, eventtest.Receive(t, onOther).Subject}
+	assert.ElementsMatch(t, []string{"gen.new", "gen.other"}, seen, "another node sees it beside its own")
+	assert.Equal(t, "gen.other", eventtest.Receive(t, onOld).Subject, "the old bus sees only other nodes' events")
+	eventtest.AssertEmpty(t, onOld)
+	sub, err := old.SubscribeFrom(t.Context(), "gen.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, "gen.new", eventtest.Receive(t, sub).Subject)
+	assert.Equal(t, "gen.other", eventtest.Receive(t, sub).Subject)
+}
+
+// REF 12.1.2.1: a durable event sent twice with one id (a publish that
+// asked again for its acknowledgement) reaches another node's live
+// subscriptions once, as the stream stores it once.
+func TestRetriedPublishDeliveredOnce(t *testing.T) {
+	srv := server(t)
+	b := connect(t, srv.URL(), "b")
+	sub := eventtest.SubscribeWithConfig(t, b, "x.>", event.SubConfig{BufferSize: 10})
+	nc := connect(t, srv.URL(), "raw").Conn()
+	one := []byte(`{"id":"00000000000000000001","subject":"x.y","payload":1}`)
+	two := []byte(`{"id":"00000000000000000002","subject":"x.y","payload":2}`)
+	for _, data := range [][]byte{one, one, two, one} {
+		require.NoError(t, nc.Publish("corral.ev.x.y", data))
+	}
+	require.NoError(t, nc.Flush())
+	assert.Equal(t, "00000000000000000001", eventtest.Receive(t, sub).ID)
+	assert.Equal(t, "00000000000000000002", eventtest.Receive(t, sub).ID)
+	// the next event on the connection comes next: the fourth copy of
+	// the first was not delivered
+	require.NoError(t, nc.Publish("corral.eph.x.y", []byte(`{"id":"00000000000000000003","subject":"x.y"}`)))
+	assert.Equal(t, "00000000000000000003", eventtest.Receive(t, sub).ID)
+}
+
+// REF 12.1.5: a full Block subscription on one node never makes another
+// node's publisher wait; it holds up its own node's delivery, which loses
+// nothing and keeps the order, while NATS holds what arrives meanwhile.
+func TestBlockDoesNotReachAcrossNodes(t *testing.T) {
+	srv := server(t)
+	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	slow := eventtest.SubscribeWithConfig(t, b, "blk.>", event.SubConfig{BufferSize: 1, Backpressure: event.Block})
+	after := eventtest.SubscribeWithConfig(t, b, "later.>", event.SubConfig{BufferSize: 10})
+	const n = 20
+	for i := range n {
+		eventtest.Publish(t, a, "blk.e", i) // returns although b's subscriber is full
+	}
+	eventtest.Publish(t, a, "later.e", nil)
+	for i := range n {
+		var got int
+		require.NoError(t, eventtest.Receive(t, slow).Decode(&got))
+		assert.Equal(t, i, got)
+	}
+	assert.Equal(t, "later.e", eventtest.Receive(t, after).Subject, "delivered once the Block subscriber made room")
+	assert.Zero(t, b.RemoteDropped())
+	assert.Zero(t, b.Dropped())
+}
+
+// REF 12.1.3: messages on the bus's subjects that are not envelopes, or
+// whose envelope names another subject, are dropped and counted, never
+// delivered.
+func TestBusDropsForeignMessages(t *testing.T) {
+	srv := server(t)
+	b := connect(t, srv.URL(), "b")
+	sub := eventtest.Subscribe(t, b, "x.>")
+	nc := connect(t, srv.URL(), "raw").Conn()
+	require.NoError(t, nc.Publish("corral.eph.x.y", []byte("not json")))
+	require.NoError(t, nc.Publish("corral.eph.x.y", []byte(`{"subject":"x.z","id":"i"}`)))
+	require.NoError(t, nc.Publish("corral.other.x.y", []byte(`{"subject":"x.y","id":"i"}`)))
+	require.NoError(t, nc.Flush())
+	eventually(t, "foreign messages counted", func() bool { return b.Invalid() == 3 })
+	eventtest.AssertEmpty(t, sub)
+}
+
+// REF 12.1.4: a bad configuration is a Validation error; an unreachable
+// server is NotAvailable.
+func TestConnectErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  nats.Config
+		kind *fault.Kind
+	}{
+		{"no url", nats.Config{}, fault.Validation},
+		{"bad prefix", nats.Config{URL: "nats://127.0.0.1:1", SubjectPrefix: "a.*"}, fault.Validation},
+		{"bad replicas", nats.Config{URL: "nats://127.0.0.1:1", Replicas: 7}, fault.Validation},
+		{"short lease", nats.Config{URL: "nats://127.0.0.1:1", LeaseTTL: 10e6}, fault.Validation},
+		{"bad ephemeral", nats.Config{URL: "nats://127.0.0.1:1", Ephemeral: []string{"a.>.b"}}, fault.Validation},
+		{"dotted node", nats.Config{URL: "nats://127.0.0.1:1", Node: "a.b"}, fault.Validation},
+		{"unreachable", nats.Config{URL: "nats://127.0.0.1:1", ConnectTimeout: 200e6}, fault.NotAvailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := nats.Connect(context.Background(), tc.cfg)
+			assert.ErrorIs(t, err, tc.kind)
+		})
+	}
+}

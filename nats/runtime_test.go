@@ -1,0 +1,288 @@
+package nats_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/nats"
+	"github.com/corral-rt/corral/nats/natstest"
+	"github.com/corral-rt/corral/runtime"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// docDir holds the document that runs on one machine or on many.
+var docDir = filepath.Join("..", "testdata", "distributed")
+
+// loadDoc loads deploy.yaml, with the nats.yaml layer over it when
+// distributed is set.
+func loadDoc(t *testing.T, distributed bool) *deploy.Document {
+	t.Helper()
+	dir := absDir(t)
+	layers := []deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}}
+	if distributed {
+		layers = append(layers, deploy.Layer{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"})
+	}
+	doc, _, err := deploy.LoadLayers(layers, deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	return doc
+}
+
+func absDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(docDir)
+	require.NoError(t, err)
+	return dir
+}
+
+func read(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	return b
+}
+
+// node is one runtime of the deployment with the prompts its turns ask.
+type node struct {
+	app   *runtime.Runtime
+	mu    sync.Mutex
+	asked map[string]chan string // run id -> prompt ids
+}
+
+// build builds doc as a node, the environment of the document set to
+// url and name (the document reads them when it is built).
+func build(t *testing.T, doc *deploy.Document, url, name string) *node {
+	t.Helper()
+	t.Setenv("CORRAL_NATS_URL", url)
+	t.Setenv("CORRAL_NODE", name)
+	app, err := builtin.NewBuilder().Build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	n := &node{app: app, asked: map[string]chan string{}}
+	detach, err := app.Attach(context.Background(), session.PatternPromptRequested(),
+		event.SinkFunc(func(_ context.Context, env event.Envelope) error {
+			var p session.PromptRequested
+			if err := env.Decode(&p); err != nil {
+				return err
+			}
+			n.prompts(p.RunID) <- p.PromptID
+			return nil
+		}))
+	require.NoError(t, err)
+	t.Cleanup(detach)
+	return n
+}
+
+func (n *node) prompts(runID string) chan string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch := n.asked[runID]
+	if ch == nil {
+		ch = make(chan string, 4)
+		n.asked[runID] = ch
+	}
+	return ch
+}
+
+// start starts a turn on key, or returns the refusal.
+func (n *node) start(t *testing.T, key session.Key) (*session.Turn, error) {
+	t.Helper()
+	lease, err := n.app.Sessions().Open(context.Background(), key)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lease.Close() })
+	return lease.Session().Start(context.Background(), agent.Request{Message: message.NewTextMessage(message.RoleUser, "hi")})
+}
+
+// asks waits until turn asks its question and returns the prompt id.
+func (n *node) asks(t *testing.T, turn *session.Turn) string {
+	t.Helper()
+	select {
+	case id := <-n.prompts(turn.RunID()):
+		return id
+	case <-time.After(wait):
+		t.Fatalf("run %s never asked", turn.RunID())
+		return ""
+	}
+}
+
+// answer waits for the turn's question, replies and waits for its result.
+func answer(t *testing.T, n *node, turn *session.Turn, name string) *agent.Result {
+	t.Helper()
+	return replyTo(t, turn, n.asks(t, turn), name)
+}
+
+// replyTo replies to prompt id of turn and waits for its result.
+func replyTo(t *testing.T, turn *session.Turn, id, name string) *agent.Result {
+	t.Helper()
+	require.NoError(t, turn.Reply(context.Background(), id, agent.UserReply{Parts: []message.Part{message.TextPart(name)}}))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := turn.Wait(ctx)
+	require.NoError(t, err)
+	return res
+}
+
+// REF 12.5.1: the same document runs on one machine, with the memory bus.
+func TestDocumentOnOneMachine(t *testing.T) {
+	n := build(t, loadDoc(t, false), "", "")
+	bus, ok := n.app.Resource("events")
+	require.True(t, ok)
+	_, isMemory := bus.(*event.MemoryBus)
+	assert.True(t, isMemory)
+	turn, err := n.start(t, session.Key{AgentID: "concierge", ContextID: "c1"})
+	require.NoError(t, err)
+	res := answer(t, n, turn, "Ada")
+	assert.Equal(t, agent.StatusCompleted, res.Status)
+	require.NotEmpty(t, res.Output)
+	assert.Contains(t, res.Output[len(res.Output)-1].Text(), "Nice to meet you, Ada.")
+}
+
+// REF 12.5.1, 12.3.1, 12.3.3, 12.3.6, 12.1.2: the same document with the
+// nats layer runs as two nodes on a three-server cluster. A key's turn
+// runs on one node: the other is refused, naming the owner; its events
+// reach both nodes. When the owner stops renewing (its connection
+// closes) its turn is stopped, and the other node takes the key over.
+func TestDocumentOnTwoNodes(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	doc := loadDoc(t, true)
+	a := build(t, doc, natstest.URLs(servers), "a")
+	b := build(t, doc, natstest.URLs(servers), "b")
+	busA, _ := a.app.Resource("events")
+	require.IsType(t, &nats.Bus{}, busA)
+
+	key := session.Key{AgentID: "concierge", ContextID: "c1"}
+	onA, err := a.start(t, key)
+	require.NoError(t, err)
+	a.asks(t, onA)
+	select { // the events are shared: b sees a's prompt too
+	case <-b.prompts(onA.RunID()):
+	case <-time.After(wait):
+		t.Fatal("node b never saw the prompt of node a's turn")
+	}
+
+	_, err = b.start(t, key)
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "want an OwnedError, got %v", err)
+	assert.Equal(t, "a", owned.Owner)
+	assert.ErrorIs(t, err, fault.NotAvailable)
+
+	other, err := b.start(t, session.Key{AgentID: "concierge", ContextID: "c2"})
+	require.NoError(t, err, "another key is free on the other node")
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, other, "Bo").Status)
+
+	busA.(*nats.Bus).Conn().Close() // node a stops renewing, as a dead node does
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err = onA.Wait(ctx)
+	require.ErrorIs(t, err, fault.NotAvailable, "a's turn is stopped once its lease is lost")
+	assert.Equal(t, session.TurnCanceled, onA.State())
+
+	var onB *session.Turn
+	eventually(t, "node b takes the key over", func() bool {
+		var err error
+		onB, err = b.start(t, key)
+		return err == nil
+	})
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Cy").Status)
+}
+
+// REF 12.4.2, 12.3.3: a node cut off from the cluster (its only server
+// reachable through a proxy that is cut) stops its turn within its lease
+// TTL, and another node takes the key over.
+func TestPartitionedNodeStopsItsTurn(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	proxy := natstest.NewProxy(t, servers[0].URL())
+	doc := loadDoc(t, true)
+	// node a knows the cluster through the proxy only
+	onlyProxy, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "proxy", Priority: 2, Data: []byte("resources: {events: {settings: {no_discovery: true, publish_timeout: 1s}}}")},
+	}, deploy.ParseConfig{BaseDir: absDir(t)})
+	require.NoError(t, err)
+	a := build(t, onlyProxy, proxy.URL(), "a")
+	b := build(t, doc, natstest.URLs(servers), "b")
+
+	key := session.Key{AgentID: "concierge", ContextID: "p1"}
+	onA, err := a.start(t, key)
+	require.NoError(t, err)
+	a.asks(t, onA)
+	proxy.Cut()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err = onA.Wait(ctx)
+	require.ErrorIs(t, err, fault.NotAvailable, "the cut-off node stops its turn when its lease runs out")
+	assert.Equal(t, session.TurnCanceled, onA.State())
+
+	var onB *session.Turn
+	eventually(t, "node b takes the key over", func() bool {
+		var err error
+		onB, err = b.start(t, key)
+		return err == nil
+	})
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Di").Status)
+}
+
+// REF 12.1.6, 12.3.2: a node reloads its document while one of its turns
+// runs. The turn finishes on the generation it started on, holding its
+// key all along (the other node is still refused), the next turn runs on
+// the new generation, and the runtime's attachments see each event once.
+func TestReloadWhileATurnRuns(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	urls := natstest.URLs(servers)
+	doc := loadDoc(t, true)
+	a := build(t, doc, urls, "a")
+	b := build(t, doc, urls, "b")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	detach, err := a.app.Attach(context.Background(), "agent.run.>", event.SinkFunc(func(_ context.Context, env event.Envelope) error {
+		mu.Lock()
+		seen[env.ID]++
+		mu.Unlock()
+		return nil
+	}), event.WithAttachBufferSize(1024))
+	require.NoError(t, err)
+	defer detach()
+
+	key := session.Key{AgentID: "concierge", ContextID: "r1"}
+	first, err := a.start(t, key)
+	require.NoError(t, err)
+	asked := a.asks(t, first)
+
+	bigger, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "bigger", Priority: 2, Data: []byte("resources: {events: {settings: {buffer_size: 512}}}")},
+	}, deploy.ParseConfig{BaseDir: absDir(t)})
+	require.NoError(t, err)
+	t.Setenv("CORRAL_NODE", "a")
+	_, err = a.app.Reload(context.Background(), bigger)
+	require.NoError(t, err)
+
+	_, err = b.start(t, key)
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "the turn of the old generation still holds the key: %v", err)
+	assert.Equal(t, agent.StatusCompleted, replyTo(t, first, asked, "Ed").Status)
+
+	second, err := a.start(t, key)
+	require.NoError(t, err)
+	assert.Equal(t, agent.StatusCompleted, answer(t, a, second, "Flo").Status)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen)
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "event %s delivered %d times", id, n)
+	}
+}
