@@ -201,3 +201,25 @@ func (d *Dispatcher) replayCall(f Func, args json.RawMessage) (json.RawMessage, 
 	}
 	return e.Result, nil
 }
+
+// TakeIf takes the next recorded entry of node when it is a call of fn,
+// and reports whether it did; any other next entry (or none) is left in
+// place and is no divergence. It answers inputs the run may or may not
+// have taken at a point, such as the interrupt the engine saw at a wave
+// boundary: a replay takes it where it was recorded and nowhere else.
+// TakeIf of a journal that is not replaying takes nothing.
+func (j *Journal) TakeIf(node, fn string) (Entry, bool) {
+	if !j.Replaying() {
+		return Entry{}, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t := j.tape
+	queue := t.queues[node]
+	if len(queue) == 0 || queue[0].Func != fn {
+		return Entry{}, false
+	}
+	t.queues[node] = queue[1:]
+	t.taken[node]++
+	return queue[0].clone(), true
+}
