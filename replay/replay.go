@@ -143,9 +143,11 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	}
 	defer lease.Close()
 	req := rec.Header.Request.Clone()
-	turn, err := lease.Session().StartWithConfig(ctx, req, session.StartConfig{
-		RunID: rec.Header.RunID, AskUser: askNothing,
-	})
+	sc := session.StartConfig{RunID: rec.Header.RunID, AskUser: askNothing}
+	if st := rec.Header.Start; st != nil { // the turn began with history, or resumed
+		sc.History, sc.ResumeFrom = st.History, st.Resume
+	}
+	turn, err := lease.Session().StartWithConfig(ctx, req, sc)
 	if err != nil {
 		return nil, err
 	}

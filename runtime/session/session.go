@@ -150,6 +150,15 @@ type StartConfig struct {
 	// run's random sequence is seeded. It must be non-blank with no
 	// surrounding whitespace. "": a new run id (REF 2.2.7).
 	RunID string
+	// History, when set, is the board the turn starts from in place of
+	// the session's stored history: a replay of a turn that began with
+	// history starts from the recorded one. nil: the session's.
+	History *agent.Board
+	// ResumeFrom, when set, resumes this checkpoint of the run
+	// ResumeFrom.ExecID (which becomes the turn's run id) instead of
+	// starting afresh: a replay of a resumed turn resumes the recorded
+	// checkpoint without a checkpoint store. nil: a new run.
+	ResumeFrom *agent.Checkpoint
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
@@ -181,6 +190,13 @@ func (s *Session) StartWithConfig(ctx context.Context, req agent.Request, cfg St
 // owned returns cfg with its own copy of the sinks, once they are valid.
 func (cfg StartConfig) owned() (StartConfig, error) {
 	cfg.Sinks = slices.Clone(cfg.Sinks)
+	if cfg.History != nil {
+		cfg.History = cfg.History.Clone()
+	}
+	if cfg.ResumeFrom != nil {
+		cp := cfg.ResumeFrom.Clone()
+		cfg.ResumeFrom = &cp
+	}
 	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
 		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
 	}
@@ -264,6 +280,9 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	if cfg.RunID != "" {
 		runID = cfg.RunID
 	}
+	if rs == nil && cfg.ResumeFrom != nil {
+		rs = &resumeState{runID: cfg.ResumeFrom.ExecID, cp: cfg.ResumeFrom}
+	}
 	if rs != nil {
 		runID = rs.runID
 	}
@@ -277,6 +296,9 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 			return nil, err
 		}
 	}
+	if cfg.History != nil && rs == nil {
+		history = cfg.History
+	}
 	if err := s.ensureCatalog(ctx, ep); err != nil {
 		return nil, err
 	}
@@ -286,6 +308,10 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	t = newTurn(s, ep, runID, cfg, req)
+	t.history = history
+	if rs != nil {
+		t.resumeFrom = rs.cp
+	}
 	t.quota = &turnQuota{ts: s.m.tenants, tenant: tenant, q: s.m.tenants.quota(tenant)}
 	t.endQuota = endQuota
 	if err := t.prepare(ctx, cfg.Ephemeral); err != nil {
