@@ -12,6 +12,7 @@ import (
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -143,7 +144,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	}
 	defer lease.Close()
 	req := rec.Header.Request.Clone()
-	sc := session.StartConfig{RunID: rec.Header.RunID, AskUser: askNothing}
+	sc := session.StartConfig{RunID: rec.Header.RunID, AskUser: askNothing, Steer: undrainedSteer(rec.Result)}
 	if st := rec.Header.Start; st != nil { // the turn began with history, or resumed
 		sc.History, sc.ResumeFrom = st.History, st.Resume
 	}
@@ -167,6 +168,30 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 		d.Where = fileWhere(d.Where, scriptFiles(cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())))
 	}
 	return rep, nil
+}
+
+// undrainedSteer returns as many steer messages as the recorded turn left
+// undrained (its result's session.pending_steer): the session counts them
+// as the turn settles, and a replay, whose drainSteer calls answer from the
+// recording, leaves them in its queue as the recorded turn did. Their text
+// was never read by the run and is not recorded.
+func undrainedSteer(out *Outcome) []message.Message {
+	if out == nil || len(out.State) == 0 {
+		return nil
+	}
+	var state map[string]json.RawMessage
+	if json.Unmarshal(out.State, &state) != nil {
+		return nil
+	}
+	var n int
+	if json.Unmarshal(state[session.StatePendingSteer], &n) != nil || n <= 0 {
+		return nil
+	}
+	msgs := make([]message.Message, min(n, session.MaxSteerQueue))
+	for i := range msgs {
+		msgs[i] = message.NewTextMessage(message.RoleUser, "(an undrained steer message; its text is not recorded)")
+	}
+	return msgs
 }
 
 // askNothing answers a prompt no recorded input answered: a replay never

@@ -159,6 +159,11 @@ type StartConfig struct {
 	// starting afresh: a replay of a resumed turn resumes the recorded
 	// checkpoint without a checkpoint store. nil: a new run.
 	ResumeFrom *agent.Checkpoint
+	// Steer are queued for the turn before its run starts, in order, as
+	// Turn.Steer queues them (at most MaxSteerQueue valid messages): a
+	// replay reproduces the steer messages a recorded turn left undrained.
+	// nil: none.
+	Steer []message.Message
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
@@ -197,6 +202,15 @@ func (cfg StartConfig) owned() (StartConfig, error) {
 		cp := cfg.ResumeFrom.Clone()
 		cfg.ResumeFrom = &cp
 	}
+	if len(cfg.Steer) > MaxSteerQueue {
+		return cfg, ErrSteerQueueFull
+	}
+	for _, m := range cfg.Steer {
+		if err := m.Validate(); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.Steer = message.CloneAll(cfg.Steer)
 	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
 		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
 	}
@@ -309,6 +323,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	}
 	t = newTurn(s, ep, runID, cfg, req)
 	t.history = history
+	t.steer = cfg.Steer
 	if rs != nil {
 		t.resumeFrom = rs.cp
 	}
