@@ -47,6 +47,7 @@ type Dispatcher struct {
 	eventBytes int64
 	logBytes   int64
 	skips      int // emits skipped for a malformed payload
+	calls      int // host ABI calls made, the one running included
 }
 
 var _ sandbox.ABI = (*Dispatcher)(nil)
@@ -87,6 +88,10 @@ func (d *Dispatcher) Events() (count int, bytes int64) {
 // for a limit; otherwise the kind of the host's error (Timeout or Aborted
 // when ctx ends).
 func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	d.mu.Lock()
+	d.calls++
+	call := d.calls
+	d.mu.Unlock()
 	f, ok := lookupIn(d.funcs, name)
 	if !ok {
 		return nil, fault.New(fault.NotFound, "host abi", "node %q: unknown function %q", d.cfg.Node, abbreviate(name))
@@ -109,7 +114,7 @@ func (d *Dispatcher) Call(ctx context.Context, name string, args json.RawMessage
 	}
 	var res json.RawMessage
 	if f.NonDeterministic && d.cfg.Journal.Replaying() {
-		res, err = d.replayCall(f, args) // a replay answers from the recording, never from the host
+		res, err = d.replayCall(f, args, call) // a replay answers from the recording, never from the host
 	} else {
 		res, err = f.handler(ctx, d, argv)
 	}

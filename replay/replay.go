@@ -55,14 +55,20 @@ type Divergence struct {
 	What string `json:"what"`
 	Node string `json:"node,omitempty"`
 	// Where is the script position ("file:line:col") of the call that
-	// diverged, when the script engine can tell it.
+	// diverged, when the script engine can tell it; for a WebAssembly
+	// node, which has none, "module <file>" names its module.
 	Where string `json:"where,omitempty"`
 	// Call is the node's input number (for "input" and "unused_input"),
 	// Func the host function; Index the position of the event or board
 	// write in the recording (from 0).
-	Call  int    `json:"call,omitempty"`
-	Func  string `json:"func,omitempty"`
-	Index int    `json:"index,omitempty"`
+	Call int `json:"call,omitempty"`
+	// HostCall is, for what "input", the call's number among all the host
+	// ABI calls of the node's run (emit, log and board calls included),
+	// from 1; 0 when no host ABI call asked (a model reply, a tool result,
+	// an interrupt at a wave boundary).
+	HostCall int    `json:"host_call,omitempty"`
+	Func     string `json:"func,omitempty"`
+	Index    int    `json:"index,omitempty"`
 	// Expected and Got are the recorded and the replayed values (absent
 	// when there was none).
 	Expected json.RawMessage `json:"expected,omitempty"`
@@ -80,6 +86,9 @@ func (d *Divergence) String() string {
 	}
 	if d.Call > 0 {
 		s += fmt.Sprintf(" call %d", d.Call)
+	}
+	if d.HostCall > 0 {
+		s += fmt.Sprintf(" (host call %d)", d.HostCall)
 	}
 	if d.Func != "" {
 		s += " (" + d.Func + ")"
@@ -164,8 +173,13 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	rep := &Report{RunID: rec.Header.RunID, Got: got}
 	rep.Divergence = compare(rec, got, journal, runError(res, waitErr))
 	rep.Identical = rep.Divergence == nil
-	if d := rep.Divergence; d != nil && d.Where != "" && cfg.Document.File() != "" {
-		d.Where = fileWhere(d.Where, scriptFiles(cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())))
+	if d := rep.Divergence; d != nil && cfg.Document.File() != "" {
+		base, file := cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())
+		if d.Where != "" {
+			d.Where = fileWhere(d.Where, scriptFiles(base, file))
+		} else if f, ok := moduleFiles(base, file)[d.Node]; ok && d.Node != "" {
+			d.Where = "module " + f // wasm: no script position
+		}
 	}
 	return rep, nil
 }

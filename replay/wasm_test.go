@@ -56,6 +56,7 @@ func TestReplayWasmRandomAndClock(t *testing.T) {
 		assert.Equal(t, "input", rep.Divergence.What)
 		assert.Equal(t, "roll", rep.Divergence.Node)
 		assert.Equal(t, "random", rep.Divergence.Func)
+		assert.Equal(t, "module roll.wasm", rep.Divergence.Where, "a wasm node's divergence names its module")
 		for _, ev := range rec.Events {
 			if ev.Node == "roll" && bytes.Contains(ev.Payload, []byte(`"text"`)) {
 				streamed = append(streamed, string(ev.Payload))
