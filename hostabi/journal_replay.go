@@ -16,16 +16,16 @@ import (
 // Validation, and a replay fails closed with it: nothing outside the
 // recording answers the call.
 type DivergenceError struct {
-	Node string          // the calling node
-	Call int             // the node's input number, from 1
+	Node string // the calling node
+	Call int    // the node's input number, from 1
 	// HostCall is the call's number among every host ABI call of the
 	// node's run (emit, log, board reads and the rest included), from 1;
 	// 0 when no host ABI call asked for the input (a model reply, a tool
 	// result, an interrupt at a wave boundary).
 	HostCall int
-	Func string          // the function the run called
-	Args json.RawMessage // the arguments it called it with
-	Want *Entry          // the recorded entry at that point; nil when the recording has none left
+	Func     string          // the function the run called
+	Args     json.RawMessage // the arguments it called it with
+	Want     *Entry          // the recorded entry at that point; nil when the recording has none left
 }
 
 func (e *DivergenceError) Error() string {
