@@ -87,10 +87,10 @@ func (d *Divergence) String() string {
 	if d.Call > 0 {
 		s += fmt.Sprintf(" call %d", d.Call)
 	}
-	if d.HostCall > 0 {
-		s += fmt.Sprintf(" (host call %d)", d.HostCall)
-	}
-	if d.Func != "" {
+	switch {
+	case d.Func != "" && d.HostCall > 0:
+		s += fmt.Sprintf(" (%s; host call %d)", d.Func, d.HostCall)
+	case d.Func != "":
 		s += " (" + d.Func + ")"
 	}
 	if d.What == "event" || d.What == "board" {

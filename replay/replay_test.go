@@ -29,7 +29,7 @@ func replayFile(t *testing.T, file string) *replay.Report {
 	return rep
 }
 
-// REF 10.2.2, REF 10.2.3: each bad fixture diverges, and the report names the node, the call and,
+// REF 10.2.2, REF 10.2.3, REF 10.2.10: each bad fixture diverges, and the report names the node, the call and,
 // for a script's own call, the script position.
 func TestReplayDivergences(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// REF 10.1.3: a WebAssembly node's random stream and wall clock come from
+// REF 10.1.3, REF 10.2.11: a WebAssembly node's random stream and wall clock come from
 // the recording: two live runs stream different bytes, and a replay of
 // each streams its own.
 func TestReplayWasmRandomAndClock(t *testing.T) {
