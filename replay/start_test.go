@@ -93,10 +93,15 @@ func TestReplayTurnWithHistory(t *testing.T) {
 	require.NotNil(t, second.Header.Start.History, "the second turn starts from the first's board")
 
 	var turn *session.Turn
-	interrupt = func() { _ = turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}) }
+	started := make(chan struct{})
+	interrupt = func() {
+		<-started // turn is set
+		_ = turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel})
+	}
 	parked := run(func() (*session.Turn, error) {
 		var err error
 		turn, err = lease.Session().StartWithConfig(ctx, req, session.StartConfig{AskUser: ask})
+		close(started)
 		return turn, err
 	}, agent.StatusInterrupted)
 	assert.NotNil(t, parked.Header.Start)
