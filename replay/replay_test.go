@@ -129,6 +129,8 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"kind":"header","format":9}`))
+	f.Add([]byte(`{"kind":"header","format":1,"agent":"a","context":"c","run_id":"r","seeds":{"pcg":[0,0]},"request":{"message":{"role":"","parts":null}},"start":{"history":{"vars":{"n":1},"channels":{"__main_channel":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}}}}` + "\n" +
+		`{"kind":"input","n":1,"node":"x","call":1,"func":"interrupt","args":["after_wave"],"result":{"cause":"user_cancel"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := replay.DecodeBytes(data)
 		if err != nil {
