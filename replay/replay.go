@@ -225,7 +225,8 @@ func runError(res *agent.Result, err error) error {
 }
 
 // offline returns a copy of doc whose runtime keeps no checkpoints and
-// resumes nothing: a replay starts from an empty history and writes
+// resumes nothing from a store: a replay starts from the recorded start
+// (or an empty history) and writes
 // nothing to the document's stores.
 func offline(doc *deploy.Document) (*deploy.Document, error) {
 	out := *doc
