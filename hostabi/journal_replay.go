@@ -16,11 +16,16 @@ import (
 // Validation, and a replay fails closed with it: nothing outside the
 // recording answers the call.
 type DivergenceError struct {
-	Node string          // the calling node
-	Call int             // the node's input number, from 1
-	Func string          // the function the run called
-	Args json.RawMessage // the arguments it called it with
-	Want *Entry          // the recorded entry at that point; nil when the recording has none left
+	Node string // the calling node
+	Call int    // the node's input number, from 1
+	// HostCall is the call's number among every host ABI call of the
+	// node's run (emit, log, board reads and the rest included), from 1;
+	// 0 when no host ABI call asked for the input (a model reply, a tool
+	// result, an interrupt at a wave boundary).
+	HostCall int
+	Func     string          // the function the run called
+	Args     json.RawMessage // the arguments it called it with
+	Want     *Entry          // the recorded entry at that point; nil when the recording has none left
 }
 
 func (e *DivergenceError) Error() string {
@@ -82,6 +87,12 @@ func (j *Journal) Replaying() bool { return j != nil && j.tape != nil }
 // not run the tool. Answer of a journal that is not replaying is an
 // Internal error.
 func (j *Journal) Answer(node, fn string, args json.RawMessage, skip ...string) (Entry, error) {
+	return j.answer(0, node, fn, args, skip...)
+}
+
+// answer is Answer of the hostCall-th host ABI call of the node's run (0:
+// not a host ABI call), which a divergence names.
+func (j *Journal) answer(hostCall int, node, fn string, args json.RawMessage, skip ...string) (Entry, error) {
 	if !j.Replaying() {
 		return Entry{}, fault.New(fault.Internal, "replay", "the journal is not replaying")
 	}
@@ -96,7 +107,7 @@ func (j *Journal) Answer(node, fn string, args json.RawMessage, skip ...string) 
 		}
 	}
 	t.taken[node]++
-	div := &DivergenceError{Node: node, Call: t.taken[node], Func: fn, Args: compactArgs(args)}
+	div := &DivergenceError{Node: node, Call: t.taken[node], HostCall: hostCall, Func: fn, Args: compactArgs(args)}
 	if len(queue) == 0 {
 		t.queues[node] = queue
 		return Entry{}, t.diverge(div)
@@ -191,8 +202,8 @@ func sameJSON(a, b json.RawMessage) bool {
 }
 
 // replayCall answers a non-deterministic call of f from the recording.
-func (d *Dispatcher) replayCall(f Func, args json.RawMessage) (json.RawMessage, error) {
-	e, err := d.cfg.Journal.Answer(d.cfg.Node, f.Name, args)
+func (d *Dispatcher) replayCall(f Func, args json.RawMessage, hostCall int) (json.RawMessage, error) {
+	e, err := d.cfg.Journal.answer(hostCall, d.cfg.Node, f.Name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -200,4 +211,26 @@ func (d *Dispatcher) replayCall(f Func, args json.RawMessage) (json.RawMessage, 
 		return nil, e.Err.Err()
 	}
 	return e.Result, nil
+}
+
+// TakeIf takes the next recorded entry of node when it is a call of fn,
+// and reports whether it did; any other next entry (or none) is left in
+// place and is no divergence. It answers inputs the run may or may not
+// have taken at a point, such as the interrupt the engine saw at a wave
+// boundary: a replay takes it where it was recorded and nowhere else.
+// TakeIf of a journal that is not replaying takes nothing.
+func (j *Journal) TakeIf(node, fn string) (Entry, bool) {
+	if !j.Replaying() {
+		return Entry{}, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t := j.tape
+	queue := t.queues[node]
+	if len(queue) == 0 || queue[0].Func != fn {
+		return Entry{}, false
+	}
+	t.queues[node] = queue[1:]
+	t.taken[node]++
+	return queue[0].clone(), true
 }

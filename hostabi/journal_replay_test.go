@@ -128,3 +128,24 @@ func TestForkJournal(t *testing.T) {
 	_, err = hostabi.NewJournal().Answer("a", "tool", nil)
 	assert.True(t, fault.Is(err, fault.Internal), "a journal that is not replaying answers nothing")
 }
+
+// REF 10.2.10: a divergence names both the node's input number and the
+// call's number among all the host ABI calls of the node's run.
+func TestDivergenceNamesTheHostCall(t *testing.T) {
+	t.Parallel()
+	recorded := record(t, newRecorder(), [][2]string{{hostabi.FuncNow, `[]`}, {hostabi.FuncRandom, `[]`}})
+	j := hostabi.NewReplayJournal(recorded)
+	d := newDispatcher(newRecorder().fullHost(), allCaps(), j, sandbox.Limits{})
+	_, err := call(t, d, hostabi.FuncEmit, `["token","a"]`)
+	require.NoError(t, err)
+	_, err = call(t, d, hostabi.FuncNow, `[]`)
+	require.NoError(t, err)
+	_, err = call(t, d, hostabi.FuncEmit, `["token","b"]`)
+	require.NoError(t, err)
+	_, err = call(t, d, hostabi.FuncNow, `[]`) // the recording has random here
+	var div *hostabi.DivergenceError
+	require.ErrorAs(t, err, &div)
+	assert.Equal(t, 2, div.Call, "the node's second input")
+	assert.Equal(t, 4, div.HostCall, "the node's fourth host call")
+	assert.Equal(t, div, j.Divergence())
+}

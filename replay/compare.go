@@ -103,7 +103,7 @@ func sameEvent(a, b Event) bool {
 func compare(rec, got *Recording, journal *hostabi.Journal, runErr error) *Divergence {
 	where := whereOf(runErr)
 	if d := journal.Divergence(); d != nil {
-		out := &Divergence{What: "input", Node: d.Node, Call: d.Call, Func: d.Func, Where: where}
+		out := &Divergence{What: "input", Node: d.Node, Call: d.Call, HostCall: d.HostCall, Func: d.Func, Where: where}
 		out.Got, _ = json.Marshal(map[string]any{"func": d.Func, "args": d.Args})
 		if d.Want != nil {
 			out.Expected, _ = json.Marshal(map[string]any{"func": d.Want.Func, "args": d.Want.Args})

@@ -124,19 +124,7 @@ func ChangedFiles(recorded, now []Digest) []string {
 // config names it, and a divergence names the file instead.
 func scriptFiles(base, file string) map[string]string {
 	out := map[string]string{}
-	seen := map[string]bool{}
-	queue := []string{file}
-	for len(queue) > 0 && len(seen) < maxDigestFiles {
-		p := queue[0]
-		queue = queue[1:]
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		data, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(p)))
-		if err != nil {
-			continue
-		}
+	for _, data := range graphDocs(base, file) {
 		var g struct {
 			Nodes []struct {
 				ID     string `yaml:"id"`
@@ -162,11 +150,70 @@ func scriptFiles(base, file string) map[string]string {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// graphDocs returns the contents of the deployment document file
+// (relative to base) and of the YAML and JSON documents reachable from it.
+func graphDocs(base, file string) [][]byte {
+	var out [][]byte
+	seen := map[string]bool{}
+	queue := []string{file}
+	for len(queue) > 0 && len(seen) < maxDigestFiles {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		data, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		out = append(out, data)
 		for _, ref := range fileRefs(data) {
 			switch strings.ToLower(path.Ext(ref)) {
 			case ".yaml", ".yml", ".json":
 				queue = append(queue, path.Clean(ref))
 			}
+		}
+	}
+	return out
+}
+
+// moduleFiles maps the nodes of the documents reachable from the
+// deployment document file whose config names a WebAssembly module file
+// (config.module.file), wherever the graph is (a graph file or inline in
+// the deployment), to that file.
+func moduleFiles(base, file string) map[string]string {
+	out := map[string]string{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if id, ok := v["id"].(string); ok {
+				if cfg, ok := v["config"].(map[string]any); ok {
+					if m, ok := cfg["module"].(map[string]any); ok {
+						if f, ok := m["file"].(string); ok && f != "" {
+							out[id] = f
+						}
+					}
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	for _, data := range graphDocs(base, file) {
+		var v any
+		if yaml.Unmarshal(data, &v) == nil {
+			walk(v)
 		}
 	}
 	return out

@@ -43,7 +43,7 @@ func ExampleReplay() {
 	}
 	// Output:
 	// identical
-	// diverged: input at node roll call 1 (random) at scripts/roll.js:3:35
+	// diverged: input at node roll call 1 (random; host call 1) at scripts/roll.js:3:35
 }
 
 // A Recorder records every turn of a runtime; a turn's recording is

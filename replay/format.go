@@ -64,6 +64,19 @@ type Header struct {
 	Digests []Digest `json:"digests,omitempty"`
 	// Parent names the recording this one was forked from (Fork).
 	Parent *Parent `json:"parent,omitempty"`
+	// Start is the state the turn started from, when it did not start
+	// from an empty session: absent for a turn without history (format 1
+	// recordings made before it existed read as such).
+	Start *Start `json:"start,omitempty"`
+}
+
+// Start is the state a turn started from: the session history the
+// runtime gave it (a second turn of a session), or the checkpoint it
+// resumed (a resumed turn). A replay starts from it rather than from an
+// empty session.
+type Start struct {
+	History *agent.Board      `json:"history,omitempty"`
+	Resume  *agent.Checkpoint `json:"resume,omitempty"`
 }
 
 // Seeds are the seeds of a run's random sources.

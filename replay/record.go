@@ -30,6 +30,10 @@ type TurnConfig struct {
 	Steer []string
 	// Ephemeral runs the turn in an ephemeral session (no history).
 	Ephemeral bool
+	// InterruptAt, when above 0, interrupts the turn (cause user_cancel)
+	// when its InterruptAt-th prompt is asked, before the prompt is
+	// answered: the engine takes the interrupt at the next wave boundary.
+	InterruptAt int
 }
 
 // Record builds cfg.Document with a Recorder, runs one turn and returns
@@ -85,6 +89,11 @@ func Record(ctx context.Context, cfg TurnConfig) (*Recording, *agent.Result, err
 				if err := turn.Steer(message.NewTextMessage(message.RoleUser, s)); err != nil {
 					return agent.UserReply{}, err
 				}
+			}
+		}
+		if cfg.InterruptAt == asked+1 {
+			if err := turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "recorded interrupt"}); err != nil {
+				return agent.UserReply{}, err
 			}
 		}
 		reply := agent.UserReply{Parts: []message.Part{}}

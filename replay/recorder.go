@@ -46,6 +46,35 @@ type recorded struct {
 	key    session.Key
 	result *Outcome
 	req    *agent.Request
+	start  *Start
+}
+
+// startOf is the state the turn of req starts from; nil for an empty
+// session.
+func startOf(req session.HostRequest) *Start {
+	if req.ResumeFrom == nil && (req.History == nil || boardEmpty(req.History)) {
+		return nil
+	}
+	st := &Start{}
+	if req.ResumeFrom != nil {
+		cp := req.ResumeFrom.Clone()
+		st.Resume = &cp
+	} else {
+		st.History = req.History.Clone()
+	}
+	return st
+}
+
+func boardEmpty(b *agent.Board) bool {
+	if len(b.Vars) > 0 {
+		return false
+	}
+	for _, msgs := range b.Channels {
+		if len(msgs) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // NewRecorder returns a recorder.
@@ -73,7 +102,7 @@ func (r *Recorder) Decorate(next session.HostFactory) (session.HostFactory, erro
 		if _, ok := r.turns[req.RunID]; !ok {
 			r.order = append(r.order, req.RunID)
 		}
-		r.turns[req.RunID] = &recorded{tap: t, key: req.Key}
+		r.turns[req.RunID] = &recorded{tap: t, key: req.Key, start: startOf(req)}
 		for len(r.order) > r.cfg.MaxTurns {
 			delete(r.turns, r.order[0])
 			r.order = r.order[1:]
@@ -129,7 +158,7 @@ func (r *Recorder) Recording(runID string) (*Recording, bool) {
 	rec := &Recording{
 		Header: Header{Kind: KindHeader, Format: FormatVersion, Corral: Version(), Agent: t.key.AgentID,
 			Context: t.key.ContextID, RunID: runID, Seeds: SeedsOf(runID), Document: r.cfg.Document,
-			Digests: append([]Digest(nil), r.cfg.Digests...)},
+			Digests: append([]Digest(nil), r.cfg.Digests...), Start: t.start},
 		Inputs: inputsOf(t.tap.journal.Entries()),
 		Events: events,
 		Boards: boards,

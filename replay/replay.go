@@ -12,6 +12,7 @@ import (
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -54,14 +55,20 @@ type Divergence struct {
 	What string `json:"what"`
 	Node string `json:"node,omitempty"`
 	// Where is the script position ("file:line:col") of the call that
-	// diverged, when the script engine can tell it.
+	// diverged, when the script engine can tell it; for a WebAssembly
+	// node, which has none, "module <file>" names its module.
 	Where string `json:"where,omitempty"`
 	// Call is the node's input number (for "input" and "unused_input"),
 	// Func the host function; Index the position of the event or board
 	// write in the recording (from 0).
-	Call  int    `json:"call,omitempty"`
-	Func  string `json:"func,omitempty"`
-	Index int    `json:"index,omitempty"`
+	Call int `json:"call,omitempty"`
+	// HostCall is, for what "input", the call's number among all the host
+	// ABI calls of the node's run (emit, log and board calls included),
+	// from 1; 0 when no host ABI call asked (a model reply, a tool result,
+	// an interrupt at a wave boundary).
+	HostCall int    `json:"host_call,omitempty"`
+	Func     string `json:"func,omitempty"`
+	Index    int    `json:"index,omitempty"`
 	// Expected and Got are the recorded and the replayed values (absent
 	// when there was none).
 	Expected json.RawMessage `json:"expected,omitempty"`
@@ -80,7 +87,10 @@ func (d *Divergence) String() string {
 	if d.Call > 0 {
 		s += fmt.Sprintf(" call %d", d.Call)
 	}
-	if d.Func != "" {
+	switch {
+	case d.Func != "" && d.HostCall > 0:
+		s += fmt.Sprintf(" (%s; host call %d)", d.Func, d.HostCall)
+	case d.Func != "":
 		s += " (" + d.Func + ")"
 	}
 	if d.What == "event" || d.What == "board" {
@@ -143,9 +153,11 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	}
 	defer lease.Close()
 	req := rec.Header.Request.Clone()
-	turn, err := lease.Session().StartWithConfig(ctx, req, session.StartConfig{
-		RunID: rec.Header.RunID, AskUser: askNothing,
-	})
+	sc := session.StartConfig{RunID: rec.Header.RunID, AskUser: askNothing, Steer: undrainedSteer(rec.Result)}
+	if st := rec.Header.Start; st != nil { // the turn began with history, or resumed
+		sc.History, sc.ResumeFrom = st.History, st.Resume
+	}
+	turn, err := lease.Session().StartWithConfig(ctx, req, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +173,39 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	rep := &Report{RunID: rec.Header.RunID, Got: got}
 	rep.Divergence = compare(rec, got, journal, runError(res, waitErr))
 	rep.Identical = rep.Divergence == nil
-	if d := rep.Divergence; d != nil && d.Where != "" && cfg.Document.File() != "" {
-		d.Where = fileWhere(d.Where, scriptFiles(cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())))
+	if d := rep.Divergence; d != nil && cfg.Document.File() != "" {
+		base, file := cfg.Document.BaseDir(), filepath.Base(cfg.Document.File())
+		if d.Where != "" {
+			d.Where = fileWhere(d.Where, scriptFiles(base, file))
+		} else if f, ok := moduleFiles(base, file)[d.Node]; ok && d.Node != "" {
+			d.Where = "module " + f // wasm: no script position
+		}
 	}
 	return rep, nil
+}
+
+// undrainedSteer returns as many steer messages as the recorded turn left
+// undrained (its result's session.pending_steer): the session counts them
+// as the turn settles, and a replay, whose drainSteer calls answer from the
+// recording, leaves them in its queue as the recorded turn did. Their text
+// was never read by the run and is not recorded.
+func undrainedSteer(out *Outcome) []message.Message {
+	if out == nil || len(out.State) == 0 {
+		return nil
+	}
+	var state map[string]json.RawMessage
+	if json.Unmarshal(out.State, &state) != nil {
+		return nil
+	}
+	var n int
+	if json.Unmarshal(state[session.StatePendingSteer], &n) != nil || n <= 0 {
+		return nil
+	}
+	msgs := make([]message.Message, min(n, session.MaxSteerQueue))
+	for i := range msgs {
+		msgs[i] = message.NewTextMessage(message.RoleUser, "(an undrained steer message; its text is not recorded)")
+	}
+	return msgs
 }
 
 // askNothing answers a prompt no recorded input answered: a replay never
@@ -184,7 +225,8 @@ func runError(res *agent.Result, err error) error {
 }
 
 // offline returns a copy of doc whose runtime keeps no checkpoints and
-// resumes nothing: a replay starts from an empty history and writes
+// resumes nothing from a store: a replay starts from the recorded start
+// (or an empty history) and writes
 // nothing to the document's stores.
 func offline(doc *deploy.Document) (*deploy.Document, error) {
 	out := *doc

@@ -29,7 +29,7 @@ func replayFile(t *testing.T, file string) *replay.Report {
 	return rep
 }
 
-// REF 10.2.2, REF 10.2.3: each bad fixture diverges, and the report names the node, the call and,
+// REF 10.2.2, REF 10.2.3, REF 10.2.10: each bad fixture diverges, and the report names the node, the call and,
 // for a script's own call, the script position.
 func TestReplayDivergences(t *testing.T) {
 	t.Parallel()
@@ -38,10 +38,10 @@ func TestReplayDivergences(t *testing.T) {
 		want  replay.Divergence
 		where string
 	}{
-		{"bad-reordered", replay.Divergence{What: "input", Node: "roll", Call: 1, Func: "random"}, "scripts/roll.js:3:"},
+		{"bad-reordered", replay.Divergence{What: "input", Node: "roll", Call: 1, HostCall: 1, Func: "random"}, "scripts/roll.js:3:"},
 		{"bad-changed-line", replay.Divergence{What: "event", Node: "roll", Index: 1}, "scripts/roll.js:10:"},
 		{"bad-model-request", replay.Divergence{What: "input", Node: "model", Call: 1, Func: "inference"}, ""},
-		{"bad-missing-input", replay.Divergence{What: "input", Node: "roll", Call: 5, Func: "now"}, "scripts/roll.js:7:"},
+		{"bad-missing-input", replay.Divergence{What: "input", Node: "roll", Call: 5, HostCall: 5, Func: "now"}, "scripts/roll.js:7:"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -52,6 +52,7 @@ func TestReplayDivergences(t *testing.T) {
 			assert.Equal(t, tc.want.Node, d.Node)
 			assert.Equal(t, tc.want.Call, d.Call)
 			assert.Equal(t, tc.want.Func, d.Func)
+			assert.Equal(t, tc.want.HostCall, d.HostCall)
 			assert.Equal(t, tc.want.Index, d.Index)
 			assert.True(t, strings.HasPrefix(d.Where, tc.where), "where %q", d.Where)
 			assert.NotEmpty(t, d.Diff, "a structural diff of expected against got")
@@ -128,6 +129,8 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"kind":"header","format":9}`))
+	f.Add([]byte(`{"kind":"header","format":1,"agent":"a","context":"c","run_id":"r","seeds":{"pcg":[0,0]},"request":{"message":{"role":"","parts":null}},"start":{"history":{"vars":{"n":1},"channels":{"__main_channel":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}}}}` + "\n" +
+		`{"kind":"input","n":1,"node":"x","call":1,"func":"interrupt","args":["after_wave"],"result":{"cause":"user_cancel"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := replay.DecodeBytes(data)
 		if err != nil {

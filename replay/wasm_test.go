@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// REF 10.1.3: a WebAssembly node's random stream and wall clock come from
+// REF 10.1.3, REF 10.2.11: a WebAssembly node's random stream and wall clock come from
 // the recording: two live runs stream different bytes, and a replay of
 // each streams its own.
 func TestReplayWasmRandomAndClock(t *testing.T) {
@@ -56,6 +56,7 @@ func TestReplayWasmRandomAndClock(t *testing.T) {
 		assert.Equal(t, "input", rep.Divergence.What)
 		assert.Equal(t, "roll", rep.Divergence.Node)
 		assert.Equal(t, "random", rep.Divergence.Func)
+		assert.Equal(t, "module roll.wasm", rep.Divergence.Where, "a wasm node's divergence names its module")
 		for _, ev := range rec.Events {
 			if ev.Node == "roll" && bytes.Contains(ev.Payload, []byte(`"text"`)) {
 				streamed = append(streamed, string(ev.Payload))

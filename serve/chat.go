@@ -75,7 +75,8 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 		key.ContextID = newID("chat_")
 		cfg.Ephemeral = true
 		if len(msgs) > 1 {
-			cfg.History = msgs[:len(msgs)-1]
+			cfg.History = agent.NewBoard()
+			cfg.History.Append(agent.MainChannel, msgs[:len(msgs)-1]...)
 		}
 	} else if err := key.Validate(); err != nil {
 		return nil, nil, fault.Wrap(fault.Validation, err, "chat", "header %s", HeaderContextID)

@@ -99,10 +99,10 @@ func TestReplayDemo(t *testing.T) {
 func TestReplayBadFixtures(t *testing.T) {
 	dir := filepath.Join("..", "..", "replay", "testdata", "replay")
 	for name, want := range map[string]string{
-		"bad-reordered":     "input at node roll call 1 (random) at scripts/roll.js:3:",
+		"bad-reordered":     "input at node roll call 1 (random; host call 1) at scripts/roll.js:3:",
 		"bad-changed-line":  "event at node roll #1 at scripts/roll.js:10:",
 		"bad-model-request": "input at node model call 1 (inference)",
-		"bad-missing-input": "input at node roll call 5 (now) at scripts/roll.js:7:",
+		"bad-missing-input": "input at node roll call 5 (now; host call 5) at scripts/roll.js:7:",
 	} {
 		out, errOut, code := runArgs(t, "", "replay", filepath.Join(dir, name+".jsonl"))
 		assert.Equal(t, exitFailed, code, name+": "+out+errOut)

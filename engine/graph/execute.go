@@ -229,7 +229,7 @@ func (r *runState) beforeWave(ctx context.Context, wave []string) error {
 	if ctx.Err() != nil {
 		return r.contextError(ctx)
 	}
-	if intr, ok := r.latch.Poll(r.host.Interrupts()); ok {
+	if intr, ok := r.pollInterrupt(wave[0], boundaryBeforeWave); ok {
 		r.board.Vars[VarInterruptedNode] = wave[0]
 		return agent.Interrupted(intr)
 	}
@@ -247,7 +247,7 @@ func (r *runState) afterWave(ctx context.Context, wave, routes []string) ([]stri
 	if err := r.checkBoard(wave); err != nil {
 		return nil, err
 	}
-	intr, interrupted := r.latch.Poll(r.host.Interrupts())
+	intr, interrupted := r.pollInterrupt(wave[len(wave)-1], boundaryAfterWave)
 	if interrupted {
 		r.board.Vars[VarInterruptedNode] = wave[len(wave)-1]
 	}

@@ -261,3 +261,44 @@ func replayTools(c *Call, j *hostabi.Journal, calls []message.ToolCall) ([]messa
 	}
 	return out, nil
 }
+
+// JournalFuncInterrupt is the func name of the journal entry of an
+// interrupt the engine took at a wave boundary (REF 5.2.2, 5.2.4): its
+// node is the node the board names in __interrupted_node, its argument
+// the boundary ("before_wave" or "after_wave"), its result the interrupt.
+// Only an interrupt taken is recorded; a replay takes it at the same
+// boundary of the same node, and sees no interrupt anywhere else.
+const JournalFuncInterrupt = "interrupt"
+
+// The boundaries of an interrupt entry.
+const (
+	boundaryBeforeWave = `["before_wave"]`
+	boundaryAfterWave  = `["after_wave"]`
+)
+
+// pollInterrupt polls the run's interrupts at a wave boundary. A live run
+// polls the latch and journals an interrupt it takes; a replaying run
+// answers from its recording alone (TakeIf), so that an interrupted turn
+// replays interrupted at the same point.
+func (r *runState) pollInterrupt(node, boundary string) (agent.Interrupt, bool) {
+	if r.journal.Replaying() {
+		e, ok := r.journal.TakeIf(node, JournalFuncInterrupt)
+		if !ok {
+			return agent.Interrupt{}, false
+		}
+		var intr agent.Interrupt
+		if e.Err != nil || json.Unmarshal(e.Result, &intr) != nil || intr.Cause == "" {
+			intr = agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "replayed interrupt"}
+		}
+		r.journal.Record(e)
+		return intr, true
+	}
+	intr, ok := r.latch.Poll(r.host.Interrupts())
+	if ok {
+		res, err := json.Marshal(intr)
+		if err == nil {
+			r.journal.Record(hostabi.Entry{Node: node, Func: JournalFuncInterrupt, Args: json.RawMessage(boundary), Result: res})
+		}
+	}
+	return intr, ok
+}

@@ -40,7 +40,7 @@ func TestRun(t *testing.T) {
 	t.Parallel()
 	assert.Empty(t, run(t, "../testdata/replay/dice.jsonl"))
 	msg := run(t, "../testdata/replay/bad-reordered.jsonl")
-	assert.Contains(t, msg, "diverged: input at node roll call 1 (random) at scripts/roll.js:3:")
+	assert.Contains(t, msg, "diverged: input at node roll call 1 (random; host call 1) at scripts/roll.js:3:")
 	assert.Contains(t, msg, `$.func: expected "now", got "random"`)
 	assert.Contains(t, run(t, "../testdata/replay/missing.jsonl"), "no such file")
 }

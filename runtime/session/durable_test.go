@@ -501,20 +501,22 @@ func TestDurableCommitsAcknowledgedPrefix(t *testing.T) {
 	assert.False(t, ok, "a committed run is not parked")
 }
 
-// An ephemeral turn's History seeds its board before the request, and
-// History on a durable turn is refused.
+// A turn's History seeds its board before the request in place of the
+// session's stored history, and a history holding an invalid message is
+// refused.
 func TestStartHistory(t *testing.T) {
 	t.Parallel()
 	e := newDurableEnv(t, resumable{Engine: agenttest.New(agenttest.Reply("ok"))})
-	hist := []message.Message{message.NewTextMessage(message.RoleSystem, "be brief"), userMsg("earlier"),
-		message.NewTextMessage(message.RoleAssistant, "noted")}
+	hist := agent.NewBoard()
+	hist.Append(agent.MainChannel, message.NewTextMessage(message.RoleSystem, "be brief"), userMsg("earlier"),
+		message.NewTextMessage(message.RoleAssistant, "noted"))
 	res := settle(t, e.startConfig("c", "now", session.StartConfig{Ephemeral: true, History: hist}))
 	assert.Equal(t, []string{"be brief", "earlier", "noted", "now", "ok"}, texts(res.LastBoard.Channel(agent.MainChannel)))
 	assert.Equal(t, []string{"ok"}, texts(res.Output), "the history is not output")
 
-	_, err := e.open(key("d")).Session().StartWithConfig(context.Background(), ask("x"), session.StartConfig{History: hist})
-	isKind(t, err, fault.Validation)
-	_, err = e.open(key("d")).Session().StartWithConfig(context.Background(), ask("x"),
-		session.StartConfig{Ephemeral: true, History: []message.Message{{Role: "nobody"}}})
+	bad := agent.NewBoard()
+	bad.Append(agent.MainChannel, message.Message{Role: "nobody"})
+	_, err := e.open(key("d")).Session().StartWithConfig(context.Background(), ask("x"),
+		session.StartConfig{Ephemeral: true, History: bad})
 	isKind(t, err, fault.Validation)
 }

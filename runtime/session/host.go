@@ -37,6 +37,11 @@ type HostRequest struct {
 	RunID      string
 	Interrupts <-chan agent.Interrupt
 	AskUser    func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
+	// History is the session history the turn starts from, and ResumeFrom
+	// the checkpoint a resumed turn resumes; nil when there is none. A
+	// factory must not change them (a recorder keeps copies).
+	History    *agent.Board
+	ResumeFrom *agent.Checkpoint
 }
 
 // Validate checks that every field is set.
@@ -63,6 +68,7 @@ type HostFactory func(ctx context.Context, req HostRequest) (agent.Host, error)
 func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error) {
 	product, err := t.ep.deps.HostFactory(ctx, HostRequest{
 		Key: t.s.key, RunID: t.runID, Interrupts: t.intrCh, AskUser: t.askUser,
+		History: t.history, ResumeFrom: t.resumeFrom,
 	})
 	if err != nil {
 		return nil, err

@@ -150,13 +150,24 @@ type StartConfig struct {
 	// run's random sequence is seeded. It must be non-blank with no
 	// surrounding whitespace. "": a new run id (REF 2.2.7).
 	RunID string
-	// History, for an ephemeral turn, is the conversation before the
-	// request: the turn's board starts with these messages on the main
-	// channel (the messages of a stateless chat request, for example).
-	// Every message must be valid; History on a turn that is not
-	// ephemeral, or on a Resume, is a Validation error. nil: an empty
-	// board.
-	History []message.Message
+	// History, when set, is the board the turn starts from in place of
+	// the session's stored history: the conversation a stateless chat
+	// request carries (its messages on the main channel of an ephemeral
+	// turn), or, in a replay of a turn that began with history, the
+	// recorded board. Every message on it must be valid; a turn that
+	// resumes a run does not use it. nil: the session's stored history
+	// (none for an ephemeral turn).
+	History *agent.Board
+	// ResumeFrom, when set, resumes this checkpoint of the run
+	// ResumeFrom.ExecID (which becomes the turn's run id) instead of
+	// starting afresh: a replay of a resumed turn resumes the recorded
+	// checkpoint without a checkpoint store. nil: a new run.
+	ResumeFrom *agent.Checkpoint
+	// Steer are queued for the turn before its run starts, in order, as
+	// Turn.Steer queues them (at most MaxSteerQueue valid messages): a
+	// replay reproduces the steer messages a recorded turn left undrained.
+	// nil: none.
+	Steer []message.Message
 }
 
 // Start runs req as a new turn with the given sinks (REF 2.2).
@@ -189,19 +200,31 @@ func (s *Session) StartWithConfig(ctx context.Context, req agent.Request, cfg St
 // they are valid.
 func (cfg StartConfig) owned() (StartConfig, error) {
 	cfg.Sinks = slices.Clone(cfg.Sinks)
-	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
-		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
-	}
 	if cfg.History != nil {
-		if !cfg.Ephemeral {
-			return cfg, fault.New(fault.Validation, "start turn", "history is only for an ephemeral turn: a durable session keeps its own")
-		}
-		for i, m := range cfg.History {
-			if err := m.Validate(); err != nil {
-				return cfg, fault.Wrap(fault.Validation, err, "start turn", "history[%d]", i)
+		for name, msgs := range cfg.History.Channels {
+			for i, m := range msgs {
+				if err := m.Validate(); err != nil {
+					return cfg, fault.Wrap(fault.Validation, err, "start turn", "history channel %q message %d", name, i)
+				}
 			}
 		}
-		cfg.History = message.CloneAll(cfg.History)
+		cfg.History = cfg.History.Clone()
+	}
+	if cfg.ResumeFrom != nil {
+		cp := cfg.ResumeFrom.Clone()
+		cfg.ResumeFrom = &cp
+	}
+	if len(cfg.Steer) > MaxSteerQueue {
+		return cfg, ErrSteerQueueFull
+	}
+	for _, m := range cfg.Steer {
+		if err := m.Validate(); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.Steer = message.CloneAll(cfg.Steer)
+	if cfg.RunID != "" && (strings.TrimSpace(cfg.RunID) != cfg.RunID || len(cfg.RunID) > 256) {
+		return cfg, fault.New(fault.Validation, "start turn", "run id %q must have no surrounding whitespace and at most 256 bytes", cfg.RunID)
 	}
 	return cfg, ValidateSinks(cfg.Sinks)
 }
@@ -293,6 +316,9 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	if cfg.RunID != "" {
 		runID = cfg.RunID
 	}
+	if rs == nil && cfg.ResumeFrom != nil {
+		rs = &resumeState{runID: cfg.ResumeFrom.ExecID, cp: cfg.ResumeFrom}
+	}
 	if rs != nil {
 		runID = rs.runID
 	}
@@ -301,14 +327,13 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	}
 	durable := durableOn(ep, cfg.Ephemeral)
 	var history *agent.Board
-	if cfg.History != nil && rs == nil {
-		history = agent.NewBoard()
-		history.Append(agent.MainChannel, cfg.History...)
-	}
 	if durable && rs == nil {
 		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.History != nil && rs == nil {
+		history = cfg.History
 	}
 	if err := s.ensureCatalog(ctx, ep); err != nil {
 		return nil, err
@@ -321,6 +346,11 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	t = newTurn(s, ep, runID, cfg, req)
 	t.claim, t.ctx = c, ContextWithClaim(t.ctx, c)
 	c = nil // the turn releases it from here on
+	t.history = history
+	t.steer = cfg.Steer
+	if rs != nil {
+		t.resumeFrom = rs.cp
+	}
 	t.quota = &turnQuota{ts: s.m.tenants, tenant: tenant, q: s.m.tenants.quota(tenant)}
 	t.endQuota = endQuota
 	if err := t.prepare(ctx, cfg.Ephemeral); err != nil {

@@ -461,3 +461,25 @@ func TestSteerDelegatedSubRun(t *testing.T) {
 	assert.Equal(t, []string{"for the parent"}, texts(parentEng.Runs()[0].Steered))
 	assert.False(t, hiddenOK, "a hiding decorator hides the turn's queue")
 }
+
+// StartConfig.Steer queues messages before the run starts, as Turn.Steer
+// would, and refuses what Turn.Steer refuses: an invalid message, more than
+// MaxSteerQueue.
+func TestStartConfigSteer(t *testing.T) {
+	t.Parallel()
+	e, _, g := steerEnv(t)
+	tr := e.startConfig("c", "hi", session.StartConfig{Steer: []message.Message{userMsg("early"), userMsg("too")}})
+	assert.Equal(t, 2, tr.PendingSteer(), "queued before the run drains")
+	g.Open()
+	res := settle(t, tr)
+	require.NotNil(t, res)
+	assert.Equal(t, 0, tr.PendingSteer(), "the run drained them")
+
+	s := e.open(key("d")).Session()
+	_, err := s.StartWithConfig(context.Background(), ask("hi"),
+		session.StartConfig{Steer: make([]message.Message, session.MaxSteerQueue+1)})
+	assert.ErrorIs(t, err, session.ErrSteerQueueFull)
+	_, err = s.StartWithConfig(context.Background(), ask("hi"),
+		session.StartConfig{Steer: []message.Message{{Role: "robot"}}})
+	assert.True(t, fault.Is(err, fault.Validation), "%v", err)
+}

@@ -52,6 +52,9 @@ type Turn struct {
 	runID string
 	req   agent.Request
 	cfg   StartConfig
+	// history and resumeFrom are what the run starts from (HostRequest).
+	history    *agent.Board
+	resumeFrom *agent.Checkpoint
 
 	ctx    context.Context
 	cancel context.CancelFunc
