@@ -63,6 +63,14 @@ func (t *tap) Publish(ctx context.Context, env event.Envelope) error {
 // Checkpoint keeps what the wave wrote to the board, then passes the
 // checkpoint on.
 func (t *tap) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
+	t.ObserveCheckpoint(ctx, cp)
+	return t.Host.Checkpoint(ctx, cp)
+}
+
+// ObserveCheckpoint keeps what the wave wrote to the board: an ephemeral
+// session, which stores no checkpoint, still shows each to the recorder
+// (agent.CheckpointObserver), so its turns record their board writes too.
+func (t *tap) ObserveCheckpoint(_ context.Context, cp agent.Checkpoint) {
 	t.mu.Lock()
 	w := diffBoards(t.prev, cp.Board)
 	w.Kind, w.Node, w.Iteration = KindBoard, strings.Join(t.pending, ","), cp.Iteration
@@ -72,7 +80,6 @@ func (t *tap) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
 		t.boards = append(t.boards, w)
 	}
 	t.mu.Unlock()
-	return t.Host.Checkpoint(ctx, cp)
 }
 
 // transcript returns copies of the events and board writes so far.

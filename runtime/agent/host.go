@@ -153,6 +153,15 @@ func CapabilityFromHost[T any](h Host) (T, bool) {
 	return zero, false
 }
 
+// CheckpointObserver is a host layer that watches a run's checkpoints
+// without storing them (a recorder, for one). A session that stores no
+// checkpoints, an ephemeral one, still shows each checkpoint to the first
+// observer under its host, so what an observer sees does not depend on
+// whether the session keeps them.
+type CheckpointObserver interface {
+	ObserveCheckpoint(ctx context.Context, cp Checkpoint)
+}
+
 // SteerSource is the capability that hands a running turn the messages
 // steered to it. DrainSteer is destructive and never blocks.
 type SteerSource interface {

@@ -90,10 +90,16 @@ func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error
 	return &steerHost{Host: h, turn: t}, nil
 }
 
-// ephemeralHost drops checkpoints.
+// ephemeralHost drops checkpoints: it shows each to the observer under it,
+// if any (agent.CheckpointObserver), and stores none.
 type ephemeralHost struct{ agent.Host }
 
-func (h *ephemeralHost) Checkpoint(context.Context, agent.Checkpoint) error { return nil }
+func (h *ephemeralHost) Checkpoint(ctx context.Context, cp agent.Checkpoint) error {
+	if o, ok := agent.CapabilityFromHost[agent.CheckpointObserver](h.Host); ok {
+		o.ObserveCheckpoint(ctx, cp)
+	}
+	return nil
+}
 func (h *ephemeralHost) UnwrapHost() agent.Host                             { return h.Host }
 
 // steerHost is the outermost wrapper: it makes the turn's queue the host's
