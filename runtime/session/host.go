@@ -100,7 +100,7 @@ func (h *ephemeralHost) Checkpoint(ctx context.Context, cp agent.Checkpoint) err
 	}
 	return nil
 }
-func (h *ephemeralHost) UnwrapHost() agent.Host                             { return h.Host }
+func (h *ephemeralHost) UnwrapHost() agent.Host { return h.Host }
 
 // steerHost is the outermost wrapper: it makes the turn's queue the host's
 // agent.SteerSource and exposes the session's tool catalog.
