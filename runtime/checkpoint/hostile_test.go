@@ -1,0 +1,309 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/workspace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// damageLog saves waves of one exec id as an engine does (a snapshot, then
+// deltas that set, delete and re-set a var and append to a channel) and
+// returns the log's bytes, the offset of each frame and the board after
+// each wave (index 0: nothing saved).
+func damageLog(t *testing.T, waves int) (raw []byte, frames []int, boards []*agent.Board) {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{})
+	b := agent.NewBoard()
+	boards = append(boards, nil)
+	for i := 1; i <= waves; i++ {
+		changed := map[string]struct{}{"x": {}, fmt.Sprintf("v%d", i%3): {}}
+		switch i % 3 {
+		case 0:
+			delete(b.Vars, "x")
+		default:
+			b.Vars["x"] = fmt.Sprintf("x at %d", i)
+		}
+		b.Vars[fmt.Sprintf("v%d", i%3)] = float64(i)
+		from := len(b.Channels["main"])
+		b.Append("main", message.NewTextMessage(message.RoleUser, fmt.Sprintf("m%d", i)))
+		cp := agent.Checkpoint{ExecID: "run-1", Iteration: i, Board: b,
+			Changes: &agent.BoardChanges{Writer: 7, Seq: uint64(i), Base: uint64(i - 1), Vars: changed,
+				Channels: map[string]int{"main": from}}}
+		require.NoError(t, s.Save(ctx, cp))
+		got, err := s.Load(ctx, "run-1")
+		require.NoError(t, err)
+		boards = append(boards, got.Board)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.ws.Root(), DefaultPrefix, "run-1.log"))
+	require.NoError(t, err)
+	sc, reason := readLog(raw, 1<<20, true)
+	require.Empty(t, reason)
+	require.Len(t, sc.entries, waves, "one snapshot and its deltas")
+	for off := len(logMagic); off < len(raw); {
+		frames = append(frames, off)
+		off += frameHeader + int(uint32(raw[off])|uint32(raw[off+1])<<8|uint32(raw[off+2])<<16|uint32(raw[off+3])<<24)
+	}
+	return raw, frames, boards
+}
+
+// frameOf returns the index of the frame that holds byte off, -1 in the
+// magic.
+func frameOf(frames []int, off int) int {
+	i := -1
+	for j, start := range frames {
+		if off >= start {
+			i = j
+		}
+	}
+	return i
+}
+
+// Every byte of a real log, damaged: a load never panics and never returns
+// a record that was not saved. Under sync: wave the damage of a frame with
+// a whole frame after it is reported (committed waves after it are never
+// dropped without a word); damage in the last frame loses that frame
+// alone. Under sync: none the log is cut at the damaged frame and every
+// wave before it loads.
+// REF 7.9.3
+// REF 7.9.4
+func TestEveryByteDamaged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	raw, frames, boards := damageLog(t, 9)
+	last := len(frames) - 1
+	for _, sync := range []Sync{SyncWave, SyncNone} {
+		s, _ := newCountingStore(t, Config{Sync: sync})
+		file := filepath.Join(s.ws.Root(), DefaultPrefix, "run-1.log")
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o750))
+		for off := range raw {
+			for _, mask := range []byte{0xff, 0x01, 0x80} {
+				bad := append([]byte(nil), raw...)
+				bad[off] ^= mask
+				require.NoError(t, os.WriteFile(file, bad, 0o640))
+				where := fmt.Sprintf("sync %s, byte %d ^ %#x", sync, off, mask)
+				got, err := s.Load(ctx, "run-1")
+				f := frameOf(frames, off)
+				switch {
+				case f < 0:
+					require.ErrorIs(t, err, ErrCorrupt, where)
+				case sync == SyncWave && f < last:
+					require.ErrorIs(t, err, ErrCorrupt, "%s: damage before committed frames is reported", where)
+				case f == 0:
+					require.NoError(t, err, where)
+					require.Nil(t, got, where)
+				default:
+					require.NoError(t, err, where)
+					require.NotNil(t, got, where)
+					require.Equal(t, f, got.Iteration, where)
+					require.Equal(t, boards[f], got.Board, where)
+				}
+			}
+		}
+	}
+}
+
+// A frame whose length claims gigabytes allocates nothing of that size,
+// and a torn tail after it is still a torn tail.
+// REF 7.9.4
+func TestHugeLengthAllocatesNothing(t *testing.T) {
+	raw, frames, _ := damageLog(t, 3)
+	bad := append([]byte(nil), raw[:frames[2]]...)
+	bad = append(bad, 0xff, 0xff, 0xff, 0x7f, byte(EntryDelta), 3, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4)
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	sc, reason := readLog(bad, 64<<20, true)
+	goruntime.ReadMemStats(&after)
+	require.Empty(t, reason)
+	assert.True(t, sc.torn)
+	assert.Len(t, sc.entries, 2)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20))
+}
+
+// A crafted tail of many plausible frame headers, each claiming the rest
+// of the file, is no tail a crash leaves: under sync: wave it is reported
+// corrupt after a bounded number of checksums, instead of checksumming the
+// rest of the file at each of them.
+func TestCraftedTailIsBounded(t *testing.T) {
+	raw, _, _ := damageLog(t, 2)
+	bad := append([]byte(nil), raw...)
+	bad = append(bad, 0xff) // damage: not a whole frame
+	const headers = 20000
+	for i := range headers {
+		rest := uint32((headers - i - 1) * frameHeader)
+		bad = append(bad, byte(rest), byte(rest>>8), byte(rest>>16), byte(rest>>24), byte(EntryDelta), 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	}
+	_, reason := readLog(bad, 64<<20, true)
+	assert.NotEmpty(t, reason)
+}
+
+// A delta log of many small appends to a long channel folds in time and
+// memory that follow the log's size: each append is not a copy of the
+// whole channel.
+func TestFoldAppendsInPlace(t *testing.T) {
+	b := agent.NewBoard()
+	for i := range 2000 {
+		b.Append("main", message.NewTextMessage(message.RoleUser, fmt.Sprintf("m%d", i)))
+	}
+	snap, err := Encode(agent.Checkpoint{ExecID: "run-1", Board: b})
+	require.NoError(t, err)
+	entries := []Entry{{EntrySnapshot, 1, snap}}
+	size := len(snap)
+	for i := range 3000 {
+		from := 2000 + i
+		data := fmt.Appendf(nil, `{"exec_id":"run-1","iteration":%d,"board":{},"timestamp":"0001-01-01T00:00:00Z","set":{},"channels_from":{"main":{"from":%d,"messages":[{"role":"user","parts":[{"type":"text","text":"d%d"}]}]}}}`, i, from, i)
+		entries = append(entries, Entry{EntryDelta, uint64(i + 2), data})
+		size += len(data)
+	}
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	cp, err := Fold(entries)
+	goruntime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Len(t, cp.Board.Channels["main"], 5000)
+	assert.Equal(t, "d2999", cp.Board.Channels["main"][4999].Text())
+	alloc := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, alloc, uint64(40*size), "allocated %d folding %d bytes of entries", alloc, size)
+}
+
+// A record too large for the workspace's max_file_bytes is refused by
+// Save (BudgetExceeded) rather than written where no load can read it.
+func TestSaveRefusesWhatLoadCannotRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, err := workspace.NewLocalWithConfig(t.TempDir(), workspace.Config{MaxFileBytes: 4 << 10})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	s, err := NewStore(ws, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	small := agent.NewBoard()
+	small.Vars["v"] = "small"
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 1, Board: small}))
+	big := agent.NewBoard()
+	big.Vars["v"] = strings.Repeat("x", 8<<10)
+	for _, id := range []string{"run-1", "run-2"} {
+		err = s.Save(ctx, agent.Checkpoint{ExecID: id, Iteration: 2, Board: big})
+		require.Error(t, err, id)
+		assert.True(t, fault.Is(err, fault.BudgetExceeded), "%s: %v", id, err)
+	}
+	got, err := s.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, got.Iteration, "the record before the refused save")
+	got, err = s.Load(ctx, "run-2")
+	require.NoError(t, err)
+	assert.Nil(t, got)
+}
+
+// Close racing saves: a save either completes (and is then loadable) or is
+// NotAvailable; none fails with an internal error on a closed directory.
+func TestCloseRacingSave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for round := range 20 {
+		s, _ := newCountingStore(t, Config{Sync: SyncTurn})
+		require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-0", Board: agent.NewBoard()}))
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 16 {
+					id := fmt.Sprintf("run-%d-%d", g, i)
+					if err := s.Save(ctx, agent.Checkpoint{ExecID: id, Iteration: i, Board: agent.NewBoard()}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		require.NoError(t, s.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			assert.True(t, fault.Is(err, fault.NotAvailable), "round %d: %v", round, err)
+		}
+	}
+}
+
+// A log file that is a symbolic link to another exec id's log is never
+// appended through: the other record stays intact.
+func TestPlantedSymlinkLeavesTargetAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{})
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-b", Iteration: 5, Board: agent.NewBoard()}))
+	dir := filepath.Join(s.ws.Root(), DefaultPrefix)
+	require.NoError(t, os.Symlink("run-b.log", filepath.Join(dir, "run-a.log")))
+	before, err := os.ReadFile(filepath.Join(dir, "run-b.log"))
+	require.NoError(t, err)
+	s2, err := NewStore(s.ws, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s2.Close() })
+	require.NoError(t, s2.Save(ctx, agent.Checkpoint{ExecID: "run-a", Iteration: 1, Board: agent.NewBoard()}))
+	after, err := os.ReadFile(filepath.Join(dir, "run-b.log"))
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "run-b's log is untouched")
+	got, err := s2.Load(ctx, "run-b")
+	require.NoError(t, err)
+	assert.Equal(t, 5, got.Iteration)
+	got, err = s2.Load(ctx, "run-a")
+	require.NoError(t, err)
+	assert.Equal(t, 1, got.Iteration)
+}
+
+// Two stores on one directory (a runtime being replaced while the old one
+// finishes a save): a store whose idea of a log is stale never appends an
+// entry that makes the log contradict itself, and never cuts what the
+// other appended.
+func TestTwoStoresOneLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newCountingStore(t, Config{})
+	board := agent.NewBoard()
+	require.NoError(t, chainRun(ctx, a, "run-1", 2, board))
+	b, err := NewStore(a.ws, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	require.NoError(t, b.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 3, Board: agent.NewBoard()}))
+	// a, stale, saves its run's next wave as a delta of what it wrote.
+	board.Vars["n2"] = 2.0
+	require.NoError(t, a.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 4, Board: board,
+		Changes: &agent.BoardChanges{Writer: 42, Seq: 3, Base: 2, Vars: map[string]struct{}{"n2": {}}}}))
+	got, err := b.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 4, got.Iteration)
+	assert.Equal(t, board.Vars, got.Board.Vars)
+	// A torn tail both see: the stale store's cut must not remove b's
+	// committed entry.
+	file := filepath.Join(a.ws.Root(), DefaultPrefix, "run-2.log")
+	require.NoError(t, a.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 1, Board: agent.NewBoard()}))
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, append(raw, 1, 2, 3), 0o640))
+	a2, err := NewStore(a.ws, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a2.Close() })
+	st := a2.logs.state("run-2")
+	require.NoError(t, a2.logs.scan(ctx, st, "run-2"))
+	require.True(t, st.torn)
+	require.NoError(t, b.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 2, Board: agent.NewBoard()}))
+	require.NoError(t, a2.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 3, Board: agent.NewBoard()}))
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	sc, reason := readLog(after, 1<<20, true)
+	require.Empty(t, reason)
+	require.Len(t, sc.entries, 1)
+	assert.Equal(t, uint64(3), sc.lastSeq, "b's entry 2 is kept before a2's 3")
+}
