@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -306,4 +307,51 @@ func TestTwoStoresOneLog(t *testing.T) {
 	require.Empty(t, reason)
 	require.Len(t, sc.entries, 1)
 	assert.Equal(t, uint64(3), sc.lastSeq, "b's entry 2 is kept before a2's 3")
+}
+
+// blockingDir holds the first append to a log until released.
+type blockingDir struct {
+	logDir
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (d *blockingDir) OpenFile(name string, flag int, perm fs.FileMode) (logFile, error) {
+	if flag&os.O_APPEND != 0 {
+		d.once.Do(func() { close(d.entered); <-d.release })
+	}
+	return d.logDir.OpenFile(name, flag, perm)
+}
+
+// Close called while a save is writing waits for it: the save completes
+// and its entry is flushed, instead of failing on a closed directory.
+func TestCloseWaitsForSave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{Sync: SyncTurn})
+	d := &blockingDir{entered: make(chan struct{}), release: make(chan struct{})}
+	s.logs.wrap = func(inner logDir) logDir { d.logDir = inner; return d }
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 1, Board: agent.NewBoard()}))
+	saved := make(chan error, 1)
+	go func() { saved <- s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 2, Board: agent.NewBoard()}) }()
+	<-d.entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for {
+		s.logs.mu.Lock()
+		c := s.logs.closed
+		s.logs.mu.Unlock()
+		if c {
+			break
+		}
+		goruntime.Gosched()
+	}
+	close(d.release)
+	require.NoError(t, <-saved, "the save in progress completes")
+	require.NoError(t, <-closed)
+	err := s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 3, Board: agent.NewBoard()})
+	assert.True(t, fault.Is(err, fault.NotAvailable), "%v", err)
+	got, err := s.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Iteration)
 }
