@@ -355,3 +355,43 @@ func TestCloseWaitsForSave(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, got.Iteration)
 }
+
+// Exec ids that name files badly are Validation errors for Save, Load and
+// Delete, and nothing is written; the longest id allowed, of multi-byte
+// characters, saves, compacts (its temporary name stays within a file
+// name's 255 bytes) and loads; two spellings of "é" (composed and
+// decomposed) are two exec ids, each loading its own record.
+func TestExecIDsThatNameFilesBadly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{Policy: Policy{MaxDeltas: 1}})
+	for _, id := range []string{"", " ", ".", "..", "../x", "a/b", `a\b`, "/abs", "a\x00b", "a\nb", "a\x7fb",
+		strings.Repeat("x", MaxExecIDBytes+1), strings.Repeat("é", MaxExecIDBytes/2) + "x"} {
+		cp := agent.Checkpoint{ExecID: id, Board: agent.NewBoard()}
+		assert.True(t, fault.Is(s.Save(ctx, cp), fault.Validation), "save %q", id)
+		_, err := s.Load(ctx, id)
+		assert.True(t, fault.Is(err, fault.Validation), "load %q", id)
+		assert.True(t, fault.Is(s.Delete(ctx, id), fault.Validation), "delete %q", id)
+	}
+	ids, err := s.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+	long := strings.Repeat("é", MaxExecIDBytes/2)
+	big := agent.NewBoard()
+	big.Vars["v"] = strings.Repeat("v", 300<<10)
+	for i := range 6 { // past 256 KiB: a compaction
+		big.Vars["i"] = float64(i)
+		require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: long, Iteration: i, Board: big}), "save %d", i)
+	}
+	got, err := s.Load(ctx, long)
+	require.NoError(t, err)
+	assert.Equal(t, 5, got.Iteration)
+	composed, decomposed := "run-\u00e9", "run-e\u0301"
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: composed, Iteration: 1, Board: agent.NewBoard()}))
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: decomposed, Iteration: 2, Board: agent.NewBoard()}))
+	for id, want := range map[string]int{composed: 1, decomposed: 2} {
+		got, err := s.Load(ctx, id)
+		require.NoError(t, err, "%q", id)
+		assert.Equal(t, want, got.Iteration, "%q", id)
+	}
+}
