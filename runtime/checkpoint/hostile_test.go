@@ -9,6 +9,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -394,4 +395,27 @@ func TestExecIDsThatNameFilesBadly(t *testing.T) {
 		require.NoError(t, err, "%q", id)
 		assert.Equal(t, want, got.Iteration, "%q", id)
 	}
+}
+
+// A named pipe planted where a log should be never makes a load or a save
+// wait for a writer: Load reports the log corrupt, and the next save
+// replaces it. A directory there is corrupt too, and a save fails instead
+// of waiting.
+func TestPlantedPipeOrDirectory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newCountingStore(t, Config{})
+	dir := filepath.Join(s.ws.Root(), DefaultPrefix)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run-2.log"), 0o750))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "run-1.log"), 0o640))
+	for _, id := range []string{"run-1", "run-2"} {
+		_, err := s.Load(ctx, id)
+		require.ErrorIs(t, err, ErrCorrupt, id)
+		assert.Contains(t, err.Error(), DefaultPrefix+"/"+id+".log")
+	}
+	require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 1, Board: agent.NewBoard()}))
+	got, err := s.Load(ctx, "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, got.Iteration)
+	require.Error(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 1, Board: agent.NewBoard()}))
 }

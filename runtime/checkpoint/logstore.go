@@ -232,9 +232,10 @@ func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
 	case fault.Is(err, fault.NotFound):
 		st.ready = true
 		return nil
-	case fault.Is(err, fault.BudgetExceeded):
+	case fault.Is(err, fault.BudgetExceeded), fault.Is(err, fault.Validation):
 		// Too long to read back (max_file_bytes was larger when it was
-		// written): the next save replaces it.
+		// written), or not a file (a named pipe planted at its name): the
+		// next save replaces it.
 		st.ready, st.exists, st.rewrite = true, true, true
 		return nil
 	case err != nil:
@@ -414,6 +415,9 @@ func (l *logs) load(ctx context.Context, execID string) (*agent.Checkpoint, bool
 	data, err := l.s.ws.Read(ctx, where)
 	if fault.Is(err, fault.NotFound) {
 		return nil, false, nil
+	}
+	if fault.Is(err, fault.Validation) { // a directory or a named pipe where the log should be
+		return nil, true, &CorruptError{Where: where, Reason: "not a regular file"}
 	}
 	if err != nil {
 		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, err)
