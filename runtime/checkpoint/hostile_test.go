@@ -419,3 +419,25 @@ func TestPlantedPipeOrDirectory(t *testing.T) {
 	assert.Equal(t, 1, got.Iteration)
 	require.Error(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-2", Iteration: 1, Board: agent.NewBoard()}))
 }
+
+// Changes that claim a channel's new messages start past where the stored
+// state ends it (a writer that miscounted) are stored whole: the history
+// never becomes a log that cannot fold, in every store that uses a Chain.
+func TestChangesPastTheChannelAreStoredWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fs, _ := newCountingStore(t, Config{})
+	for name, s := range map[string]agent.CheckpointStore{"log": fs, "memory": NewMemory()} {
+		b := agent.NewBoard()
+		b.Append("main", message.NewTextMessage(message.RoleUser, "a"), message.NewTextMessage(message.RoleUser, "b"))
+		require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Board: b,
+			Changes: &agent.BoardChanges{Writer: 9, Seq: 1, Channels: map[string]int{"main": 0}}}), name)
+		b.Append("main", message.NewTextMessage(message.RoleUser, "c"), message.NewTextMessage(message.RoleUser, "d"), message.NewTextMessage(message.RoleUser, "e"))
+		b.Append("other", message.NewTextMessage(message.RoleUser, "x"))
+		require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 1, Board: b,
+			Changes: &agent.BoardChanges{Writer: 9, Seq: 2, Base: 1, Channels: map[string]int{"main": 4, "other": 1}}}), name)
+		got, err := s.Load(ctx, "run-1")
+		require.NoError(t, err, name)
+		assert.Equal(t, b.Channels, got.Board.Channels, name)
+	}
+}
