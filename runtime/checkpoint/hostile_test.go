@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -439,5 +440,58 @@ func TestChangesPastTheChannelAreStoredWhole(t *testing.T) {
 		got, err := s.Load(ctx, "run-1")
 		require.NoError(t, err, name)
 		assert.Equal(t, b.Channels, got.Board.Channels, name)
+	}
+}
+
+// Records of the earlier format that a hostile or broken disk left load
+// as corrupt (never a panic, a wait or another exec id's record), and the
+// exec id's next save writes its log and removes the file.
+func TestHostileEarlierFormat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	good, err := Encode(agent.Checkpoint{ExecID: "run-1", Board: agent.NewBoard()})
+	require.NoError(t, err)
+	other, err := Encode(agent.Checkpoint{ExecID: "run-2", Board: agent.NewBoard()})
+	require.NoError(t, err)
+	deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
+	for why, plant := range map[string]func(file string) error{
+		"another exec id": func(f string) error { return os.WriteFile(f, other, 0o640) },
+		"not JSON":        func(f string) error { return os.WriteFile(f, []byte("\x00\xff{"), 0o640) },
+		"a huge number": func(f string) error {
+			return os.WriteFile(f, []byte(`{"exec_id":"run-1","iteration":1e999,"board":{}}`), 0o640)
+		},
+		"deep": func(f string) error {
+			return os.WriteFile(f, []byte(`{"exec_id":"run-1","board":{"vars":{"x":`+deep+`}}}`), 0o640)
+		},
+		"trailing data":  func(f string) error { return os.WriteFile(f, append(append([]byte(nil), good...), "{}"...), 0o640) },
+		"a named pipe":   func(f string) error { return syscall.Mkfifo(f, 0o640) },
+		"a directory":    func(f string) error { return os.Mkdir(f, 0o750) },
+		"a link outside": func(f string) error { return os.Symlink("/etc/passwd", f) },
+		"a link to another record": func(f string) error {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(f), "run-2.json"), other, 0o640); err != nil {
+				return err
+			}
+			return os.Symlink("run-2.json", f)
+		},
+	} {
+		s, _ := newCountingStore(t, Config{})
+		dir := filepath.Join(s.ws.Root(), DefaultPrefix)
+		require.NoError(t, os.MkdirAll(dir, 0o750))
+		file := filepath.Join(dir, "run-1.json")
+		require.NoError(t, plant(file), why)
+		got, err := s.Load(ctx, "run-1")
+		require.Error(t, err, why)
+		assert.Nil(t, got, why)
+		assert.True(t, errors.Is(err, ErrCorrupt) || fault.Is(err, fault.Forbidden), "%s: %v", why, err)
+		require.NoError(t, s.Save(ctx, agent.Checkpoint{ExecID: "run-1", Iteration: 3, Board: agent.NewBoard()}), why)
+		got, err = s.Load(ctx, "run-1")
+		require.NoError(t, err, why)
+		assert.Equal(t, 3, got.Iteration, why)
+		if why != "a directory" {
+			_, err = os.Lstat(file)
+			assert.ErrorIs(t, err, os.ErrNotExist, "%s: migrated", why)
+		}
+		_, err = os.Stat("/etc/passwd")
+		assert.NoError(t, err)
 	}
 }
