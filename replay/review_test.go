@@ -126,3 +126,19 @@ func TestReviewDivergenceIsPrintable(t *testing.T) {
 	assert.NotContains(t, s, "\r", "%q", s)
 	assert.NotContains(t, s, "\a", "%q", s)
 }
+
+// What Encode writes, Decode reads back, or Encode refuses it: a
+// recording with a line over MaxLineBytes (a large model reply or board
+// write, or a fork's --set value) is written without a word and then
+// refused by every replay of it.
+func TestReviewEncodeWritesWhatDecodeReads(t *testing.T) {
+	rec, err := replay.DecodeBytes([]byte(strings.Join(diceLines(t), "\n") + "\n"))
+	require.NoError(t, err)
+	rec.Events = append(rec.Events, replay.Event{Subject: "big", Payload: []byte(`"` + strings.Repeat("a", replay.MaxLineBytes) + `"`)})
+	var buf bytes.Buffer
+	if err := rec.Encode(&buf); err != nil {
+		return // refused: fine
+	}
+	_, err = replay.Decode(&buf)
+	assert.NoError(t, err, "Encode wrote a recording Decode refuses")
+}
