@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -493,5 +494,33 @@ func TestHostileEarlierFormat(t *testing.T) {
 		}
 		_, err = os.Stat("/etc/passwd")
 		assert.NoError(t, err)
+	}
+}
+
+// BenchmarkFoldAppends folds a snapshot with a 2,000-message channel and
+// n deltas that each append one message to it; ns/delta stays flat as n
+// grows when a fold costs the size of the log (docs/checkpoint.md, Limits).
+func BenchmarkFoldAppends(b *testing.B) {
+	for _, n := range []int{1000, 4096, 16384} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			board := agent.NewBoard()
+			for i := range 2000 {
+				board.Append("main", message.NewTextMessage(message.RoleUser, fmt.Sprintf("m%d", i)))
+			}
+			snap, err := Encode(agent.Checkpoint{ExecID: "run-1", Board: board})
+			require.NoError(b, err)
+			entries := []Entry{{EntrySnapshot, 1, snap}}
+			for i := range n {
+				data := fmt.Appendf(nil, `{"exec_id":"run-1","iteration":%d,"board":{},"timestamp":"0001-01-01T00:00:00Z","set":{},"channels_from":{"main":{"from":%d,"messages":[{"role":"user","parts":[{"type":"text","text":"d%d"}]}]}}}`, i, 2000+i, i)
+				entries = append(entries, Entry{EntryDelta, uint64(i + 2), data})
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := Fold(entries); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/delta")
+		})
 	}
 }
