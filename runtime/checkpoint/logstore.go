@@ -225,7 +225,7 @@ var errStale = fault.New(fault.Conflict, "checkpoint log", "written by another s
 
 // scan reads what the store needs to know of execID's log from the file.
 func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
-	st.exists, st.size, st.torn, st.rewrite = false, 0, false, false
+	st.exists, st.size, st.file, st.torn, st.rewrite = false, 0, 0, false, false
 	st.chain = ResumeChain(l.s.cfg.Policy, 0)
 	data, err := l.s.ws.Read(ctx, l.s.logPath(execID))
 	switch {
