@@ -417,7 +417,7 @@ func (l *logs) load(ctx context.Context, execID string) (*agent.Checkpoint, bool
 		return nil, false, nil
 	}
 	if fault.Is(err, fault.Validation) { // a directory or a named pipe where the log should be
-		return nil, true, &CorruptError{Where: where, Reason: "not a regular file"}
+		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, &CorruptError{Where: where, Reason: "not a regular file"})
 	}
 	if err != nil {
 		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, err)
