@@ -56,6 +56,10 @@ type Chain struct {
 	snapshot   int64 // the last snapshot's size
 	deltas     int   // deltas since the last snapshot
 	deltaBytes int64
+	// chans are the lengths of the channels in the newest entry's board:
+	// changes claiming a channel's new messages start past its end there
+	// (a writer that miscounted) would make a delta that cannot fold.
+	chans map[string]int
 }
 
 // ResumeChain returns the Chain of an exec id whose newest stored entry
@@ -97,8 +101,13 @@ func (c *Chain) Snapshot(cp *agent.Checkpoint) (Entry, error) {
 // deltaAllowed reports whether cp may be stored as a delta.
 func (c *Chain) deltaAllowed(cp *agent.Checkpoint) bool {
 	ch := cp.Changes
-	if ch == nil || ch.Writer == 0 || c.writer != ch.Writer || c.writerSeq != ch.Base || ch.Base == 0 || c.seq == 0 {
+	if ch == nil || cp.Board == nil || ch.Writer == 0 || c.writer != ch.Writer || c.writerSeq != ch.Base || ch.Base == 0 || c.seq == 0 {
 		return false
+	}
+	for name, from := range ch.Channels {
+		if _, kept := cp.Board.Channels[name]; kept && from > c.chans[name] {
+			return false
+		}
 	}
 	return c.deltas < c.Policy.maxDeltas() && c.deltaBytes < c.Policy.deltaBytes(c.snapshot)
 }
@@ -109,6 +118,15 @@ func (c *Chain) Commit(e Entry, cp *agent.Checkpoint) {
 	c.writer, c.writerSeq = 0, 0
 	if ch := cp.Changes; ch != nil && ch.Writer != 0 {
 		c.writer, c.writerSeq = ch.Writer, ch.Seq
+		// Only a writer's next delta reads them; a map reused, so that a
+		// save allocates nothing for them once the channels are known.
+		if c.chans == nil {
+			c.chans = make(map[string]int, len(cp.Board.Channels))
+		}
+		clear(c.chans)
+		for name, msgs := range cp.Board.Channels {
+			c.chans[name] = len(msgs)
+		}
 	}
 	if e.Kind == EntrySnapshot {
 		c.snapshot, c.deltas, c.deltaBytes = int64(len(e.Data)), 0, 0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/corral-rt/corral/internal/jsonval"
@@ -200,7 +199,11 @@ func (d *deltaRecord) apply(cp *agent.Checkpoint) string {
 		if c.From < 0 || c.From > len(old) {
 			return fmt.Sprintf("a delta appends to channel %q from message %d, past its %d", name, c.From, len(old))
 		}
-		msgs := append(slices.Clip(old[:c.From]), c.Messages...)
+		// The board is the fold's own (decoded from the snapshot): the
+		// channel is cut and appended to in place, so that a run of
+		// appends folds in the time of its messages, not a copy of the
+		// channel each.
+		msgs := append(old[:c.From], c.Messages...)
 		if msgs == nil && c.Messages != nil {
 			msgs = []message.Message{} // an empty channel, not a null one
 		}

@@ -48,7 +48,8 @@
 // A Store does not own its workspace: the workspace is closed by whoever
 // built it (the runtime, for a document). Close releases what the store
 // holds itself (its handle on the log directory) and flushes what SyncTurn
-// left unflushed.
+// left unflushed; it waits for the saves in progress, and a save after it
+// is NotAvailable.
 // Without a store the runtime keeps no checkpoints and sessions no history;
 // that choice is the runtime's, not this package's.
 //
@@ -56,7 +57,11 @@
 //
 // Stores are safe for concurrent use. Of two overlapping saves of one exec
 // id, the later to finish wins; neither is ever seen torn. One process
-// writes an exec id at a time. Save copies the
+// writes an exec id at a time; a store that finds a log longer or shorter
+// than it left it (another store wrote it) reads it again and appends a
+// snapshot, never a delta of what it saw before. A log that is not a
+// regular file (a symbolic link planted in the workspace) is replaced,
+// never appended to through. Save copies the
 // checkpoint (by encoding it) before returning, and Load returns a fresh
 // value each time, so callers may change what they pass or receive.
 //
@@ -64,7 +69,9 @@
 //
 // A bad exec id (blank, containing '/' or '\' or a control character, "."
 // or "..", or longer than MaxExecIDBytes) and a checkpoint that fails
-// agent.Checkpoint.Validate are Validation errors. Load of a missing record
+// agent.Checkpoint.Validate are Validation errors. A record a load could
+// not read back (its log over the workspace's max_file_bytes) is
+// BudgetExceeded, and nothing is written. Load of a missing record
 // returns (nil, nil). A stored record that is not valid JSON, fails
 // Validate or holds another exec id is a *CorruptError of kind Internal,
 // matched by errors.Is(err, ErrCorrupt): the request was fine, the stored

@@ -12,6 +12,7 @@ import (
 // os.Root at the prefix, or a test's wrapper that counts what it does.
 type logDir interface {
 	OpenFile(name string, flag int, perm fs.FileMode) (logFile, error)
+	Lstat(name string) (fs.FileInfo, error)
 	Rename(from, to string) error
 	Remove(name string) error
 	MkdirAll(name string) error
@@ -25,6 +26,7 @@ type logFile interface {
 	Write(p []byte) (int, error)
 	Sync() error
 	Truncate(size int64) error
+	Stat() (fs.FileInfo, error)
 	Close() error
 }
 
@@ -39,10 +41,11 @@ func (d rootDir) OpenFile(name string, flag int, perm fs.FileMode) (logFile, err
 	return f, nil
 }
 
-func (d rootDir) Rename(from, to string) error { return d.root.Rename(from, to) }
-func (d rootDir) Remove(name string) error     { return d.root.Remove(name) }
-func (d rootDir) MkdirAll(name string) error   { return d.root.MkdirAll(name, 0o750) }
-func (d rootDir) Close() error                 { return d.root.Close() }
+func (d rootDir) Lstat(name string) (fs.FileInfo, error) { return d.root.Lstat(name) }
+func (d rootDir) Rename(from, to string) error           { return d.root.Rename(from, to) }
+func (d rootDir) Remove(name string) error               { return d.root.Remove(name) }
+func (d rootDir) MkdirAll(name string) error             { return d.root.MkdirAll(name, 0o750) }
+func (d rootDir) Close() error                           { return d.root.Close() }
 
 // SyncDir syncs a directory where the platform supports it; a file system
 // that refuses to sync a directory is accepted, as the workspace does.
@@ -60,4 +63,36 @@ func (d rootDir) SyncDir(name string) error {
 		return nil
 	}
 	return err
+}
+
+// errNotPlain says that a log's name is not a regular file (a symbolic
+// link planted in the workspace, say): the log is written anew, replacing
+// the name, never appended to through it.
+var errNotPlain = errors.New("checkpoint log: not a regular file")
+
+// openPlain opens the log at name for appending once it is sure that name
+// is a regular file of length size, as the store last saw it: errNotPlain
+// when it is not a regular file, errStale when its length differs.
+func openPlain(dir logDir, name string, size int64) (logFile, error) {
+	if fi, err := dir.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return nil, errNotPlain
+	}
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fsError(err, name)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fsError(err, name)
+	case !fi.Mode().IsRegular():
+		err = errNotPlain
+	case fi.Size() != size:
+		err = errStale
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -42,18 +42,37 @@ func frameSums(rest, data []byte) bool {
 	return crc == binary.LittleEndian.Uint32(rest[13:])
 }
 
-// wholeFrameAt reports whether a whole frame, its checksum holding, starts
-// at off in data.
-func wholeFrameAt(data []byte, off, maxData int) bool {
-	if off < 0 || off > len(data)-frameHeader {
-		return false
+// maxTailSums bounds the checksums wholeFrameAfter computes. A crash
+// leaves at most one torn frame, a header and part of its JSON data, in
+// which no byte is a kind (JSON escapes control characters): only the 16
+// bytes of the torn header can look like the start of a frame.
+const maxTailSums = 64
+
+// wholeFrameAfter reports whether a whole frame, its kind known, its
+// sequence number after seq and its checksum holding, starts anywhere in
+// data after off: then the frame at off is damage, not a torn tail, whatever
+// its length field says (the length itself may be what is damaged). A
+// tail that offers more than maxTailSums candidates is no tail a crash
+// leaves, and counts as one.
+func wholeFrameAfter(data []byte, off int, seq uint64, maxData int) bool {
+	sums := 0
+	for p := off + 1; p <= len(data)-frameHeader; p++ {
+		rest := data[p:]
+		if k := EntryKind(rest[4]); k != EntrySnapshot && k != EntryDelta {
+			continue
+		}
+		n := binary.LittleEndian.Uint32(rest)
+		if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) || binary.LittleEndian.Uint64(rest[5:]) <= seq {
+			continue
+		}
+		if sums++; sums > maxTailSums {
+			return true
+		}
+		if frameSums(rest, rest[frameHeader:frameHeader+int(n)]) {
+			return true
+		}
 	}
-	rest := data[off:]
-	n := binary.LittleEndian.Uint32(rest)
-	if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) {
-		return false
-	}
-	return frameSums(rest, rest[frameHeader:frameHeader+int(n)])
+	return false
 }
 
 // logScan is what readLog found in a log file.
@@ -72,8 +91,8 @@ type logScan struct {
 // interrupted: empty, and torn. A non-empty reason says why the file is
 // corrupt rather than torn: another magic, an unknown kind, sequence
 // numbers that go back (each written whole, so no crash explains them), or
-// a frame whose checksum fails with a whole frame after it (damage in the
-// middle, which a crash does not leave when every frame was flushed before
+// a frame that is not whole (its checksum or its length damaged) with a
+// whole frame anywhere after it (damage in the middle, which a crash does not leave when every frame was flushed before
 // the next was written: cutting there would drop committed entries). strict
 // says that they were (SyncWave); otherwise a power failure may have kept
 // a later frame and lost part of an earlier one, and the log is cut there.
@@ -98,14 +117,16 @@ func readLog(data []byte, maxData int, strict bool) (logScan, string) {
 			break
 		}
 		n := binary.LittleEndian.Uint32(rest)
-		if int64(n) > int64(maxData) || int64(n) > int64(len(rest)-frameHeader) {
-			break
+		whole := int64(n) <= int64(maxData) && int64(n) <= int64(len(rest)-frameHeader)
+		var e Entry
+		if whole {
+			e = Entry{Kind: EntryKind(rest[4]), Seq: binary.LittleEndian.Uint64(rest[5:])}
+			e.Data = rest[frameHeader : frameHeader+int(n) : frameHeader+int(n)]
+			whole = frameSums(rest, e.Data)
 		}
-		e := Entry{Kind: EntryKind(rest[4]), Seq: binary.LittleEndian.Uint64(rest[5:])}
-		e.Data = rest[frameHeader : frameHeader+int(n) : frameHeader+int(n)]
-		if !frameSums(rest, e.Data) {
-			if strict && wholeFrameAt(data, off+frameHeader+int(n), maxData) {
-				return sc, fmt.Sprintf("entry at byte %d fails its checksum, and a whole entry follows it", off)
+		if !whole {
+			if strict && wholeFrameAfter(data, off, sc.lastSeq, maxData) {
+				return sc, fmt.Sprintf("entry at byte %d is damaged, and a whole entry follows it", off)
 			}
 			break
 		}

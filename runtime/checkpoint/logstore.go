@@ -35,6 +35,7 @@ type logs struct {
 	mu     sync.Mutex
 	dir    logDir // opened at the first save
 	closed bool
+	busy   sync.WaitGroup // saves using dir: Close waits for them
 	ids    map[string]*logState
 	dirty  map[string]struct{} // SyncTurn: exec ids appended to and not yet flushed
 }
@@ -46,6 +47,7 @@ type logState struct {
 	ready   bool  // the fields below are read from the file
 	exists  bool  // the file exists
 	size    int64 // the length of its whole frames
+	file    int64 // the file's length when last read or written: another length means another writer
 	torn    bool  // bytes follow size: cut before appending
 	rewrite bool  // the file is not a readable log: replace it
 	chain   Chain
@@ -56,7 +58,8 @@ func newLogs(s *Store, local *workspace.Local) *logs {
 }
 
 // openDir returns the directory of the logs, opening it (and creating it)
-// at the first call.
+// at the first call, and counts the caller in l.busy: it calls
+// l.busy.Done once done with it.
 func (l *logs) openDir() (logDir, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,6 +67,7 @@ func (l *logs) openDir() (logDir, error) {
 		return nil, fault.New(fault.NotAvailable, "save checkpoint", "the store is closed")
 	}
 	if l.dir != nil {
+		l.busy.Add(1)
 		return l.dir, nil
 	}
 	root, err := os.OpenRoot(l.local.Root())
@@ -83,6 +87,7 @@ func (l *logs) openDir() (logDir, error) {
 		dir = l.wrap(dir)
 	}
 	l.dir = dir
+	l.busy.Add(1)
 	return dir, nil
 }
 
@@ -157,6 +162,7 @@ func (l *logs) save(ctx context.Context, cp *agent.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 	}
+	defer l.busy.Done()
 	for {
 		st := l.state(cp.ExecID)
 		st.mu.Lock()
@@ -182,39 +188,54 @@ func (l *logs) save(ctx context.Context, cp *agent.Checkpoint) error {
 
 // saveLocked writes cp's entry; st.mu is held.
 func (l *logs) saveLocked(ctx context.Context, dir logDir, st *logState, cp *agent.Checkpoint) error {
-	if !st.ready {
-		if err := l.scan(ctx, st, cp.ExecID); err != nil {
+	for retried := false; ; retried = true {
+		if !st.ready {
+			if err := l.scan(ctx, st, cp.ExecID); err != nil {
+				return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
+			}
+		}
+		e, err := st.chain.Next(cp)
+		if err == nil && e.Kind == EntryDelta && l.tooLong(st, e) {
+			e, err = st.chain.Snapshot(cp) // the log is not to outgrow max_file_bytes
+		}
+		if err != nil {
+			return fmt.Errorf("save checkpoint: %w", err)
+		}
+		if max := l.local.MaxFileBytes(); int64(len(logMagic)+frameHeader+len(e.Data)) > max {
+			// A log a load could not read back: refused, as the workspace
+			// refuses to write such a file.
+			return fault.New(fault.BudgetExceeded, "save checkpoint", "%q: the record is %d bytes, a log holds at most %d (the workspace's max_file_bytes)", cp.ExecID, len(e.Data), max)
+		}
+		err = l.write(dir, st, cp.ExecID, e)
+		if err == nil {
+			st.chain.Commit(e, cp)
+			return nil
+		}
+		st.chain.Lost(e)
+		st.ready = false // read the file again: it may hold a part of e
+		if !errors.Is(err, errStale) || retried {
 			return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
 		}
 	}
-	e, err := st.chain.Next(cp)
-	if err == nil && e.Kind == EntryDelta && l.tooLong(st, e) {
-		e, err = st.chain.Snapshot(cp) // the log is not to outgrow max_file_bytes
-	}
-	if err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	if err := l.write(dir, st, cp.ExecID, e); err != nil {
-		st.chain.Lost(e)
-		st.ready = false // read the file again: it may hold a part of e
-		return fmt.Errorf("save checkpoint %q: %w", cp.ExecID, err)
-	}
-	st.chain.Commit(e, cp)
-	return nil
 }
+
+// errStale says that a log is not as the store last left it: another
+// store wrote it since. The save reads it again and stores a snapshot.
+var errStale = fault.New(fault.Conflict, "checkpoint log", "written by another store since this one read it")
 
 // scan reads what the store needs to know of execID's log from the file.
 func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
-	st.exists, st.size, st.torn, st.rewrite = false, 0, false, false
+	st.exists, st.size, st.file, st.torn, st.rewrite = false, 0, 0, false, false
 	st.chain = ResumeChain(l.s.cfg.Policy, 0)
 	data, err := l.s.ws.Read(ctx, l.s.logPath(execID))
 	switch {
 	case fault.Is(err, fault.NotFound):
 		st.ready = true
 		return nil
-	case fault.Is(err, fault.BudgetExceeded):
+	case fault.Is(err, fault.BudgetExceeded), fault.Is(err, fault.Validation):
 		// Too long to read back (max_file_bytes was larger when it was
-		// written): the next save replaces it.
+		// written), or not a file (a named pipe planted at its name): the
+		// next save replaces it.
 		st.ready, st.exists, st.rewrite = true, true, true
 		return nil
 	case err != nil:
@@ -222,7 +243,7 @@ func (l *logs) scan(ctx context.Context, st *logState, execID string) error {
 	}
 	sc, reason := readLog(data, int(l.local.MaxFileBytes()), l.s.cfg.Sync == SyncWave)
 	st.ready, st.exists = true, true
-	st.size, st.torn = int64(sc.end), sc.torn
+	st.size, st.file, st.torn = int64(sc.end), int64(len(data)), sc.torn
 	st.rewrite = reason != "" || sc.end < len(logMagic)
 	st.chain = ResumeChain(l.s.cfg.Policy, sc.lastSeq)
 	return nil
@@ -239,18 +260,22 @@ func (l *logs) write(dir logDir, st *logState, execID string, e Entry) error {
 		if !errors.Is(err, fs.ErrExist) {
 			if err == nil {
 				st.exists, st.size, st.torn = true, int64(len(logMagic)+frameHeader+len(e.Data)), false
+				st.file = st.size
 				_ = dir.Remove(execID + ".json") // migrated: the log holds the newest record
 			}
 			return err
 		}
 	case st.rewrite, e.Kind == EntrySnapshot && (st.size >= max(compactBytes, 4*int64(len(e.Data))) || l.tooLong(st, e)):
 	default:
-		return l.append(dir, st, name, execID, e)
+		if err := l.append(dir, st, name, execID, e); !errors.Is(err, errNotPlain) {
+			return err
+		}
 	}
 	if err := l.replace(dir, name, execID, e); err != nil {
 		return err
 	}
 	st.exists, st.rewrite, st.size, st.torn = true, false, int64(len(logMagic)+frameHeader+len(e.Data)), false
+	st.file = st.size
 	_ = dir.Remove(execID + ".json")
 	return nil
 }
@@ -265,9 +290,9 @@ func (l *logs) tooLong(st *logState, e Entry) bool {
 // append appends e's frame to the log, cutting a torn tail first, and
 // flushes it under SyncWave.
 func (l *logs) append(dir logDir, st *logState, name, execID string, e Entry) error {
-	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := openPlain(dir, name, st.file)
 	if err != nil {
-		return fsError(err, name)
+		return err
 	}
 	frame := appendFrame(make([]byte, 0, frameHeader+len(e.Data)), e)
 	if st.torn {
@@ -286,7 +311,7 @@ func (l *logs) append(dir logDir, st *logState, name, execID string, e Entry) er
 		return fsError(err, name)
 	}
 	st.size += int64(len(frame))
-	st.torn = false
+	st.file, st.torn = st.size, false
 	if l.s.cfg.Sync == SyncTurn {
 		l.mu.Lock()
 		l.dirty[execID] = struct{}{}
@@ -391,6 +416,9 @@ func (l *logs) load(ctx context.Context, execID string) (*agent.Checkpoint, bool
 	if fault.Is(err, fault.NotFound) {
 		return nil, false, nil
 	}
+	if fault.Is(err, fault.Validation) { // a directory or a named pipe where the log should be
+		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, &CorruptError{Where: where, Reason: "not a regular file"})
+	}
 	if err != nil {
 		return nil, true, fmt.Errorf("load checkpoint %q: %w", execID, err)
 	}
@@ -445,6 +473,7 @@ func (l *logs) close() error {
 	if dir == nil {
 		return nil
 	}
+	l.busy.Wait() // the saves that opened dir before Close
 	err := l.flushDirty(dir)
 	return errors.Join(err, dir.Close())
 }

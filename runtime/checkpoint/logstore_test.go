@@ -296,6 +296,10 @@ func FuzzReadLog(f *testing.F) {
 	f.Add([]byte("CRLOG"), true)
 	f.Add([]byte{}, true)
 	f.Add(append(good, 0xff, 0, 0, 0, 1), true)
+	longer := append([]byte(nil), good...)
+	longer[len(logMagic)+2] ^= 0x40 // the snapshot's length, damaged
+	f.Add(longer, true)
+	f.Add(longer, false)
 	f.Fuzz(func(t *testing.T, data []byte, strict bool) {
 		sc, reason := readLog(data, 1<<16, strict)
 		if reason != "" {

@@ -246,6 +246,9 @@ func (s *Store) Load(ctx context.Context, execID string) (*agent.Checkpoint, err
 	if fault.Is(err, fault.NotFound) {
 		return nil, nil
 	}
+	if fault.Is(err, fault.Validation) { // a directory or a named pipe where the record should be
+		return nil, fmt.Errorf("load checkpoint %q: %w", execID, &CorruptError{Where: live, Reason: "not a regular file"})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %q: %w", execID, err)
 	}

@@ -48,7 +48,9 @@
 //
 // # Errors
 //
-// Errors carry a fault kind: Validation for malformed input, Forbidden for
+// Errors carry a fault kind: Validation for malformed input (and for
+// reading what is not a regular file: a directory, a named pipe, which is
+// never opened, so that a read never waits for a writer), Forbidden for
 // paths outside the root, NotFound for missing files, Conflict when an entry
 // is in the way (a non-empty directory, a file where a directory is needed),
 // BudgetExceeded over the size cap, NotAvailable after Close and Internal

@@ -14,12 +14,20 @@ import (
 	"github.com/corral-rt/corral/fault"
 )
 
-// Read returns the content of the file at p. A directory is a Validation
-// error and a file over the size cap is BudgetExceeded.
+// Read returns the content of the file at p. A directory, or anything else
+// that is not a regular file (a named pipe, a device), is a Validation
+// error, and a file over the size cap is BudgetExceeded.
 func (l *Local) Read(ctx context.Context, p string) ([]byte, error) {
 	const op = "workspace read"
 	name, err := l.begin(ctx, op, p, false)
 	if err != nil {
+		return nil, err
+	}
+	// Checked before opening too: opening a named pipe for reading waits
+	// for a writer, whatever ctx says.
+	if st, err := l.root.Stat(name); err != nil {
+		return nil, classify(op, p, err)
+	} else if err := notRegular(op, p, st); err != nil {
 		return nil, err
 	}
 	f, err := l.root.Open(name)
@@ -31,8 +39,8 @@ func (l *Local) Read(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, classify(op, p, err)
 	}
-	if st.IsDir() {
-		return nil, fault.New(fault.Validation, op, "%q is a directory", p)
+	if err := notRegular(op, p, st); err != nil {
+		return nil, err
 	}
 	if st.Size() > l.maxBytes {
 		return nil, l.tooBig(op, p, st.Size())
@@ -47,6 +55,18 @@ func (l *Local) Read(ctx context.Context, p string) ([]byte, error) {
 		return nil, l.tooBig(op, p, int64(buf.Len()))
 	}
 	return buf.Bytes(), nil
+}
+
+// notRegular is the error of reading st, which is not a regular file, or
+// nil.
+func notRegular(op, p string, st os.FileInfo) error {
+	switch {
+	case st.IsDir():
+		return fault.New(fault.Validation, op, "%q is a directory", p)
+	case !st.Mode().IsRegular():
+		return fault.New(fault.Validation, op, "%q is not a regular file (%s)", p, st.Mode().Type())
+	}
+	return nil
 }
 
 func (l *Local) tooBig(op, p string, size int64) error {
@@ -183,6 +203,11 @@ func (l *Local) List(ctx context.Context, dir string) ([]string, error) {
 	name, err := l.begin(ctx, op, dir, true)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := l.root.Stat(name); err != nil {
+		return nil, classify(op, dir, err)
+	} else if !st.IsDir() {
+		return nil, fault.New(fault.Validation, op, "%q is not a directory", dir) // and is not opened: a named pipe would block
 	}
 	f, err := l.root.Open(name)
 	if err != nil {

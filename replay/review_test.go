@@ -1,0 +1,144 @@
+package replay_test
+
+import (
+	"context"
+
+	"bytes"
+	"errors"
+	"fmt"
+	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/replay"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// diceLines returns the lines of the dice recording.
+func diceLines(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "replay", "dice.jsonl"))
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// errReadTooFar is what endlessEvents returns once Decode has read more
+// than a recording may hold.
+var errReadTooFar = errors.New("the decoder read 80 MiB without refusing")
+
+// endlessEvents is a recording that never ends: the dice header, then
+// event lines of 1 MiB each.
+type endlessEvents struct {
+	head []byte
+	line []byte
+	read int
+	cur  *bytes.Reader
+}
+
+func (e *endlessEvents) Read(p []byte) (int, error) {
+	if e.read > 80<<20 {
+		return 0, errReadTooFar
+	}
+	if e.cur == nil || e.cur.Len() == 0 {
+		if e.cur == nil {
+			e.cur = bytes.NewReader(e.head)
+		} else {
+			e.cur = bytes.NewReader(e.line)
+		}
+	}
+	n, err := e.cur.Read(p)
+	e.read += n
+	return n, err
+}
+
+// Decode bounds a whole recording, not only a line: a file that never
+// ends (a hostile recording in a fleet, a FIFO, /dev/zero for corral
+// replay) is refused with a Validation error once it holds more than a
+// recording may, instead of growing memory until the process dies.
+func TestReviewDecodeBoundsTheRecording(t *testing.T) {
+	lines := diceLines(t)
+	payload := strings.Repeat("a", 1<<20)
+	src := &endlessEvents{head: []byte(lines[0] + "\n"),
+		line: []byte(`{"kind":"event","subject":"x","payload":"` + payload + `"}` + "\n")}
+	_, err := replay.Decode(src)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, errReadTooFar, "Decode read on and kept every line")
+	assert.True(t, fault.Is(err, fault.BudgetExceeded) || fault.Is(err, fault.Validation), "%v", err)
+}
+
+// Digests never reads a file outside the document's directory: a
+// reference through a symbolic link that leaves it is listed with an empty
+// digest and not followed, as a reference with ".." is (the digest of a
+// file outside, a secret, would otherwise be written into a recording
+// that gets shared).
+func TestReviewDigestsStayInTheDirectory(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.yaml")
+	require.NoError(t, os.WriteFile(secret, []byte("token: hunter2\nfile: more.yaml\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "more.yaml"), []byte("x: 1\n"), 0o600))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte("graph:\n  file: graph.yaml\nother:\n  file: link.yaml\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "graph.yaml"), []byte("nodes: []\n"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "link.yaml")))
+	ds, err := replay.Digests(filepath.Join(dir, "deploy.yaml"))
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, d := range ds {
+		got[d.Path] = d.SHA256
+	}
+	assert.NotEmpty(t, got["graph.yaml"])
+	assert.Contains(t, got, "link.yaml")
+	assert.Empty(t, got["link.yaml"], "the link leaves the directory: not read")
+}
+
+var _ io.Reader = (*endlessEvents)(nil)
+
+// A divergence's one-line form never carries control characters from the
+// recording: a node name holding an escape sequence would otherwise rewrite
+// the terminal or CI log corral replay prints to (hide the divergence,
+// print "identical" over it).
+func TestReviewDivergenceIsPrintable(t *testing.T) {
+	lines := diceLines(t)
+	last := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, `{"kind":"input"`) {
+			last = i
+		}
+	}
+	n := strings.Count(strings.Join(lines, "\n"), `{"kind":"input"`) + 1
+	evil := fmt.Sprintf(`{"kind":"input","n":%d,"node":"roll\u001b[2K\ridentical\u0007","call":1,"func":"now","args":[],"result":{"unix_ms":1}}`, n)
+	lines = append(lines[:last+1], append([]string{evil}, lines[last+1:]...)...)
+	rec, err := replay.DecodeBytes([]byte(strings.Join(lines, "\n") + "\n"))
+	require.NoError(t, err)
+	doc, err := deploy.ParseFile(filepath.Join("testdata", "replay", rec.Header.Document))
+	require.NoError(t, err)
+	rep, err := replay.Replay(context.Background(), rec, replay.Config{Document: doc, NewBuilder: builtin.NewBuilder})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Divergence)
+	s := rep.Divergence.String()
+	assert.NotContains(t, s, "\x1b", "%q", s)
+	assert.NotContains(t, s, "\r", "%q", s)
+	assert.NotContains(t, s, "\a", "%q", s)
+}
+
+// What Encode writes, Decode reads back, or Encode refuses it: a
+// recording with a line over MaxLineBytes (a large model reply or board
+// write, or a fork's --set value) is written without a word and then
+// refused by every replay of it.
+func TestReviewEncodeWritesWhatDecodeReads(t *testing.T) {
+	rec, err := replay.DecodeBytes([]byte(strings.Join(diceLines(t), "\n") + "\n"))
+	require.NoError(t, err)
+	rec.Events = append(rec.Events, replay.Event{Subject: "big", Payload: []byte(`"` + strings.Repeat("a", replay.MaxLineBytes) + `"`)})
+	var buf bytes.Buffer
+	if err := rec.Encode(&buf); err != nil {
+		return // refused: fine
+	}
+	_, err = replay.Decode(&buf)
+	assert.NoError(t, err, "Encode wrote a recording Decode refuses")
+}
