@@ -275,6 +275,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.True(t, eval[bool](b, text("turn-output")+`.endsWith("steered: left")`), "the steer's answer streamed")
 	require.True(t, eval[bool](b, `document.querySelector('#timeline li[data-type="end"]') !== null`), "the timeline ends with the end event")
 
+	b.do("steer the settled turn",
+		chromedp.SetValue(chromedp.CSS("#steer-text"), "late"),
+		chromedp.Click(chromedp.CSS("#steer")))
+	b.until("the steer's refusal shows", text("turn-error")+`.startsWith("409 ")`)
+
 	// Another turn is interrupted.
 	b.do("start another turn",
 		chromedp.SetValue(chromedp.CSS("#turn-text"), "again"),
