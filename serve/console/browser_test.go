@@ -85,6 +85,11 @@ func newBrowser(t *testing.T, url string) *browser {
 		cancelAlloc()
 	})
 	b := &browser{t: t, ctx: ctx, url: url}
+	t.Cleanup(func() { // runs before the browser stops
+		if t.Failed() {
+			t.Log(b.capture())
+		}
+	})
 	// The first Run starts the browser; it gets no timeout (that would
 	// bound the browser's life), so a start that hangs is bounded by the
 	// test's own deadline.
@@ -135,27 +140,36 @@ func eval[T any](b *browser, js string) T {
 	return v
 }
 
-// fail saves a screenshot and the page's text, and fails the test.
+// fail fails the test; the cleanup of newBrowser saves the screenshot.
 func (b *browser) fail(what string, err error) {
 	b.t.Helper()
+	b.t.Fatalf("%s: %v", what, err)
+}
+
+// capture saves a screenshot of the page in $CORRAL_SCREENSHOT_DIR (or a
+// new temporary directory, which outlives the test so that the picture
+// can be seen) and describes where, with the page's text and the
+// exceptions it threw.
+func (b *browser) capture() string {
 	dir := os.Getenv("CORRAL_SCREENSHOT_DIR")
+	var err error
 	if dir == "" {
-		// Not t.TempDir: the screenshot must outlive the test to be seen.
-		d, derr := os.MkdirTemp("", "corral-console-")
-		if derr != nil {
-			b.t.Fatalf("%s: %v (and no directory for a screenshot: %v)", what, err, derr)
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.t.Fatalf("%s: %v (and no directory for a screenshot: %v)", what, err, err)
+		dir, err = os.MkdirTemp("", "corral-console-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.t.Name())
-	shot := filepath.Join(dir, name+".png")
-	png, serr := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if serr == nil {
-		serr = os.WriteFile(shot, png, 0o644)
+	shot := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(b.t.Name())+".png")
+	if err == nil {
+		var png []byte
+		if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+			err = os.WriteFile(shot, png, 0o644)
+		}
+	}
+	where := "screenshot: " + shot
+	if err != nil {
+		where = "no screenshot: " + err.Error()
 	}
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if len(text) > 3000 {
@@ -164,10 +178,7 @@ func (b *browser) fail(what string, err error) {
 	b.mu.Lock()
 	exc := strings.Join(b.exceptions, "\n")
 	b.mu.Unlock()
-	if serr != nil {
-		b.t.Fatalf("%s: %v\nno screenshot: %v\npage text:\n%s\nexceptions:\n%s", what, err, serr, text, exc)
-	}
-	b.t.Fatalf("%s: %v\nscreenshot: %s\npage text:\n%s\nexceptions:\n%s", what, err, shot, text, exc)
+	return fmt.Sprintf("%s\npage text:\n%s\nexceptions:\n%s", where, text, exc)
 }
 
 // js quotes s as a JavaScript string.
@@ -227,6 +238,12 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	b.do("open the console", chromedp.Navigate(url+"/"))
 	b.until("the page's script ran", `document.body.dataset.ready === "true"`)
+
+	// The policy is in force: the page refuses markup assigned as a string.
+	require.Equal(t, "refused", eval[string](b, `(() => {
+		try { document.getElementById("turn-output").innerHTML = "<b>x</b>"; return "assigned"; }
+		catch (e) { return e instanceof TypeError ? "refused" : String(e); } })()`),
+		"Trusted Types refuse innerHTML")
 
 	// The stream reader splits events as the specification says: fields
 	// across chunks, CRLF and CR line ends, several data lines, comments,
