@@ -187,7 +187,16 @@ function setStatus(status) {
 
 const MAX_TIMELINE = 2000;
 
+// follows keeps a scrolled box at its end while new lines arrive, unless
+// the reader scrolled up.
+function follows(box) {
+  const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  return () => { if (atEnd) box.scrollTop = box.scrollHeight; };
+}
+
 function onEvent(tid, ev) {
+  const keepOutput = follows($("turn-output"));
+  const keepTimeline = follows($("timeline"));
   let data = null;
   try {
     data = JSON.parse(ev.data);
@@ -226,7 +235,8 @@ function onEvent(tid, ev) {
   tl.append(el("li", { dataset: { id: String(ev.id ?? ""), type: ev.event } },
     el("span", { className: "type" }, `${ev.id ?? "-"} ${ev.event}`), clip(String(summary))));
   while (tl.childElementCount > MAX_TIMELINE) tl.firstElementChild.remove();
-  tl.lastElementChild.scrollIntoView({ block: "nearest" });
+  keepOutput();
+  keepTimeline();
 }
 
 function addPrompt(p) {
