@@ -46,6 +46,7 @@ const builtin = "builtin"
 // replaytest is the test helper of package replay: it builds documents
 // with every factory (builtin), as a test of a whole deployment does.
 const replaytest = "replay/replaytest"
+
 // The NATS client and server, and the package that carries Corral onto
 // them.
 const (
