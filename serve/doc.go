@@ -3,18 +3,21 @@
 // streamed or not) and a native session API under /api (sessions, turns,
 // a per-turn server-sent event stream that resumes from Last-Event-ID,
 // steer, interrupt, answers to a turn's questions), described by the
-// OpenAPI document at /openapi.json. docs/serve.md is the user's guide;
-// `corral serve` is the command that runs it.
+// OpenAPI document at /openapi.json, and the web console of package
+// serve/console at / (its files need no key; its API calls carry one).
+// docs/serve.md is the user's guide; `corral serve` is the command that
+// runs it.
 //
 // # Tenants and keys
 //
 // Keys maps API keys to tenants; it holds only each key's SHA-256 and
-// compares in constant time. Every route but /healthz, /readyz and
-// /openapi.json needs "Authorization: Bearer <key>" (401 otherwise). A
-// tenant sees only its own agents (an agent's Definition.Tenant), and
-// the sessions and turns it opened: another tenant's are 404, so their
-// existence does not leak. The runtime's tenant quotas apply; a refusal
-// is 429 naming the quota, with Retry-After for a rate.
+// compares in constant time. Every route but /healthz, /readyz,
+// /openapi.json and the console's files needs "Authorization: Bearer
+// <key>" (401 otherwise). A tenant sees only its own agents (an agent's
+// Definition.Tenant), and the sessions and turns it opened: another
+// tenant's are 404, so their existence does not leak. The runtime's
+// tenant quotas apply; a refusal is 429 naming the quota, with
+// Retry-After for a rate.
 //
 // # Lifecycle
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/serve/console"
 )
 
 //go:embed openapi.json
@@ -22,8 +23,8 @@ func tenantOf(ctx context.Context) string {
 	return t
 }
 
-// routes builds the mux: health and the OpenAPI document open, every
-// other route behind a key.
+// routes builds the mux: health, the OpenAPI document and the console's
+// files open, every other route behind a key.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -34,6 +35,8 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
 	})
+	mux.Handle("GET /{$}", console.Handler()) // the web console, without a key; its API calls carry one
+	mux.Handle("GET "+console.AssetPrefix, console.Handler())
 	if s.opts.Metrics != nil {
 		mux.Handle("GET /metrics", s.opts.Metrics)
 	}
