@@ -128,6 +128,7 @@ func turnError(te *turnEntry) error {
 // is the turn's failure, 500, not a reason for the client to retry later.
 func outcomeError(err error) apiError {
 	e := errorOf(err)
+	e.inRun = true
 	if e.status == http.StatusTooManyRequests && e.quota == "" {
 		e.status, e.retryAfter = http.StatusInternalServerError, 0
 	}

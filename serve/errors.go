@@ -19,6 +19,9 @@ type apiError struct {
 	message    string
 	quota      string
 	retryAfter int // seconds; 0: no Retry-After
+	// inRun: the error is a turn's outcome, not a refusal; a quota the
+	// run hit is counted from the run, not by OnQuotaRejected.
+	inRun bool
 }
 
 // errorOf maps err to its status: Validation 400, Forbidden and
@@ -86,7 +89,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // noteError logs a refusal and tells the quota hook of a quota hit.
 func (s *Server) noteError(r *http.Request, e apiError) {
 	tenant := tenantOf(r.Context())
-	if e.quota != "" && s.opts.OnQuotaRejected != nil {
+	if e.quota != "" && !e.inRun && s.opts.OnQuotaRejected != nil {
 		s.opts.OnQuotaRejected(tenant, e.quota)
 	}
 	level := s.log.Info

@@ -40,6 +40,7 @@ type eventLog struct {
 	bytes    int
 	full     bool
 	closed   bool
+	freed    bool          // free dropped the events of the closed log
 	changed  chan struct{} // closed and replaced on each append
 	prompts  map[string]session.PromptRequested
 	promptID []string // open prompts in arrival order
@@ -153,6 +154,9 @@ func (l *eventLog) end(status agent.Status, errText string) {
 func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.freed {
+		return nil, true, l.changed
+	}
 	if after < 0 {
 		after = 0
 	}
@@ -160,6 +164,40 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 		after = len(l.events)
 	}
 	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+}
+
+// size returns the payload bytes the log holds.
+func (l *eventLog) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}
+
+// isClosed reports whether the log got its end.
+func (l *eventLog) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// isFreed reports whether free dropped the log's events.
+func (l *eventLog) isFreed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.freed
+}
+
+// free drops the events of a closed log and returns the bytes they held;
+// an open log is kept (0). Streams already reading it end.
+func (l *eventLog) free() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed || l.freed {
+		return 0
+	}
+	n := l.bytes
+	l.events, l.bytes, l.freed = nil, 0, true
+	return n
 }
 
 // openPrompts lists the prompts waiting for an answer.

@@ -55,6 +55,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/steer", native(s.steerTurn))
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/interrupt", native(s.interruptTurn))
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/prompts/{pid}", native(s.answerPrompt))
+	mux.Handle("GET /api/sessions/{sid}/turns/{tid}/recording", native(s.getRecording))
 	mux.Handle("/", native(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.New(fault.NotFound, "serve", "no route %s %s", r.Method, r.URL.Path))
 	}))

@@ -37,7 +37,36 @@ type Options struct {
 	KeepTurns int
 	// MaxWait bounds the wait of GET .../wait. 0: 5 minutes.
 	MaxWait time.Duration
+	// MaxTenantEventBytes bounds the event bytes a tenant's kept turns
+	// hold across all its sessions: past it, the logs of the tenant's
+	// oldest finished turns are freed (their streams answer 410; their
+	// results stay). A turn's own log is also bounded by it. 0: 256 MiB.
+	MaxTenantEventBytes int
+	// MaxStreamsPerTurn bounds the event streams open on one turn at
+	// once; one more is refused with 429. 0: 16.
+	MaxStreamsPerTurn int
+	// StreamWriteTimeout bounds the write of one event to a stream's
+	// client: a client that does not read for that long loses its
+	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
+	StreamWriteTimeout time.Duration
+	// Recordings, when set, is told of every settled turn and serves
+	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
+	// the runtime's host factory is one). nil: no recordings (404).
+	Recordings Recordings
 }
+
+// Recordings keeps the recordings of a runtime's turns by run id.
+type Recordings interface {
+	// Finish records the outcome of the settled turn runID and the
+	// request it ran.
+	Finish(runID string, req agent.Request, res *agent.Result, err error) error
+	// RecordingBytes returns the recording of the turn runID in its file
+	// form, or false when it is not kept.
+	RecordingBytes(runID string) ([]byte, bool)
+}
+
+// DefaultMaxTenantEventBytes is Options.MaxTenantEventBytes when it is 0.
+const DefaultMaxTenantEventBytes = 256 << 20
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
@@ -54,6 +83,16 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = 5 * time.Minute
+	}
+	if o.MaxTenantEventBytes <= 0 {
+		o.MaxTenantEventBytes = DefaultMaxTenantEventBytes
+	}
+	o.MaxTurnEventBytes = min(o.MaxTurnEventBytes, o.MaxTenantEventBytes)
+	if o.MaxStreamsPerTurn <= 0 {
+		o.MaxStreamsPerTurn = 16
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 30 * time.Second
 	}
 	return o
 }

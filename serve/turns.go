@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -18,7 +20,9 @@ type turnEntry struct {
 	agentID string
 	turn    *session.Turn
 	log     *eventLog
+	req     agent.Request // what the turn was started with
 	started time.Time
+	streams atomic.Int32  // event streams open on the turn
 	done    chan struct{} // closed once res and err are set
 	res     *agent.Result
 	err     error
@@ -44,7 +48,7 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	}
 	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
-	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, started: time.Now(), done: make(chan struct{})}
+	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
 	if !spec.unstreamed {
 		cfg.Sinks = append(cfg.Sinks, log.sinkSpec())
@@ -82,6 +86,10 @@ func (s *Server) watch(te *turnEntry) {
 		errText = err.Error()
 	}
 	te.log.end(status, errText)
+	if s.opts.Recordings != nil {
+		_ = s.opts.Recordings.Finish(te.turn.RunID(), te.req, res, err) // a recording already forgotten is no loss here
+	}
+	s.trimEvents(te.tenant)
 	s.mu.Lock()
 	delete(s.running, te)
 	close(s.settled)
@@ -174,4 +182,42 @@ func outputText(msgs []message.Message) string {
 		}
 	}
 	return out
+}
+
+// trimEvents keeps the event bytes of the tenant's kept turns within
+// Options.MaxTenantEventBytes: while they are over it, it frees the log of
+// the tenant's oldest finished turn (REF 11.8.1).
+func (s *Server) trimEvents(tenant string) {
+	s.mu.Lock()
+	var turns []*turnEntry
+	for _, e := range s.sessions {
+		if e.tenant != tenant {
+			continue
+		}
+		e.mu.Lock()
+		turns = append(turns, e.turns...)
+		e.mu.Unlock()
+	}
+	s.mu.Unlock()
+	total := 0
+	var finished []*turnEntry
+	for _, te := range turns {
+		n := te.log.size()
+		total += n
+		if n > 0 && te.log.isClosed() {
+			finished = append(finished, te)
+		}
+	}
+	if total <= s.opts.MaxTenantEventBytes {
+		return
+	}
+	slices.SortFunc(finished, func(a, b *turnEntry) int { return a.started.Compare(b.started) })
+	for _, te := range finished {
+		if total <= s.opts.MaxTenantEventBytes {
+			return
+		}
+		freed := te.log.free()
+		total -= freed
+		s.log.Info("turn event log freed", "tenant", tenant, "run", te.turn.RunID(), "bytes", freed)
+	}
 }
