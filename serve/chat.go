@@ -57,10 +57,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	writeJSON(w, http.StatusOK, c.completion(te.res))
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush() // the answer leaves before the session is removed
-	}
+	writeJSON(w, http.StatusOK, c.completion(te.res)) // with its length: the answer is whole before the session is removed
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a
@@ -103,24 +100,28 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 }
 
 // turnError is the error of a settled turn that did not complete.
-func turnError(te *turnEntry) error {
-	if te.err != nil {
-		return te.err
+func turnError(te *turnEntry) error { return outcomeOf(te.res, te.err) }
+
+// outcomeOf is the error of a turn that settled with res and err, nil
+// when it completed.
+func outcomeOf(res *agent.Result, err error) error {
+	if err != nil {
+		return err
 	}
-	if te.res == nil {
+	if res == nil {
 		return fault.New(fault.Internal, "chat", "the turn settled without a result")
 	}
-	if te.res.Status == agent.StatusCompleted {
+	if res.Status == agent.StatusCompleted {
 		return nil
 	}
-	if te.res.Err != nil {
-		return te.res.Err
+	if res.Err != nil {
+		return res.Err
 	}
 	kind := fault.Internal
-	if te.res.Status == agent.StatusInterrupted {
+	if res.Status == agent.StatusInterrupted {
 		kind = fault.Interrupted
 	}
-	return fault.New(kind, "chat", "the turn ended %s", te.res.Status)
+	return fault.New(kind, "chat", "the turn ended %s", res.Status)
 }
 
 // outcomeError is the error of a turn that ran and did not complete: a

@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/session"
@@ -109,13 +111,31 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 	}
 }
 
-// writeJSON writes v as the body with status.
+// jsonBuffers are the buffers writeJSON encodes into.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeJSON writes v as the body with status. The body is encoded first
+// and sent with its Content-Length, so that a client has the whole answer
+// without waiting for the handler to return (a completion's handler
+// removes its ephemeral session after answering).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_, _ = buf.WriteString(`{"error":{"kind":"internal","message":"the answer could not be encoded"}}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+	if buf.Cap() <= 64<<10 {
+		jsonBuffers.Put(buf)
+	}
 }
 
 // errUnauthorized is a missing or wrong API key.

@@ -23,6 +23,7 @@ type turnEntry struct {
 	req     agent.Request // what the turn was started with
 	started time.Time
 	streams atomic.Int32  // event streams open on the turn
+	kept    bool          // a native turn, kept by its session
 	done    chan struct{} // closed once res and err are set
 	res     *agent.Result
 	err     error
@@ -59,6 +60,7 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	}
 	te.turn = t
 	if spec.onStart != nil {
+		te.kept = true
 		spec.onStart(te)
 	}
 	s.mu.Lock()
@@ -89,7 +91,9 @@ func (s *Server) watch(te *turnEntry) {
 	if s.opts.Recordings != nil {
 		_ = s.opts.Recordings.Finish(te.turn.RunID(), te.req, res, err) // a recording already forgotten is no loss here
 	}
-	s.trimEvents(te.tenant)
+	if te.kept {
+		s.trimEvents(te.tenant)
+	}
 	s.mu.Lock()
 	delete(s.running, te)
 	close(s.settled)
