@@ -71,8 +71,8 @@ func (s *Server) routes() http.Handler {
 // body.
 func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		tenant, found := s.keys.Tenant(strings.TrimSpace(key))
+		key, ok := bearerKey(r.Header.Values("Authorization"))
+		tenant, found := s.keys.Tenant(key)
 		if !ok || !found {
 			writeErr(w, r, errUnauthorizedKind)
 			return
@@ -80,6 +80,21 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// bearerKey reads the key of a request's Authorization headers: exactly
+// one header, the scheme "Bearer" in any case (RFC 9110 §11.1), one space
+// or more, and a key without spaces. Anything else has no key.
+func bearerKey(values []string) (string, bool) {
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, key, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
+	key = strings.TrimLeft(key, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" || strings.ContainsAny(key, " \t") {
+		return "", false
+	}
+	return key, true
 }
 
 // errUnauthorizedKind is the refusal of a missing or unknown key: it maps
