@@ -237,9 +237,12 @@ func (c chatOut) chunk(delta *chatDelta, finish *string) chatObject {
 // streamChat streams the turn as chat completion chunks: the role, each
 // text delta, the tool calls left to the client, the finish, the usage
 // when asked, then [DONE]. A turn that does not complete ends the stream with an error
-// object in OpenAI's shape before [DONE].
+// object in OpenAI's shape before [DONE]. Each write is bounded by
+// Options.StreamWriteTimeout: a client that stops reading loses the
+// stream.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntry, c chatOut, withUsage bool) {
 	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -250,6 +253,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 		if err != nil {
 			return err
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
 			return err
 		}
@@ -291,6 +295,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 				Choices: []chatChoice{}, Usage: &u})
 		}
 	}
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
