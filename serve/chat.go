@@ -49,7 +49,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, r, te, c, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	te.wait(context.Background())
+	s.watch(te) // returns once the turn settled
 	if err := turnError(te); err != nil {
 		e := outcomeError(err)
 		s.noteError(r, e)

@@ -37,6 +37,9 @@ type turnSpec struct {
 	onStart func(*turnEntry) // runs before the turn is watched; may be nil
 	// unstreamed: nothing reads the turn's events (a non-streamed chat
 	// completion), so no sink feeds its log; the log gets only the end.
+	// The caller then watches the turn itself (s.watch, which returns once
+	// it settled) instead of a goroutine of its own: the request waits for
+	// the turn anyway, and the hand-over costs a wake-up less.
 	unstreamed bool
 }
 
@@ -68,7 +71,9 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	s.watchers.Add(1)
 	s.mu.Unlock()
 	s.log.Info("turn started", "tenant", te.tenant, "agent", te.agentID, "context", sess.Key().ContextID, "run", t.RunID())
-	go s.watch(te)
+	if !spec.unstreamed {
+		go s.watch(te)
+	}
 	return te, nil
 }
 
