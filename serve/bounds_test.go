@@ -131,3 +131,25 @@ func TestLastEventIDAbuse(t *testing.T) {
 	assert.Empty(t, s.rest(t))
 	s.close()
 }
+
+// REF 11.8.1
+// A deleted session's turns no longer count against its tenant's event
+// budget: the next session's turns keep their logs.
+func TestTenantEventBudgetAfterDelete(t *testing.T) {
+	t.Parallel()
+	probe := newTestServer(t, serve.Options{})
+	sid := probe.openSession(acmeKey, "echo")
+	one := probe.logBytes(acmeKey, sid, probe.runEcho(acmeKey, sid, "a few words of text"))
+
+	ts := newTestServer(t, serve.Options{MaxTenantEventBytes: one*5/2 + 1})
+	old := ts.openSession(acmeKey, "echo")
+	ts.runEcho(acmeKey, old, "a few words of text")
+	ts.runEcho(acmeKey, old, "a few words of text")
+	r := ts.do(http.MethodDelete, "/api/sessions/"+old, acmeKey, "")
+	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+	sid = ts.openSession(acmeKey, "echo")
+	first := ts.runEcho(acmeKey, sid, "a few words of text")
+	ts.runEcho(acmeKey, sid, "a few words of text")
+	r = ts.do(http.MethodGet, "/api/sessions/"+sid+"/turns/"+first+"/events", acmeKey, "")
+	assert.Equal(t, http.StatusOK, r.status, "the deleted session's logs were not counted: %s", r.body)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
@@ -34,6 +35,9 @@ type streamEvent struct {
 // run-end.
 type eventLog struct {
 	max int // payload bytes kept, past which only the end is kept
+	// acct, when set, counts the bytes the log holds into its tenant's
+	// total (Options.MaxTenantEventBytes) until detach or free.
+	acct *atomic.Int64
 
 	mu       sync.Mutex
 	events   []streamEvent
@@ -66,6 +70,9 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	}
 	l.events = append(l.events, ev)
 	l.bytes += len(ev.data)
+	if l.acct != nil {
+		l.acct.Add(int64(len(ev.data)))
+	}
 	if ev.typ == evEnd {
 		l.closed = true
 	}
@@ -196,8 +203,22 @@ func (l *eventLog) free() int {
 		return 0
 	}
 	n := l.bytes
+	if l.acct != nil {
+		l.acct.Add(-int64(n))
+	}
 	l.events, l.bytes, l.freed = nil, 0, true
 	return n
+}
+
+// detach stops counting the log into its tenant's total: the log is no
+// longer kept (its turn or session was dropped); streams reading it go on.
+func (l *eventLog) detach() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acct != nil {
+		l.acct.Add(-int64(l.bytes))
+		l.acct = nil
+	}
 }
 
 // openPrompts lists the prompts waiting for an answer.

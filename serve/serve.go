@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -112,9 +113,11 @@ type Server struct {
 	closed   bool
 	sessions map[string]*sessionEntry // by id
 	running  map[*turnEntry]struct{}  // turns not yet settled
-	starting int                      // turns admitted and not yet running
-	settled  chan struct{}            // closed and replaced when a turn settles
-	watchers sync.WaitGroup           // one per turn, until it settles
+	// tenantBytes counts the event bytes of each tenant's kept turns.
+	tenantBytes map[string]*atomic.Int64
+	starting    int            // turns admitted and not yet running
+	settled     chan struct{}  // closed and replaced when a turn settles
+	watchers    sync.WaitGroup // one per turn, until it settles
 }
 
 // New returns a Server of rt for the tenants of keys. rt and keys must not
@@ -125,7 +128,8 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{})}
+		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
+		tenantBytes: map[string]*atomic.Int64{}}
 	s.h = s.routes()
 	return s, nil
 }

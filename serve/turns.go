@@ -52,6 +52,9 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	}
 	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
+	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
+		log.acct = s.eventBytes(spec.tenant)
+	}
 	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
 	if !spec.unstreamed {
@@ -193,40 +196,50 @@ func outputText(msgs []message.Message) string {
 	return out
 }
 
+// eventBytes returns the counter of the event bytes the tenant's kept
+// turns hold.
+func (s *Server) eventBytes(tenant string) *atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.tenantBytes[tenant]
+	if !ok {
+		n = new(atomic.Int64)
+		s.tenantBytes[tenant] = n
+	}
+	return n
+}
+
 // trimEvents keeps the event bytes of the tenant's kept turns within
 // Options.MaxTenantEventBytes: while they are over it, it frees the log of
-// the tenant's oldest finished turn (REF 11.8.1).
+// the tenant's oldest finished turn (REF 11.8.1). Under the budget it
+// costs one counter read.
 func (s *Server) trimEvents(tenant string) {
+	acct, budget := s.eventBytes(tenant), int64(s.opts.MaxTenantEventBytes)
+	if acct.Load() <= budget {
+		return
+	}
 	s.mu.Lock()
-	var turns []*turnEntry
+	var finished []*turnEntry
 	for _, e := range s.sessions {
 		if e.tenant != tenant {
 			continue
 		}
 		e.mu.Lock()
-		turns = append(turns, e.turns...)
+		for _, te := range e.turns {
+			if te.log.isClosed() {
+				finished = append(finished, te)
+			}
+		}
 		e.mu.Unlock()
 	}
 	s.mu.Unlock()
-	total := 0
-	var finished []*turnEntry
-	for _, te := range turns {
-		n := te.log.size()
-		total += n
-		if n > 0 && te.log.isClosed() {
-			finished = append(finished, te)
-		}
-	}
-	if total <= s.opts.MaxTenantEventBytes {
-		return
-	}
 	slices.SortFunc(finished, func(a, b *turnEntry) int { return a.started.Compare(b.started) })
 	for _, te := range finished {
-		if total <= s.opts.MaxTenantEventBytes {
+		if acct.Load() <= budget {
 			return
 		}
-		freed := te.log.free()
-		total -= freed
-		s.log.Info("turn event log freed", "tenant", tenant, "run", te.turn.RunID(), "bytes", freed)
+		if freed := te.log.free(); freed > 0 {
+			s.log.Info("turn event log freed", "tenant", tenant, "run", te.turn.RunID(), "bytes", freed)
+		}
 	}
 }
