@@ -5,9 +5,13 @@ package main
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,4 +91,40 @@ func TestServeMetricsAndRecordings(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, `"run_id":"`+tid+`"`)
 	assert.NotContains(t, body, "acme-key")
+}
+
+// REF 11.6.3
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, corral serve exports the spans of
+// its requests and turns over OTLP/HTTP, flushed when it exits on
+// SIGTERM.
+func TestServeExportsTracesFromEnv(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var posts []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		posts = append(posts, r.URL.Path+" "+string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	env := append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=serve-test")
+	c := startWithEnv(t, env, "serve", serveFixture(t), "--addr", "127.0.0.1:0")
+	waitFor(t, c.stderr, "msg=listening")
+	m := listening.FindStringSubmatch(c.stderr.String())
+	require.NotNil(t, m, c.stderr.String())
+	code, body := request(t, http.MethodPost, m[1]+"/v1/chat/completions", `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, code, body)
+	c.send(t, syscall.SIGTERM)
+	require.Equal(t, 0, c.wait(t), c.stderr.String())
+
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(posts, "\n")
+	assert.Contains(t, all, "/v1/traces ", "spans were exported to the OTLP endpoint")
+	assert.Contains(t, all, "POST /v1/chat/completions", "the request's span")
+	assert.Contains(t, all, "invoke_agent", "the turn's span")
+	assert.Contains(t, all, "serve-test", "the service name of OTEL_SERVICE_NAME")
 }
