@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -137,4 +139,40 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 		_ = tc.SetWriteBuffer(4096)
 	}
 	return c, err
+}
+
+// REF 11.8.7
+// A client that sends a body slower than Options.BodyReadTimeout is
+// refused (400) instead of holding its handler; a body sent in time and a
+// stream after it are not cut by the bound.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{BodyReadTimeout: 200 * time.Millisecond})
+	sid := ts.openSession(acmeKey, "asker")
+	conn, err := net.Dial("tcp", ts.http.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /api/sessions/%s/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"text\":", sid, acmeKey)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute))) // a failure, not a hang, without the bound
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err, "the server answered the stalled body")
+	assert.Contains(t, status, "400")
+
+	// A stream that outlives the bound: a turn waiting for its answer.
+	tid := ts.startTurn(acmeKey, sid, "go")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := ts.stream(ctx, "/api/sessions/"+sid+"/turns/"+tid+"/events", acmeKey, "")
+	defer s.close()
+	evs := s.until(t, "prompt")
+	var prompt struct {
+		PromptID string `json:"prompt_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(evs[len(evs)-1].data), &prompt))
+	time.Sleep(400 * time.Millisecond) // past the bound: the stream must not be cut
+	r := ts.do(http.MethodPost, "/api/sessions/"+sid+"/turns/"+tid+"/prompts/"+prompt.PromptID, acmeKey, `{"text":"yes"}`)
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	end := s.until(t, "end")
+	assert.Contains(t, end[len(end)-1].data, "completed")
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// client: a client that does not read for that long loses its
 	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
 	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds the reading of a request's body: a client
+	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
+	BodyReadTimeout time.Duration
 	// Recordings, when set, is told of every settled turn and serves
 	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
 	// the runtime's host factory is one). nil: no recordings (404).
@@ -91,6 +94,9 @@ func (o Options) withDefaults() Options {
 	o.MaxTurnEventBytes = min(o.MaxTurnEventBytes, o.MaxTenantEventBytes)
 	if o.MaxStreamsPerTurn <= 0 {
 		o.MaxStreamsPerTurn = 16
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = time.Minute
 	}
 	if o.StreamWriteTimeout <= 0 {
 		o.StreamWriteTimeout = 30 * time.Second
