@@ -38,6 +38,7 @@ type metrics struct {
 	started, ended, quota, restarts, tokens, models, tools, cpu *prometheus.CounterVec
 	running                                                     *prometheus.GaugeVec
 	duration                                                    *prometheus.HistogramVec
+	http                                                        httpMetrics
 }
 
 func newMetrics() *metrics {
@@ -45,6 +46,7 @@ func newMetrics() *metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	return &metrics{
+		http:     newHTTPMetrics(),
 		started:  counter(MetricTurnsStarted, "Turns (agent runs) started.", "tenant", "agent"),
 		ended:    counter(MetricTurnsEnded, "Turns (agent runs) ended, by status: completed or the error's kind.", "tenant", "agent", "status"),
 		quota:    counter(MetricQuotaRejected, "Quota rejections, by quota.", "tenant", "quota"),
@@ -62,7 +64,8 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.started, m.ended, m.running, m.duration, m.quota, m.restarts, m.tokens, m.models, m.tools, m.cpu}
+	return []prometheus.Collector{m.started, m.ended, m.running, m.duration, m.quota, m.restarts, m.tokens, m.models, m.tools, m.cpu,
+		m.http.requests, m.http.duration}
 }
 
 // bound keeps the values of one label to at most max distinct ones: the

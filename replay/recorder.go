@@ -223,3 +223,14 @@ func redactRequest(req agent.Request) agent.Request {
 	}
 	return req
 }
+
+// RecordingBytes returns the recording of the turn runID in its file form
+// (Recording.Bytes), or false when the recorder does not hold it. With
+// Finish, it makes a Recorder a serve.Recordings.
+func (r *Recorder) RecordingBytes(runID string) ([]byte, bool) {
+	rec, ok := r.Recording(runID)
+	if !ok {
+		return nil, false
+	}
+	return rec.Bytes(), true
+}

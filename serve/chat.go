@@ -49,7 +49,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, r, te, c, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	te.wait(context.Background())
+	s.watch(te) // returns once the turn settled
 	if err := turnError(te); err != nil {
 		e := outcomeError(err)
 		s.noteError(r, e)
@@ -57,10 +57,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	writeJSON(w, http.StatusOK, c.completion(te.res))
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush() // the answer leaves before the session is removed
-	}
+	writeJSON(w, http.StatusOK, c.completion(te.res)) // with its length: the answer is whole before the session is removed
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a
@@ -104,24 +101,28 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 }
 
 // turnError is the error of a settled turn that did not complete.
-func turnError(te *turnEntry) error {
-	if te.err != nil {
-		return te.err
+func turnError(te *turnEntry) error { return outcomeOf(te.res, te.err) }
+
+// outcomeOf is the error of a turn that settled with res and err, nil
+// when it completed.
+func outcomeOf(res *agent.Result, err error) error {
+	if err != nil {
+		return err
 	}
-	if te.res == nil {
+	if res == nil {
 		return fault.New(fault.Internal, "chat", "the turn settled without a result")
 	}
-	if te.res.Status == agent.StatusCompleted {
+	if res.Status == agent.StatusCompleted {
 		return nil
 	}
-	if te.res.Err != nil {
-		return te.res.Err
+	if res.Err != nil {
+		return res.Err
 	}
 	kind := fault.Internal
-	if te.res.Status == agent.StatusInterrupted {
+	if res.Status == agent.StatusInterrupted {
 		kind = fault.Interrupted
 	}
-	return fault.New(kind, "chat", "the turn ended %s", te.res.Status)
+	return fault.New(kind, "chat", "the turn ended %s", res.Status)
 }
 
 // outcomeError is the error of a turn that ran and did not complete: a
@@ -129,6 +130,7 @@ func turnError(te *turnEntry) error {
 // is the turn's failure, 500, not a reason for the client to retry later.
 func outcomeError(err error) apiError {
 	e := errorOf(err)
+	e.inRun = true
 	if e.status == http.StatusTooManyRequests && e.quota == "" {
 		e.status, e.retryAfter = http.StatusInternalServerError, 0
 	}
@@ -236,9 +238,12 @@ func (c chatOut) chunk(delta *chatDelta, finish *string) chatObject {
 // streamChat streams the turn as chat completion chunks: the role, each
 // text delta, the tool calls left to the client, the finish, the usage
 // when asked, then [DONE]. A turn that does not complete ends the stream with an error
-// object in OpenAI's shape before [DONE].
+// object in OpenAI's shape before [DONE]. Each write is bounded by
+// Options.StreamWriteTimeout: a client that stops reading loses the
+// stream.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntry, c chatOut, withUsage bool) {
 	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -249,6 +254,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 		if err != nil {
 			return err
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
 			return err
 		}
@@ -290,6 +296,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 				Choices: []chatChoice{}, Usage: &u})
 		}
 	}
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()

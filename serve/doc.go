@@ -30,8 +30,12 @@
 // # Concurrency
 //
 // A Server is safe for concurrent use. A turn's events are kept in an
-// append-only log that any number of streams read from any point, so a
-// stream that drops loses nothing and a resumed one repeats nothing.
+// append-only log that streams (Options.MaxStreamsPerTurn at once) read
+// from any point, so a stream that drops loses nothing and a resumed one
+// repeats nothing. The log never waits for a stream: a client that stops
+// reading loses its stream after Options.StreamWriteTimeout. A tenant's
+// kept logs share Options.MaxTenantEventBytes; past it the oldest
+// finished turns' logs are freed.
 //
 // # Errors
 //
@@ -43,6 +47,8 @@
 // # Extending
 //
 // Options.Metrics mounts a metrics handler, Options.Middleware wraps
-// every route, and Options.OnQuotaRejected hears each quota refusal, so
-// that metrics and tracing plug in without serve knowing them.
+// every route (observe.Observer.HTTPMiddleware), Options.OnQuotaRejected
+// hears each quota refusal made before a turn runs, and
+// Options.Recordings (a replay.Recorder) serves each turn's recording, so
+// that metrics, tracing and recording plug in without serve knowing them.
 package serve

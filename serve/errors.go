@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/session"
@@ -19,6 +21,9 @@ type apiError struct {
 	message    string
 	quota      string
 	retryAfter int // seconds; 0: no Retry-After
+	// inRun: the error is a turn's outcome, not a refusal; a quota the
+	// run hit is counted from the run, not by OnQuotaRejected.
+	inRun bool
 }
 
 // errorOf maps err to its status: Validation 400, Forbidden and
@@ -86,7 +91,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // noteError logs a refusal and tells the quota hook of a quota hit.
 func (s *Server) noteError(r *http.Request, e apiError) {
 	tenant := tenantOf(r.Context())
-	if e.quota != "" && s.opts.OnQuotaRejected != nil {
+	if e.quota != "" && !e.inRun && s.opts.OnQuotaRejected != nil {
 		s.opts.OnQuotaRejected(tenant, e.quota)
 	}
 	level := s.log.Info
@@ -106,13 +111,31 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 	}
 }
 
-// writeJSON writes v as the body with status.
+// jsonBuffers are the buffers writeJSON encodes into.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeJSON writes v as the body with status. The body is encoded first
+// and sent with its Content-Length, so that a client has the whole answer
+// without waiting for the handler to return (a completion's handler
+// removes its ephemeral session after answering).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		buf.Reset()
+		status = http.StatusInternalServerError
+		_, _ = buf.WriteString(`{"error":{"kind":"internal","message":"the answer could not be encoded"}}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+	if buf.Cap() <= 64<<10 {
+		jsonBuffers.Put(buf)
+	}
 }
 
 // errUnauthorized is a missing or wrong API key.

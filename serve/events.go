@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
@@ -34,12 +35,16 @@ type streamEvent struct {
 // run-end.
 type eventLog struct {
 	max int // payload bytes kept, past which only the end is kept
+	// acct, when set, counts the bytes the log holds into its tenant's
+	// total (Options.MaxTenantEventBytes) until detach or free.
+	acct *atomic.Int64
 
 	mu       sync.Mutex
 	events   []streamEvent
 	bytes    int
 	full     bool
 	closed   bool
+	freed    bool          // free dropped the events of the closed log
 	changed  chan struct{} // closed and replaced on each append
 	prompts  map[string]session.PromptRequested
 	promptID []string // open prompts in arrival order
@@ -65,6 +70,9 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	}
 	l.events = append(l.events, ev)
 	l.bytes += len(ev.data)
+	if l.acct != nil {
+		l.acct.Add(int64(len(ev.data)))
+	}
 	if ev.typ == evEnd {
 		l.closed = true
 	}
@@ -153,6 +161,9 @@ func (l *eventLog) end(status agent.Status, errText string) {
 func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.freed {
+		return nil, true, l.changed
+	}
 	if after < 0 {
 		after = 0
 	}
@@ -160,6 +171,54 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 		after = len(l.events)
 	}
 	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+}
+
+// size returns the payload bytes the log holds.
+func (l *eventLog) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
+}
+
+// isClosed reports whether the log got its end.
+func (l *eventLog) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// isFreed reports whether free dropped the log's events.
+func (l *eventLog) isFreed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.freed
+}
+
+// free drops the events of a closed log and returns the bytes they held;
+// an open log is kept (0). Streams already reading it end.
+func (l *eventLog) free() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed || l.freed {
+		return 0
+	}
+	n := l.bytes
+	if l.acct != nil {
+		l.acct.Add(-int64(n))
+	}
+	l.events, l.bytes, l.freed = nil, 0, true
+	return n
+}
+
+// detach stops counting the log into its tenant's total: the log is no
+// longer kept (its turn or session was dropped); streams reading it go on.
+func (l *eventLog) detach() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acct != nil {
+		l.acct.Add(-int64(l.bytes))
+		l.acct = nil
+	}
 }
 
 // openPrompts lists the prompts waiting for an answer.

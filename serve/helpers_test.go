@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/replay"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/serve"
@@ -43,12 +44,17 @@ func copyTestdata(t testing.TB) string {
 	return filepath.Join(dir, "deploy.yaml")
 }
 
-// buildRuntime builds the document at path.
-func buildRuntime(t testing.TB, path string) *runtime.Runtime {
+// buildRuntime builds the document at path, its turns recorded by rec
+// when it is not nil.
+func buildRuntime(t testing.TB, path string, rec ...*replay.Recorder) *runtime.Runtime {
 	t.Helper()
 	doc, err := deploy.ParseFile(path)
 	require.NoError(t, err)
-	rt, err := builtin.NewBuilder().Build(context.Background(), doc)
+	b := builtin.NewBuilder()
+	if len(rec) > 0 {
+		require.NoError(t, b.WithHostFactory(rec[0].Decorate))
+	}
+	rt, err := b.Build(context.Background(), doc)
 	require.NoError(t, err)
 	return rt
 }
@@ -59,6 +65,7 @@ type testServer struct {
 	rt   *runtime.Runtime
 	srv  *serve.Server
 	http *httptest.Server
+	path string // the deployment document
 }
 
 func newTestServer(t testing.TB, opts serve.Options) *testServer {
@@ -67,13 +74,18 @@ func newTestServer(t testing.TB, opts serve.Options) *testServer {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	path := copyTestdata(t)
-	rt := buildRuntime(t, path)
+	var rt *runtime.Runtime
+	if rec, ok := opts.Recordings.(*replay.Recorder); ok {
+		rt = buildRuntime(t, path, rec)
+	} else {
+		rt = buildRuntime(t, path)
+	}
 	keys, err := serve.LoadKeys(filepath.Join(filepath.Dir(path), "keys.yaml"))
 	require.NoError(t, err)
 	srv, err := serve.New(rt, keys, opts)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
-	ts := &testServer{t: t, rt: rt, srv: srv, http: hs}
+	ts := &testServer{t: t, rt: rt, srv: srv, http: hs, path: path}
 	t.Cleanup(func() {
 		// Close interrupts the running turns first, so that handlers
 		// waiting for one return and the HTTP server can close.

@@ -3,10 +3,10 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -146,46 +146,102 @@ func lastEventID(r *http.Request) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strings.TrimLeft(v, "0123456789") != "" { // digits only: an id this server wrote
+
 		return 0, fault.New(fault.Validation, "stream", "Last-Event-ID %q is not an event id", v)
 	}
 	return n, nil
 }
 
 // streamTurn streams the turn's events as server-sent events, from the
-// start or after Last-Event-ID, until the end event.
+// start or after Last-Event-ID, until the end event. A turn whose log was
+// freed is 410; past Options.MaxStreamsPerTurn open streams, 429.
 func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request) {
 	te, err := s.turn(r)
+	var after int
 	if err == nil {
-		var after int
-		if after, err = lastEventID(r); err == nil {
-			s.sse(w, r, te, after)
-			return
-		}
+		after, err = lastEventID(r)
 	}
-	s.writeError(w, r, err)
+	if err == nil && te.log.isFreed() {
+		s.writeStatusError(w, r, http.StatusGone, fault.New(fault.NotAvailable, "stream",
+			"the events of turn %q were freed to keep the tenant's turns within their event budget; its result is kept", te.turn.RunID()))
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if n := te.streams.Add(1); int(n) > s.opts.MaxStreamsPerTurn {
+		te.streams.Add(-1)
+		s.writeStatusError(w, r, http.StatusTooManyRequests, fault.New(fault.RateLimit, "stream",
+			"turn %q already has %d open streams", te.turn.RunID(), s.opts.MaxStreamsPerTurn))
+		return
+	}
+	defer te.streams.Add(-1)
+	s.sse(w, r, te, after)
 }
 
-// sse writes te's log after id after to w as server-sent events.
+// writeStatusError answers a native request with err and status.
+func (s *Server) writeStatusError(w http.ResponseWriter, r *http.Request, status int, err error) {
+	e := errorOf(err)
+	e.status = status
+	s.noteError(r, e)
+	writeErrorHeaders(w, e)
+	writeJSON(w, e.status, nativeError{Error: nativeErrorBody{Kind: e.kind, Message: e.message}})
+}
+
+// sse writes te's log after id after to w as server-sent events. Each
+// event's write is bounded by Options.StreamWriteTimeout, so that a
+// client that stops reading ends its stream instead of holding it.
 func (s *Server) sse(w http.ResponseWriter, r *http.Request, te *turnEntry, after int) {
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	_ = rc.Flush()
+	buf := make([]byte, 0, 256)
 	_ = te.log.follow(r.Context(), after, func(id int, ev streamEvent) error {
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, ev.typ, ev.data); err != nil {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+		buf = append(buf[:0], "id: "...)
+		buf = strconv.AppendInt(buf, int64(id), 10)
+		buf = append(buf, "\nevent: "...)
+		buf = append(buf, ev.typ...)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, ev.data...)
+		buf = append(buf, "\n\n"...)
+		if _, err := w.Write(buf); err != nil {
 			return err
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
+		return rc.Flush()
 	})
+}
+
+// getRecording answers with the turn's recording (docs/replay.md), once
+// Options.Recordings keeps it: 404 without recordings, for a turn whose
+// recording was forgotten and for another tenant's turn.
+func (s *Server) getRecording(w http.ResponseWriter, r *http.Request) {
+	te, err := s.turn(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var data []byte
+	ok := false
+	if s.opts.Recordings != nil {
+		data, ok = s.opts.Recordings.RecordingBytes(te.turn.RunID())
+	}
+	if !ok {
+		s.writeError(w, r, fault.New(fault.NotFound, "recording", "no recording of turn %q is kept", te.turn.RunID()))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Content-Disposition", `attachment; filename="`+te.turn.RunID()+`.jsonl"`)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 }
 
 // steerRequest is the body of POST .../steer.

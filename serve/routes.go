@@ -3,9 +3,12 @@ package serve
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -58,6 +61,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/steer", native(s.steerTurn))
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/interrupt", native(s.interruptTurn))
 	mux.Handle("POST /api/sessions/{sid}/turns/{tid}/prompts/{pid}", native(s.answerPrompt))
+	mux.Handle("GET /api/sessions/{sid}/turns/{tid}/recording", native(s.getRecording))
 	mux.Handle("/", native(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.New(fault.NotFound, "serve", "no route %s %s", r.Method, r.URL.Path))
 	}))
@@ -73,15 +77,56 @@ func (s *Server) routes() http.Handler {
 // body.
 func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		tenant, found := s.keys.Tenant(strings.TrimSpace(key))
+		key, ok := bearerKey(r.Header.Values("Authorization"))
+		tenant, found := s.keys.Tenant(key)
 		if !ok || !found {
 			writeErr(w, r, errUnauthorizedKind)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		if r.ContentLength != 0 { // a body: a client must send it within BodyReadTimeout
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// bearerKey reads the key of a request's Authorization headers: exactly
+// one header, the scheme "Bearer" in any case (RFC 9110 §11.1), one space
+// or more, and a key without spaces. Anything else has no key.
+func bearerKey(values []string) (string, bool) {
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, key, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
+	key = strings.TrimLeft(key, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" || strings.ContainsAny(key, " \t") {
+		return "", false
+	}
+	return key, true
+}
+
+// deadlineBody lifts the read deadline of a request's connection once
+// its body has been read whole, so that the deadline bounds the body and
+// never a stream that follows it. A body that failed keeps the deadline:
+// the server's discarding of the rest fails too, and the connection
+// closes after the answer.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // errUnauthorizedKind is the refusal of a missing or unknown key: it maps

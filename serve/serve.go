@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -37,7 +38,39 @@ type Options struct {
 	KeepTurns int
 	// MaxWait bounds the wait of GET .../wait. 0: 5 minutes.
 	MaxWait time.Duration
+	// MaxTenantEventBytes bounds the event bytes a tenant's kept turns
+	// hold across all its sessions: past it, the logs of the tenant's
+	// oldest finished turns are freed (their streams answer 410; their
+	// results stay). A turn's own log is also bounded by it. 0: 256 MiB.
+	MaxTenantEventBytes int
+	// MaxStreamsPerTurn bounds the event streams open on one turn at
+	// once; one more is refused with 429. 0: 16.
+	MaxStreamsPerTurn int
+	// StreamWriteTimeout bounds the write of one event to a stream's
+	// client: a client that does not read for that long loses its
+	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
+	StreamWriteTimeout time.Duration
+	// BodyReadTimeout bounds the reading of a request's body: a client
+	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
+	BodyReadTimeout time.Duration
+	// Recordings, when set, is told of every settled turn and serves
+	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
+	// the runtime's host factory is one). nil: no recordings (404).
+	Recordings Recordings
 }
+
+// Recordings keeps the recordings of a runtime's turns by run id.
+type Recordings interface {
+	// Finish records the outcome of the settled turn runID and the
+	// request it ran.
+	Finish(runID string, req agent.Request, res *agent.Result, err error) error
+	// RecordingBytes returns the recording of the turn runID in its file
+	// form, or false when it is not kept.
+	RecordingBytes(runID string) ([]byte, bool)
+}
+
+// DefaultMaxTenantEventBytes is Options.MaxTenantEventBytes when it is 0.
+const DefaultMaxTenantEventBytes = 256 << 20
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
@@ -54,6 +87,19 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = 5 * time.Minute
+	}
+	if o.MaxTenantEventBytes <= 0 {
+		o.MaxTenantEventBytes = DefaultMaxTenantEventBytes
+	}
+	o.MaxTurnEventBytes = min(o.MaxTurnEventBytes, o.MaxTenantEventBytes)
+	if o.MaxStreamsPerTurn <= 0 {
+		o.MaxStreamsPerTurn = 16
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = time.Minute
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 30 * time.Second
 	}
 	return o
 }
@@ -73,9 +119,11 @@ type Server struct {
 	closed   bool
 	sessions map[string]*sessionEntry // by id
 	running  map[*turnEntry]struct{}  // turns not yet settled
-	starting int                      // turns admitted and not yet running
-	settled  chan struct{}            // closed and replaced when a turn settles
-	watchers sync.WaitGroup           // one per turn, until it settles
+	// tenantBytes counts the event bytes of each tenant's kept turns.
+	tenantBytes map[string]*atomic.Int64
+	starting    int            // turns admitted and not yet running
+	settled     chan struct{}  // closed and replaced when a turn settles
+	watchers    sync.WaitGroup // one per turn, until it settles
 }
 
 // New returns a Server of rt for the tenants of keys. rt and keys must not
@@ -86,7 +134,8 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{})}
+		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
+		tenantBytes: map[string]*atomic.Int64{}}
 	s.h = s.routes()
 	return s, nil
 }

@@ -54,6 +54,7 @@ func (e *sessionEntry) addTurn(te *turnEntry, keep int) {
 	defer e.mu.Unlock()
 	e.turns = append(e.turns, te)
 	for len(e.turns) > keep+1 {
+		e.turns[0].log.detach()
 		e.turns = e.turns[1:]
 	}
 }
@@ -245,6 +246,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	delete(s.sessions, e.id)
 	s.mu.Unlock()
+	e.mu.Lock()
+	for _, te := range e.turns {
+		te.log.detach()
+	}
+	e.mu.Unlock()
 	_ = e.lease.Close()
 	if err := s.rt.Sessions().DeleteSession(r.Context(), e.key); err != nil {
 		s.writeError(w, r, err)

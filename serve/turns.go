@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -18,7 +20,10 @@ type turnEntry struct {
 	agentID string
 	turn    *session.Turn
 	log     *eventLog
+	req     agent.Request // what the turn was started with
 	started time.Time
+	streams atomic.Int32  // event streams open on the turn
+	kept    bool          // a native turn, kept by its session
 	done    chan struct{} // closed once res and err are set
 	res     *agent.Result
 	err     error
@@ -32,6 +37,9 @@ type turnSpec struct {
 	onStart func(*turnEntry) // runs before the turn is watched; may be nil
 	// unstreamed: nothing reads the turn's events (a non-streamed chat
 	// completion), so no sink feeds its log; the log gets only the end.
+	// The caller then watches the turn itself (s.watch, which returns once
+	// it settled) instead of a goroutine of its own: the request waits for
+	// the turn anyway, and the hand-over costs a wake-up less.
 	unstreamed bool
 }
 
@@ -44,7 +52,10 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	}
 	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
-	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, started: time.Now(), done: make(chan struct{})}
+	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
+		log.acct = s.eventBytes(spec.tenant)
+	}
+	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
 	if !spec.unstreamed {
 		cfg.Sinks = append(cfg.Sinks, log.sinkSpec())
@@ -55,6 +66,7 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	}
 	te.turn = t
 	if spec.onStart != nil {
+		te.kept = true
 		spec.onStart(te)
 	}
 	s.mu.Lock()
@@ -62,7 +74,9 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	s.watchers.Add(1)
 	s.mu.Unlock()
 	s.log.Info("turn started", "tenant", te.tenant, "agent", te.agentID, "context", sess.Key().ContextID, "run", t.RunID())
-	go s.watch(te)
+	if !spec.unstreamed {
+		go s.watch(te)
+	}
 	return te, nil
 }
 
@@ -82,6 +96,12 @@ func (s *Server) watch(te *turnEntry) {
 		errText = err.Error()
 	}
 	te.log.end(status, errText)
+	if s.opts.Recordings != nil {
+		_ = s.opts.Recordings.Finish(te.turn.RunID(), te.req, res, err) // a recording already forgotten is no loss here
+	}
+	if te.kept {
+		s.trimEvents(te.tenant)
+	}
 	s.mu.Lock()
 	delete(s.running, te)
 	close(s.settled)
@@ -174,4 +194,52 @@ func outputText(msgs []message.Message) string {
 		}
 	}
 	return out
+}
+
+// eventBytes returns the counter of the event bytes the tenant's kept
+// turns hold.
+func (s *Server) eventBytes(tenant string) *atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.tenantBytes[tenant]
+	if !ok {
+		n = new(atomic.Int64)
+		s.tenantBytes[tenant] = n
+	}
+	return n
+}
+
+// trimEvents keeps the event bytes of the tenant's kept turns within
+// Options.MaxTenantEventBytes: while they are over it, it frees the log of
+// the tenant's oldest finished turn (REF 11.8.1). Under the budget it
+// costs one counter read.
+func (s *Server) trimEvents(tenant string) {
+	acct, budget := s.eventBytes(tenant), int64(s.opts.MaxTenantEventBytes)
+	if acct.Load() <= budget {
+		return
+	}
+	s.mu.Lock()
+	var finished []*turnEntry
+	for _, e := range s.sessions {
+		if e.tenant != tenant {
+			continue
+		}
+		e.mu.Lock()
+		for _, te := range e.turns {
+			if te.log.isClosed() {
+				finished = append(finished, te)
+			}
+		}
+		e.mu.Unlock()
+	}
+	s.mu.Unlock()
+	slices.SortFunc(finished, func(a, b *turnEntry) int { return a.started.Compare(b.started) })
+	for _, te := range finished {
+		if acct.Load() <= budget {
+			return
+		}
+		if freed := te.log.free(); freed > 0 {
+			s.log.Info("turn event log freed", "tenant", tenant, "run", te.turn.RunID(), "bytes", freed)
+		}
+	}
 }

@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/observe"
+	"github.com/corral-rt/corral/replay"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/serve"
 )
 
@@ -28,9 +31,14 @@ type serveOptions struct {
 	drain time.Duration // how long running turns may finish after a signal
 	grace time.Duration // how long interrupted turns may take to settle
 	json  bool          // logs as JSON lines
+	// metricsAddr is the listener of GET /metrics; "" serves none.
+	metricsAddr string
+	// recordTurns is how many turns' recordings are kept; 0 records none.
+	recordTurns int
 }
 
 const serveUsage = `usage: corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FILE] [--drain 30s] [--grace 10s] [--log-json]
+                    [--metrics-addr 127.0.0.1:9464] [--record-turns 64]
        corral serve hash-key < key
 
 Serve the deployment DOC (default: the embedded demo) over HTTP to the
@@ -38,8 +46,12 @@ tenants of the keys file (default: keys.yaml beside DOC; required without
 DOC): an OpenAI-compatible API under /v1 and the native session API under
 /api (docs/serve.md). SIGTERM or Ctrl-C drains: no new sessions or turns
 (503), running turns get --drain to finish, then are interrupted and get
---grace to settle; then the listener closes. hash-key prints the form a
-keys file stores a key in.
+--grace to settle; then the listener closes. --metrics-addr serves
+Prometheus metrics at /metrics on a listener of its own (loopback when the
+address names no host; off without it). Traces follow the OTEL_*
+environment (off unless it asks). The last --record-turns turns are
+recorded for GET .../recording (0: none). hash-key prints the form a keys
+file stores a key in.
 `
 
 // parseServeFlags parses the arguments of corral serve.
@@ -52,6 +64,8 @@ func parseServeFlags(args []string) (serveOptions, error) {
 	fs.DurationVar(&o.drain, "drain", 30*time.Second, "how long running turns may finish after SIGTERM")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long interrupted turns may take to settle")
 	fs.BoolVar(&o.json, "log-json", false, "write logs as JSON lines")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "the `ADDRESS` of the /metrics listener (loopback unless it names a host; none without it)")
+	fs.IntVar(&o.recordTurns, "record-turns", defaultRecordTurns, "how many of the latest turns' recordings to keep (0: record none)")
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		o.doc, args = args[0], args[1:]
 	}
@@ -76,7 +90,29 @@ func parseServeFlags(args []string) (serveOptions, error) {
 	if o.drain < 0 || o.grace < 0 {
 		return o, fault.New(fault.Validation, "serve", "--drain and --grace must not be negative")
 	}
+	if o.recordTurns < 0 {
+		return o, fault.New(fault.Validation, "serve", "--record-turns must not be negative")
+	}
+	if o.metricsAddr != "" {
+		o.metricsAddr = loopbackDefault(o.metricsAddr)
+	}
 	return o, nil
+}
+
+// defaultRecordTurns is --record-turns' default: the recordings of the
+// latest 64 turns, whichever tenant ran them.
+const defaultRecordTurns = 64
+
+// loopbackDefault makes an address that names no host (":9464", "9464")
+// a loopback one.
+func loopbackDefault(addr string) string {
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
 }
 
 // serveCommand is corral serve.
@@ -127,7 +163,22 @@ func serveDocument(ctx context.Context, o serveOptions, sio stdio, log *slog.Log
 		return err
 	}
 	defer cleanup()
-	app, err := build(ctx, doc)
+	tp, stopTraces, err := observe.SetupFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { // after the runtime closed: its last spans are flushed
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTraces(sctx); err != nil {
+			log.Warn("flush the traces", "error", err)
+		}
+	}()
+	rec, err := serveRecorder(o, doc)
+	if err != nil {
+		return err
+	}
+	app, err := buildRecording(ctx, doc, rec)
 	if err != nil {
 		return err
 	}
@@ -139,11 +190,25 @@ func serveDocument(ctx context.Context, o serveOptions, sio stdio, log *slog.Log
 	if err := checkTenants(app, keys, o.keys); err != nil {
 		return err
 	}
-	srv, err := serve.New(app, keys, serve.Options{Logger: log})
+	obs, err := observe.New(ctx, app, observe.Options{TracerProvider: tp, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer obs.Close()
+	opts := serve.Options{Logger: log, OnQuotaRejected: obs.QuotaRejected, Middleware: obs.HTTPMiddleware()}
+	if rec != nil {
+		opts.Recordings = rec
+	}
+	srv, err := serve.New(app, keys, opts)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	stopMetrics, err := serveMetrics(o, obs, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fault.Wrap(fault.NotAvailable, err, "serve", "listen on %s", o.addr)
@@ -205,4 +270,46 @@ func checkTenants(app *runtime.Runtime, keys *serve.Keys, file string) error {
 		}
 	}
 	return nil
+}
+
+// serveRecorder is the recorder of every turn, keeping --record-turns of
+// them; nil when it is 0.
+func serveRecorder(o serveOptions, doc *deploy.Document) (*replay.Recorder, error) {
+	if o.recordTurns == 0 {
+		return nil, nil
+	}
+	cfg := replay.RecorderConfig{MaxTurns: o.recordTurns}
+	if o.doc != "" && doc.File() != "" {
+		d, err := replay.Digests(doc.File())
+		if err != nil {
+			return nil, err
+		}
+		cfg.Digests = d
+	}
+	return replay.NewRecorder(cfg), nil
+}
+
+// serveMetrics serves GET /metrics on --metrics-addr, if it is set, until
+// the returned stop.
+func serveMetrics(o serveOptions, obs *observe.Observer, log *slog.Logger) (stop func(), err error) {
+	if o.metricsAddr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", o.metricsAddr)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotAvailable, err, "serve", "listen on %s (--metrics-addr)", o.metricsAddr)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", obs.MetricsHandler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		_ = hs.Close()
+		<-done
+	}, nil
 }

@@ -224,7 +224,7 @@ const sseReaderCheck = `(async () => {
 	return JSON.stringify(out);
 })()`
 
-// REF 11.6.2 REF 11.6.3
+// REF 11.9.2 REF 11.9.3
 // The console in a browser: a wrong key is refused; with the right one it
 // lists the agents (their names as text), opens a session, starts a turn
 // whose deltas appear as they stream, steers it and shows the steer in

@@ -17,7 +17,7 @@ import (
 	"github.com/corral-rt/corral/serve/console"
 )
 
-// REF 11.6.1
+// REF 11.9.1
 // The page and its files are served with their types and the strict
 // policy; anything else is 404 and a write is 405.
 func TestHandlerServesFiles(t *testing.T) {
@@ -57,7 +57,7 @@ func TestHandlerServesFiles(t *testing.T) {
 	assert.Contains(t, console.ContentSecurityPolicy, "require-trusted-types-for 'script'")
 }
 
-// REF 11.6.3
+// REF 11.9.3
 // The files hold no inline script or style (the policy would refuse
 // them) and the scripts never assign markup: no innerHTML, outerHTML,
 // insertAdjacentHTML or document.write, no eval, and no key in a URL.
@@ -97,7 +97,7 @@ func TestFilesHoldNoMarkupSinks(t *testing.T) {
 	assert.True(t, strings.HasPrefix(console.AssetPrefix, "/") && strings.HasSuffix(console.AssetPrefix, "/"))
 }
 
-// REF 11.6.1
+// REF 11.9.1
 // Mounted in serve: the page and its files need no key; unknown /api and
 // /v1 paths keep their JSON answers (401 without a key, 404 with one).
 func TestMountedInServe(t *testing.T) {
