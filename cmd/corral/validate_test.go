@@ -64,7 +64,8 @@ func replaceGraph(doc, graph string) string {
 
 // examples/mixed runs with the CLI as it is: its Go guest (a few
 // megabytes, over the 1 MiB cap of documents) loads under the module cap,
-// and validate compiles it.
+// and validate compiles it. Its turn, recorded, replays identically: its
+// JavaScript node and its Go guest take their inputs from the recording.
 func TestCLIRunsTheMixedExample(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -82,7 +83,12 @@ func TestCLIRunsTheMixedExample(t *testing.T) {
 
 	_, stderr, code := runCorral(t, "validate", filepath.Join(dir, "deploy.yaml"))
 	require.Equal(t, exitOK, code, stderr)
-	stdout, stderr, code := runCorral(t, "run", filepath.Join(dir, "deploy.yaml"), "--message", "count these four words")
+	recording := filepath.Join(dir, "mixed.jsonl")
+	stdout, stderr, code := runCorral(t, "run", filepath.Join(dir, "deploy.yaml"), "--message", "count these four words",
+		"--record", recording)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "Your message has 4 words.")
+	stdout, stderr, code = runCorral(t, "replay", recording)
+	require.Equal(t, exitOK, code, stdout+stderr)
+	assert.Contains(t, stdout, "identical")
 }
