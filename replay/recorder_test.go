@@ -52,7 +52,7 @@ func TestRecorderRecordsEveryTurn(t *testing.T) {
 	}, waitLimit, waitTick)
 	r, _ := rec.Recording(ids[2])
 	assert.Equal(t, agent.StatusCompleted, r.Result.Status)
-	text := string(r.Bytes())
+	text := string(encoded(t, r))
 	assert.NotContains(t, text, "sk-secret")
 	assert.Equal(t, "[redacted]", r.Header.Request.Metadata["Authorization"])
 	assert.Equal(t, "t1", r.Header.Request.Metadata["trace"])
