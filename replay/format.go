@@ -74,6 +74,11 @@ type Header struct {
 	// from an empty session: absent for a turn without history (format 1
 	// recordings made before it existed read as such).
 	Start *Start `json:"start,omitempty"`
+	// Truncated marks a recording whose recorder stopped keeping the
+	// turn's events and board writes at its per-turn bound
+	// (RecorderConfig.MaxTurnBytes): it holds the turn's beginning only,
+	// and a replay refuses it.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Start is the state a turn started from: the session history the

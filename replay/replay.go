@@ -114,6 +114,11 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	if rec == nil || cfg.Document == nil || cfg.NewBuilder == nil {
 		return nil, fault.New(fault.Validation, op, "a recording, a document and a builder are required")
 	}
+	if rec.Header.Truncated {
+		return nil, fault.New(fault.Validation, op,
+			"the recording of run %s is truncated: its recorder stopped keeping the turn's events and board writes at its per-turn bound (RecorderConfig.MaxTurnBytes), so it cannot be replayed; record the turn again with a larger bound",
+			Printable(clip(rec.Header.RunID)))
+	}
 	journal := hostabi.NewReplayJournal(rec.entries())
 	if cfg.fork > 0 {
 		journal = hostabi.NewForkJournal(rec.entries(), cfg.fork)
