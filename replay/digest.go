@@ -81,6 +81,12 @@ const maxDocBytes = 64 << 20
 // or link that leaves root, or a file that is not regular or larger than
 // maxDocBytes, is an error.
 func readIn(root *os.Root, p string) ([]byte, error) {
+	// Stat first: opening a pipe would wait for a writer.
+	if fi, err := root.Stat(filepath.FromSlash(p)); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fault.New(fault.Validation, "read document", "%s: not a regular file", p)
+	}
 	f, err := root.Open(filepath.FromSlash(p))
 	if err != nil {
 		return nil, err
