@@ -3,6 +3,7 @@ package replay
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -21,11 +22,23 @@ const maxDigestFiles = 256
 // and of every file it references through a "file" key (graph documents,
 // scripts, modules, settings), following references in the YAML and JSON
 // files it reaches, by path relative to the document's directory, sorted.
-// A reference that leaves the directory or cannot be read is listed with
-// an empty digest rather than followed.
+// A reference that leaves the directory (through "..", or a symbolic
+// link that points out of it) or cannot be read is listed with an empty
+// digest rather than followed: every file is read through an os.Root of
+// the document's directory. The document itself may be a link; its
+// directory is then the target's.
 func Digests(file string) ([]Digest, error) {
-	base := filepath.Dir(file)
-	rel := filepath.Base(file)
+	real, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotFound, err, "digest documents", "%s", file)
+	}
+	base := filepath.Dir(real)
+	rel := filepath.Base(real)
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return nil, fault.Wrap(fault.NotFound, err, "digest documents", "%s", file)
+	}
+	defer root.Close()
 	seen := map[string]bool{}
 	var out []Digest
 	queue := []string{rel}
@@ -36,8 +49,7 @@ func Digests(file string) ([]Digest, error) {
 			continue
 		}
 		seen[p] = true
-		full := filepath.Join(base, filepath.FromSlash(p))
-		data, err := os.ReadFile(full)
+		data, err := readIn(root, p)
 		if err != nil {
 			if p == rel {
 				return nil, fault.Wrap(fault.NotFound, err, "digest documents", "%s", file)
@@ -60,6 +72,34 @@ func Digests(file string) ([]Digest, error) {
 	}
 	slices.SortFunc(out, func(a, b Digest) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// maxDocBytes bounds a file Digests or the script lookup reads whole.
+const maxDocBytes = 64 << 20
+
+// readIn reads the file at the slash-separated path p inside root: a path
+// or link that leaves root, or a file that is not regular or larger than
+// maxDocBytes, is an error.
+func readIn(root *os.Root, p string) ([]byte, error) {
+	// Stat first: opening a pipe would wait for a writer.
+	if fi, err := root.Stat(filepath.FromSlash(p)); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fault.New(fault.Validation, "read document", "%s: not a regular file", p)
+	}
+	f, err := root.Open(filepath.FromSlash(p))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxDocBytes {
+		return nil, fault.New(fault.Validation, "read document", "%s: not a regular file of at most %d bytes", p, maxDocBytes)
+	}
+	return io.ReadAll(io.LimitReader(f, maxDocBytes))
 }
 
 // fileRefs returns the string values of the "file" keys of a YAML (or
@@ -157,6 +197,11 @@ func scriptFiles(base, file string) map[string]string {
 // graphDocs returns the contents of the deployment document file
 // (relative to base) and of the YAML and JSON documents reachable from it.
 func graphDocs(base, file string) [][]byte {
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
 	var out [][]byte
 	seen := map[string]bool{}
 	queue := []string{file}
@@ -167,9 +212,9 @@ func graphDocs(base, file string) [][]byte {
 			continue
 		}
 		seen[p] = true
-		data, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(p)))
+		data, err := readIn(root, p)
 		if err != nil {
-			continue
+			continue // outside base, or unreadable
 		}
 		out = append(out, data)
 		for _, ref := range fileRefs(data) {

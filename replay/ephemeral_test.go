@@ -30,13 +30,13 @@ func TestReplayEphemeralTurnComparesBoards(t *testing.T) {
 	require.NotEmpty(t, rec.Boards, "an ephemeral turn records its board writes")
 
 	cfg := replay.Config{Document: doc, NewBuilder: builtin.NewBuilder}
-	again, err := replay.DecodeBytes(rec.Bytes())
+	again, err := replay.DecodeBytes(encoded(t, rec))
 	require.NoError(t, err)
 	rep, err := replay.Replay(ctx, again, cfg)
 	require.NoError(t, err)
 	assert.True(t, rep.Identical, "%v", rep.Divergence)
 
-	changed, err := replay.DecodeBytes(rec.Bytes())
+	changed, err := replay.DecodeBytes(encoded(t, rec))
 	require.NoError(t, err)
 	changed.Boards[0].Set["rolled"] = json.RawMessage(`[7,7]`)
 	rep, err = replay.Replay(ctx, changed, cfg)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/replay"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
@@ -81,4 +83,31 @@ func ExampleRecorder() {
 	r, _ := rec.Recording(turn.RunID())
 	fmt.Println(len(r.Inputs), "inputs,", r.Result.Status)
 	// Output: 20 inputs, completed
+}
+
+// Read a recording from its file and find the document its header names,
+// which must lie under the recording's directory or the working
+// directory.
+func ExampleDocumentPath() {
+	file := "testdata/replay/dice.jsonl"
+	rec, err := replay.DecodeFile(file)
+	if err != nil {
+		panic(err)
+	}
+	path, err := replay.DocumentPath(file, rec.Header.Document)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(filepath.Base(filepath.Dir(path)), filepath.Base(path))
+	_, err = replay.DocumentPath(file, os.DevNull) // outside both: give it as DOC
+	fmt.Println(fault.Is(err, fault.Validation))
+	// Output:
+	// dice deploy.yaml
+	// true
+}
+
+// Escape text from a recording before printing it to a terminal.
+func ExamplePrintable() {
+	fmt.Println(replay.Printable("roll\x1b[2K\ridentical"))
+	// Output: roll\x1b[2K\ridentical
 }

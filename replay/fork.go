@@ -43,7 +43,10 @@ func Fork(ctx context.Context, rec *Recording, n int, value json.RawMessage, cfg
 	if err := json.Compact(&compacted, value); err != nil {
 		return nil, nil, fault.Wrap(fault.Validation, err, "fork", "input %d: the value is not JSON", n)
 	}
-	parent := rec.Bytes()
+	parent, err := rec.Bytes()
+	if err != nil {
+		return nil, nil, err
+	}
 	sum := sha256.Sum256(parent)
 	child := *rec
 	child.Inputs = append([]Input(nil), rec.Inputs...)
@@ -57,5 +60,8 @@ func Fork(ctx context.Context, rec *Recording, n int, value json.RawMessage, cfg
 	}
 	out := *rep.Got
 	out.Header.Parent = &Parent{RunID: rec.Header.RunID, SHA256: hex.EncodeToString(sum[:]), Input: n}
+	if _, err := out.Bytes(); err != nil {
+		return nil, rep, err // the fork would be a recording no replay reads
+	}
 	return &out, rep, nil
 }

@@ -19,9 +19,15 @@ import (
 // refused (Decode), since it may hold inputs this version cannot replay.
 const FormatVersion = 1
 
-// MaxLineBytes caps one line of a recording: a model reply or a board
-// write larger than this is refused by Decode.
+// MaxLineBytes caps one line of a recording, its newline included: a
+// model reply or a board write larger than this is refused by Decode, and
+// Encode refuses to write it.
 const MaxLineBytes = 16 << 20
+
+// MaxRecordingBytes caps a whole recording: Decode stops reading and
+// refuses a recording once it has read more than this (a file that never
+// ends, a pipe, a device), and Encode refuses to write one.
+const MaxRecordingBytes = 64 << 20
 
 // The kinds of a recording's lines, in the order they appear.
 const (
@@ -68,6 +74,11 @@ type Header struct {
 	// from an empty session: absent for a turn without history (format 1
 	// recordings made before it existed read as such).
 	Start *Start `json:"start,omitempty"`
+	// Truncated marks a recording whose recorder stopped keeping the
+	// turn's events and board writes at its per-turn bound
+	// (RecorderConfig.MaxTurnBytes): it holds the turn's beginning only,
+	// and a replay refuses it.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Start is the state a turn started from: the session history the
@@ -152,9 +163,23 @@ type OutcomeError struct {
 }
 
 // Encode writes r, one JSON value per line: the header, the inputs, the
-// events, the board writes and the result.
+// events, the board writes and the result. What it writes Decode reads: a
+// line over MaxLineBytes or a recording over MaxRecordingBytes is refused
+// with a BudgetExceeded error naming the line, and nothing is written.
 func (r *Recording) Encode(w io.Writer) error {
-	bw := bufio.NewWriter(w)
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return fault.Wrap(fault.Internal, err, "encode recording", "")
+	}
+	return nil
+}
+
+// encode returns the encoded recording, or the BudgetExceeded error of
+// the first line Decode would refuse.
+func (r *Recording) encode() ([]byte, error) {
 	h := r.Header
 	h.Kind, h.Format = KindHeader, FormatVersion
 	lines := []any{h}
@@ -175,35 +200,55 @@ func (r *Recording) Encode(w io.Writer) error {
 		out.Kind = KindResult
 		lines = append(lines, out)
 	}
-	for _, l := range lines {
+	var buf bytes.Buffer
+	for i, l := range lines {
 		b, err := json.Marshal(l)
 		if err != nil {
-			return fault.Wrap(fault.Internal, err, "encode recording", "")
+			return nil, fault.Wrap(fault.Internal, err, "encode recording", "line %d", i+1)
 		}
-		bw.Write(b)
-		bw.WriteByte('\n')
+		if len(b)+1 > MaxLineBytes {
+			return nil, fault.New(fault.BudgetExceeded, "encode recording",
+				"line %d (%s): %d bytes, over the %d a line may hold (MaxLineBytes)", i+1, lineWhat(l), len(b)+1, MaxLineBytes)
+		}
+		if buf.Len()+len(b)+1 > MaxRecordingBytes {
+			return nil, fault.New(fault.BudgetExceeded, "encode recording",
+				"line %d (%s): the recording grows over the %d bytes it may hold (MaxRecordingBytes)", i+1, lineWhat(l), MaxRecordingBytes)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
 	}
-	if err := bw.Flush(); err != nil {
-		return fault.Wrap(fault.Internal, err, "encode recording", "")
-	}
-	return nil
+	return buf.Bytes(), nil
 }
 
-// Bytes returns the encoded recording.
-func (r *Recording) Bytes() []byte {
-	var b bytes.Buffer
-	_ = r.Encode(&b)
-	return b.Bytes()
+// lineWhat names a line for an error: its kind, and its node or subject.
+func lineWhat(l any) string {
+	switch l := l.(type) {
+	case Input:
+		return fmt.Sprintf("input %d at node %s", l.N, Printable(clip(l.Node)))
+	case Event:
+		return "event " + Printable(clip(l.Subject))
+	case BoardWrite:
+		return "board write of node " + Printable(clip(l.Node))
+	case Outcome:
+		return "result"
+	}
+	return "header"
 }
+
+// Bytes returns the encoded recording, or the error Encode refuses it
+// with.
+func (r *Recording) Bytes() ([]byte, error) { return r.encode() }
 
 // Decode reads a recording strictly: the header first, of a format
 // version this package reads; then inputs numbered 1, 2, ...; then events,
 // board writes and at most one result, last. Unknown fields, lines out of
 // order, a line over MaxLineBytes and blank lines are Validation errors
 // naming the line. A recording of a newer format version is refused with
-// a Validation error that says so.
+// a Validation error that says so, and one longer than MaxRecordingBytes
+// with a Validation error once Decode has read that much: it never reads
+// further.
 func Decode(rd io.Reader) (*Recording, error) {
-	sc := bufio.NewScanner(rd)
+	sc := bufio.NewScanner(&boundedReader{r: rd, left: MaxRecordingBytes})
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
 	rec := &Recording{}
 	stage, line := 0, 0
@@ -218,6 +263,48 @@ func Decode(rd io.Reader) (*Recording, error) {
 	}
 	if line == 0 {
 		return nil, fault.New(fault.Validation, "decode recording", "empty: no header line")
+	}
+	return rec, nil
+}
+
+// errTooLong is what a boundedReader returns past its bound.
+var errTooLong = fmt.Errorf("the recording holds more than %d bytes (MaxRecordingBytes)", MaxRecordingBytes)
+
+// boundedReader reads at most left bytes of r, then fails with errTooLong.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a recording of exactly the bound from a longer one.
+		var one [1]byte
+		n, err := b.r.Read(one[:])
+		if n > 0 {
+			return 0, errTooLong
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// DecodeFile decodes the recording in file, which must be a regular file
+// (a device, a pipe or a directory is a Validation error, not read).
+func DecodeFile(file string) (*Recording, error) {
+	f, err := openRegular(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rec, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return rec, nil
 }

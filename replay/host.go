@@ -29,6 +29,26 @@ type tap struct {
 	prev    *agent.Board
 	pending []string // nodes completed since the last board write
 	check   func(i int, ev Event) error
+	// maxBytes bounds the bytes of the events and board writes kept (0:
+	// no bound); past it nothing more is kept and truncated is set.
+	maxBytes  int64
+	kept      int64
+	truncated bool
+}
+
+// keep reports whether n more bytes of transcript may be kept, counting
+// them when they may and marking the transcript truncated when not.
+// t.mu is held.
+func (t *tap) keep(n int) bool {
+	if t.maxBytes <= 0 {
+		return true
+	}
+	if t.truncated || t.kept+int64(n) > t.maxBytes {
+		t.truncated = true
+		return false
+	}
+	t.kept += int64(n)
+	return true
 }
 
 var (
@@ -46,7 +66,9 @@ func (t *tap) Publish(ctx context.Context, env event.Envelope) error {
 	ev := Event{Kind: KindEvent, Node: nodeOf(env), Subject: env.Subject, Payload: compact(env.Payload)}
 	t.mu.Lock()
 	i := len(t.events)
-	t.events = append(t.events, ev)
+	if t.keep(eventOverhead + len(ev.Node) + len(ev.Subject) + len(ev.Payload)) {
+		t.events = append(t.events, ev)
+	}
 	if strings.HasSuffix(env.Subject, ".complete") && ev.Node != "" {
 		t.pending = append(t.pending, ev.Node)
 	}
@@ -77,16 +99,33 @@ func (t *tap) ObserveCheckpoint(_ context.Context, cp agent.Checkpoint) {
 	t.pending = nil
 	t.prev = cp.Board.Clone()
 	if len(w.Set) > 0 || len(w.Deleted) > 0 || len(w.Appended) > 0 {
-		t.boards = append(t.boards, w)
+		if t.maxBytes <= 0 {
+			t.boards = append(t.boards, w)
+		} else if b, err := json.Marshal(w); err == nil && t.keep(len(b)) {
+			t.boards = append(t.boards, w)
+		} else {
+			t.truncated = true
+		}
 	}
 	t.mu.Unlock()
 }
+
+// eventOverhead is what keep counts for an event besides its node,
+// subject and payload: the line's field names, punctuation and newline.
+const eventOverhead = 52
 
 // transcript returns copies of the events and board writes so far.
 func (t *tap) transcript() ([]Event, []BoardWrite) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.events), slices.Clone(t.boards)
+}
+
+// isTruncated reports whether the tap stopped keeping the transcript.
+func (t *tap) isTruncated() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.truncated
 }
 
 // replayHost is a tap that replays: the engine's inference nodes take

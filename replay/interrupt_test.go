@@ -35,17 +35,17 @@ func TestReplayInterruptedTurn(t *testing.T) {
 	assert.Equal(t, "roll", last.Node)
 	assert.JSONEq(t, `["after_wave"]`, string(last.Args))
 
-	again, err := replay.DecodeBytes(rec.Bytes())
+	again, err := replay.DecodeBytes(encoded(t, rec))
 	require.NoError(t, err)
 	cfg := replay.Config{Document: doc, NewBuilder: builtin.NewBuilder}
 	rep, err := replay.Replay(ctx, again, cfg)
 	require.NoError(t, err)
 	if !assert.True(t, rep.Identical, "%v", rep.Divergence) {
-		t.Logf("%s\n%s\n%s", rep.Divergence.Expected, rep.Divergence.Got, rec.Bytes())
+		t.Logf("%s\n%s\n%s", rep.Divergence.Expected, rep.Divergence.Got, encoded(t, rec))
 	}
 	assert.Equal(t, agent.StatusInterrupted, rep.Got.Result.Status)
 
-	cut, err := replay.DecodeBytes(rec.Bytes())
+	cut, err := replay.DecodeBytes(encoded(t, rec))
 	require.NoError(t, err)
 	cut.Inputs = cut.Inputs[:len(cut.Inputs)-1]
 	rep, err = replay.Replay(ctx, cut, cfg)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/replay"
 	"github.com/corral-rt/corral/sandbox/js"
 )
 
@@ -20,3 +21,13 @@ const (
 	waitLimit = 60 * time.Second
 	waitTick  = 5 * time.Millisecond
 )
+
+// encoded is r encoded; the test fails when Encode refuses it.
+func encoded(t testing.TB, r *replay.Recording) []byte {
+	t.Helper()
+	data, err := r.Bytes()
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	return data
+}

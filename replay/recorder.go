@@ -39,7 +39,17 @@ type RecorderConfig struct {
 	// MaxTurns bounds the turns kept: the oldest is forgotten past it.
 	// <= 0 means 64.
 	MaxTurns int
+	// MaxTurnBytes bounds the events and board writes kept for one turn
+	// (the inputs are bounded by the run's journal, hostabi.MaxJournalBytes):
+	// past it the turn's recording keeps no more of them and is marked
+	// truncated (Header.Truncated), which a replay refuses. <= 0 means
+	// DefaultMaxTurnBytes.
+	MaxTurnBytes int64
 }
+
+// DefaultMaxTurnBytes is the bytes of events and board writes a Recorder
+// keeps for one turn unless RecorderConfig.MaxTurnBytes says otherwise.
+const DefaultMaxTurnBytes = 16 << 20
 
 type recorded struct {
 	tap    *tap
@@ -82,6 +92,9 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 64
 	}
+	if cfg.MaxTurnBytes <= 0 {
+		cfg.MaxTurnBytes = DefaultMaxTurnBytes
+	}
 	return &Recorder{cfg: cfg, turns: map[string]*recorded{}}
 }
 
@@ -96,7 +109,7 @@ func (r *Recorder) Decorate(next session.HostFactory) (session.HostFactory, erro
 		if err != nil {
 			return nil, err
 		}
-		t := &tap{Host: h, runID: req.RunID, journal: hostabi.NewJournal()}
+		t := &tap{Host: h, runID: req.RunID, journal: hostabi.NewJournal(), maxBytes: r.cfg.MaxTurnBytes}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if _, ok := r.turns[req.RunID]; !ok {
@@ -158,7 +171,7 @@ func (r *Recorder) Recording(runID string) (*Recording, bool) {
 	rec := &Recording{
 		Header: Header{Kind: KindHeader, Format: FormatVersion, Corral: Version(), Agent: t.key.AgentID,
 			Context: t.key.ContextID, RunID: runID, Seeds: SeedsOf(runID), Document: r.cfg.Document,
-			Digests: append([]Digest(nil), r.cfg.Digests...), Start: t.start},
+			Digests: append([]Digest(nil), r.cfg.Digests...), Start: t.start, Truncated: t.tap.isTruncated()},
 		Inputs: inputsOf(t.tap.journal.Entries()),
 		Events: events,
 		Boards: boards,

@@ -52,7 +52,7 @@ func TestRecorderRecordsEveryTurn(t *testing.T) {
 	}, waitLimit, waitTick)
 	r, _ := rec.Recording(ids[2])
 	assert.Equal(t, agent.StatusCompleted, r.Result.Status)
-	text := string(r.Bytes())
+	text := string(encoded(t, r))
 	assert.NotContains(t, text, "sk-secret")
 	assert.Equal(t, "[redacted]", r.Header.Request.Metadata["Authorization"])
 	assert.Equal(t, "t1", r.Header.Request.Metadata["trace"])
@@ -64,4 +64,55 @@ func TestRecorderRecordsEveryTurn(t *testing.T) {
 	assert.True(t, fault.Is(err, fault.NotFound))
 	_, err = rec.Decorate(nil)
 	assert.True(t, fault.Is(err, fault.Validation))
+}
+
+// REF 10.1.8: a Recorder keeps at most MaxTurnBytes of one turn's events
+// and board writes; past it the recording is marked truncated, survives
+// encoding as such, and a replay refuses it with an error that says so.
+func TestRecorderBoundsOneTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	doc, err := deploy.ParseFile("testdata/replay/chain10/deploy.yaml")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name      string
+		max       int64
+		truncated bool
+	}{
+		{"default bound", 0, false},
+		{"a bound the turn exceeds", 1024, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := replay.NewRecorder(replay.RecorderConfig{MaxTurnBytes: tc.max})
+			b := builtin.NewBuilder()
+			require.NoError(t, b.WithHostFactory(rec.Decorate))
+			rt, err := b.Build(ctx, doc)
+			require.NoError(t, err)
+			defer rt.Close()
+			lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "chain", ContextID: "c1"})
+			require.NoError(t, err)
+			defer lease.Close()
+			req := agent.Request{Message: message.NewTextMessage(message.RoleUser, "go")}
+			turn, err := lease.Session().Start(ctx, req)
+			require.NoError(t, err)
+			res, err := turn.Wait(ctx)
+			require.NoError(t, rec.Finish(turn.RunID(), req, res, err))
+			r, ok := rec.Recording(turn.RunID())
+			require.True(t, ok)
+			assert.Equal(t, tc.truncated, r.Header.Truncated)
+			again, err := replay.DecodeBytes(encoded(t, r))
+			require.NoError(t, err)
+			assert.Equal(t, tc.truncated, again.Header.Truncated)
+			text := string(encoded(t, r))
+			if !tc.truncated {
+				assert.NotContains(t, text, `"truncated"`)
+				return
+			}
+			assert.Less(t, len(text), 1024+len(encoded(t, &replay.Recording{Header: r.Header, Inputs: r.Inputs, Result: r.Result}))+64)
+			_, err = replay.Replay(ctx, again, replay.Config{Document: doc, NewBuilder: builtin.NewBuilder})
+			require.Error(t, err)
+			assert.True(t, fault.Is(err, fault.Validation), "%v", err)
+			assert.Contains(t, err.Error(), "truncated")
+		})
+	}
 }

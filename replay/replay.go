@@ -80,24 +80,24 @@ type Divergence struct {
 
 // String says where the divergence is, in one line.
 func (d *Divergence) String() string {
-	s := d.What
+	s := Printable(d.What)
 	if d.Node != "" {
-		s += " at node " + d.Node
+		s += " at node " + Printable(d.Node)
 	}
 	if d.Call > 0 {
 		s += fmt.Sprintf(" call %d", d.Call)
 	}
 	switch {
 	case d.Func != "" && d.HostCall > 0:
-		s += fmt.Sprintf(" (%s; host call %d)", d.Func, d.HostCall)
+		s += fmt.Sprintf(" (%s; host call %d)", Printable(d.Func), d.HostCall)
 	case d.Func != "":
-		s += " (" + d.Func + ")"
+		s += " (" + Printable(d.Func) + ")"
 	}
 	if d.What == "event" || d.What == "board" {
 		s += fmt.Sprintf(" #%d", d.Index)
 	}
 	if d.Where != "" {
-		s += " at " + d.Where
+		s += " at " + Printable(d.Where)
 	}
 	return s
 }
@@ -113,6 +113,11 @@ func Replay(ctx context.Context, rec *Recording, cfg Config) (*Report, error) {
 	const op = "replay"
 	if rec == nil || cfg.Document == nil || cfg.NewBuilder == nil {
 		return nil, fault.New(fault.Validation, op, "a recording, a document and a builder are required")
+	}
+	if rec.Header.Truncated {
+		return nil, fault.New(fault.Validation, op,
+			"the recording of run %s is truncated: its recorder stopped keeping the turn's events and board writes at its per-turn bound (RecorderConfig.MaxTurnBytes), so it cannot be replayed; record the turn again with a larger bound",
+			Printable(clip(rec.Header.RunID)))
 	}
 	journal := hostabi.NewReplayJournal(rec.entries())
 	if cfg.fork > 0 {

@@ -59,7 +59,7 @@ func TestBadFixturesAreCurrent(t *testing.T) {
 		rec, err := replay.DecodeBytes(data)
 		require.NoError(t, err)
 		derive(rec)
-		want := rec.Bytes()
+		want := encoded(t, rec)
 		file := "testdata/replay/" + name + ".jsonl"
 		if update {
 			require.NoError(t, os.WriteFile(file, want, 0o644))

@@ -79,7 +79,7 @@ func TestReplayTurnWithHistory(t *testing.T) {
 		require.NoError(t, rec.Finish(turn.RunID(), req, res, err))
 		r, ok := rec.Recording(turn.RunID())
 		require.True(t, ok)
-		again, err := replay.DecodeBytes(r.Bytes())
+		again, err := replay.DecodeBytes(encoded(t, r))
 		require.NoError(t, err)
 		return again
 	}

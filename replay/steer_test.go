@@ -32,7 +32,7 @@ func TestReplayUndrainedSteer(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Result.State, &state))
 	assert.EqualValues(t, 2, state[session.StatePendingSteer], "the dice graph drains no steer")
 
-	again, err := replay.DecodeBytes(rec.Bytes())
+	again, err := replay.DecodeBytes(encoded(t, rec))
 	require.NoError(t, err)
 	rep, err := replay.Replay(ctx, again, replay.Config{Document: doc, NewBuilder: builtin.NewBuilder})
 	require.NoError(t, err)

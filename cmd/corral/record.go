@@ -86,8 +86,37 @@ func writeRecording(opts runOptions, runID string, req agent.Request, res *agent
 	if !ok {
 		return fault.New(fault.Internal, "record", "run %q was not recorded", runID)
 	}
-	if err := os.WriteFile(opts.record, r.Bytes(), 0o644); err != nil {
-		return fault.Wrap(fault.Internal, err, "record", "write %s", opts.record)
+	return writeRecordingFile(opts.record, r)
+}
+
+// writeRecordingFile writes r to file through a temporary file in the
+// same directory, renamed over file once complete: a reader never sees a
+// half-written recording, and a failed write leaves what was there.
+func writeRecordingFile(file string, r *replay.Recording) error {
+	data, err := r.Bytes()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return fault.Wrap(fault.Internal, err, "write recording", "%s", file)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fault.Wrap(fault.Internal, err, "write recording", "%s", file)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/corral-rt/corral/builtin"
@@ -118,18 +117,21 @@ func replayOne(ctx context.Context, o replayOptions, file string) (replayResult,
 		res.Error = err.Error()
 		return res, exitBadInput
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fail(fault.Wrap(fault.NotFound, err, "replay", "read %s", file))
+	if o.out != "" {
+		if err := refuseSameFile(o.out, file); err != nil {
+			return fail(err)
+		}
 	}
-	rec, err := replay.DecodeBytes(data)
+	rec, err := replay.DecodeFile(file)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", file, err))
+		return fail(err)
 	}
 	res.RunID = rec.Header.RunID
 	path := o.doc
 	if path == "" && rec.Header.Document != "" {
-		path = filepath.Join(filepath.Dir(file), filepath.FromSlash(rec.Header.Document))
+		if path, err = replay.DocumentPath(file, rec.Header.Document); err != nil {
+			return fail(err)
+		}
 	}
 	doc, cleanup, err := loadDocument(path)
 	if err != nil {
@@ -151,8 +153,8 @@ func replayOne(ctx context.Context, o replayOptions, file string) (replayResult,
 			return fail(err)
 		}
 		child.Header.Document = relativeTo(o.out, path) // the child names the document from where it lies
-		if err := os.WriteFile(o.out, child.Bytes(), 0o644); err != nil {
-			return fail(fault.Wrap(fault.Internal, err, "replay", "write %s", o.out))
+		if err := writeRecordingFile(o.out, child); err != nil {
+			return fail(err)
 		}
 		// A fork's transcript differs from its parent's by design: it
 		// fails only when the run asked for an input the recording lacks.
@@ -171,6 +173,18 @@ func replayOne(ctx context.Context, o replayOptions, file string) (replayResult,
 	return res, exitFailed
 }
 
+// refuseSameFile refuses a fork's --out that names the recording being
+// forked (or a link to it): the child would replace its parent, whose
+// digest it names.
+func refuseSameFile(out, input string) error {
+	a, err1 := os.Stat(out)
+	b, err2 := os.Stat(input)
+	if err1 == nil && err2 == nil && os.SameFile(a, b) {
+		return fault.New(fault.Validation, "replay", "--out %s is the recording being forked: write the fork to another file", out)
+	}
+	return nil
+}
+
 // replayDigests digests the files of the document replayed.
 func replayDigests(path string, doc *deploy.Document) ([]replay.Digest, error) {
 	file := path
@@ -187,22 +201,24 @@ func printReplay(sio stdio, o replayOptions, r replayResult) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\t%s", r.File, r.Status)
+	// Text from a recording (node names, paths, error messages quoting it)
+	// is escaped: it cannot rewrite the terminal or log it is printed to.
+	fmt.Fprintf(&b, "%s\t%s", replay.Printable(r.File), r.Status)
 	switch {
 	case r.Divergence != nil:
 		fmt.Fprintf(&b, " at %s", r.Divergence)
 	case r.Error != "":
-		fmt.Fprintf(&b, ": %s", r.Error)
+		fmt.Fprintf(&b, ": %s", replay.Printable(r.Error))
 	case r.Fork != "":
-		fmt.Fprintf(&b, " into %s", r.Fork)
+		fmt.Fprintf(&b, " into %s", replay.Printable(r.Fork))
 	}
 	if len(r.Changed) > 0 {
-		fmt.Fprintf(&b, "\t(changed: %s)", strings.Join(r.Changed, ", "))
+		fmt.Fprintf(&b, "\t(changed: %s)", replay.Printable(strings.Join(r.Changed, ", ")))
 	}
 	fmt.Fprintln(sio.out, b.String())
 	if d := r.Divergence; d != nil {
 		for _, line := range d.Diff {
-			fmt.Fprintln(sio.out, "  "+line)
+			fmt.Fprintln(sio.out, "  "+replay.Printable(line))
 		}
 	}
 }

@@ -164,7 +164,9 @@ func TestReplayOpenAIChatOffline(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	out, errOut, code := runArgs(t, "", "replay", file)
+	// The example lies outside both the recording's directory and the
+	// working directory (REF 10.2.12): it is named.
+	out, errOut, code := runArgs(t, "", "replay", file, openaiChat)
 	assert.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "identical")
 }
@@ -182,7 +184,9 @@ func TestReplayFork(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"parent":{"run_id":`)
 	assert.Contains(t, string(data), "Grace rolled")
-	out, errOut, code = runArgs(t, "", "replay", child)
+	// The child lies elsewhere than its document and the working
+	// directory: it names the document and replays against it once given.
+	out, errOut, code = runArgs(t, "", "replay", child, filepath.Join(dir, "dice", "deploy.yaml"))
 	assert.Equal(t, exitOK, code, out+errOut)
 	assert.Contains(t, out, "identical")
 	_, _, code = runArgs(t, "", "replay", "--set", "99=1", "--out", child, filepath.Join(dir, "dice.jsonl"))

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,18 +49,14 @@ func Run(t testing.TB, file string) {
 
 func load(t testing.TB, file string) (*replay.Recording, *deploy.Document, string) {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	rec, err := replay.DecodeFile(file)
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	rec, err := replay.DecodeBytes(data)
+	docPath, err := replay.DocumentPath(file, rec.Header.Document)
 	if err != nil {
-		t.Fatalf("replay %s: %v", file, err)
+		t.Fatalf("replay: %v", err)
 	}
-	if rec.Header.Document == "" {
-		t.Fatalf("replay %s: the header names no document", file)
-	}
-	docPath := filepath.Join(filepath.Dir(file), filepath.FromSlash(rec.Header.Document))
 	doc, err := deploy.ParseFile(docPath)
 	if err != nil {
 		t.Fatalf("replay %s: %v", file, err)
@@ -95,7 +90,11 @@ func rerecord(t testing.TB, ctx context.Context, file string, old *replay.Record
 		t.Fatalf("record %s: %v", file, err)
 	}
 	rec.Header.Document = old.Header.Document
-	if err := os.WriteFile(file, rec.Bytes(), 0o644); err != nil {
+	data, err := rec.Bytes()
+	if err != nil {
+		t.Fatalf("record %s: %v", file, err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatalf("record %s: %v", file, err)
 	}
 }

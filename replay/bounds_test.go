@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"encoding/json"
 
 	"bytes"
 	"errors"
@@ -57,11 +58,11 @@ func (e *endlessEvents) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Decode bounds a whole recording, not only a line: a file that never
+// REF 10.1.9: Decode bounds a whole recording, not only a line: a file that never
 // ends (a hostile recording in a fleet, a FIFO, /dev/zero for corral
 // replay) is refused with a Validation error once it holds more than a
 // recording may, instead of growing memory until the process dies.
-func TestReviewDecodeBoundsTheRecording(t *testing.T) {
+func TestDecodeBoundsTheRecording(t *testing.T) {
 	lines := diceLines(t)
 	payload := strings.Repeat("a", 1<<20)
 	src := &endlessEvents{head: []byte(lines[0] + "\n"),
@@ -72,12 +73,12 @@ func TestReviewDecodeBoundsTheRecording(t *testing.T) {
 	assert.True(t, fault.Is(err, fault.BudgetExceeded) || fault.Is(err, fault.Validation), "%v", err)
 }
 
-// Digests never reads a file outside the document's directory: a
+// REF 10.1.11: Digests never reads a file outside the document's directory: a
 // reference through a symbolic link that leaves it is listed with an empty
 // digest and not followed, as a reference with ".." is (the digest of a
 // file outside, a secret, would otherwise be written into a recording
 // that gets shared).
-func TestReviewDigestsStayInTheDirectory(t *testing.T) {
+func TestDigestsStayInTheDirectory(t *testing.T) {
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.yaml")
 	require.NoError(t, os.WriteFile(secret, []byte("token: hunter2\nfile: more.yaml\n"), 0o600))
@@ -99,11 +100,11 @@ func TestReviewDigestsStayInTheDirectory(t *testing.T) {
 
 var _ io.Reader = (*endlessEvents)(nil)
 
-// A divergence's one-line form never carries control characters from the
+// REF 10.2.13: a divergence's one-line form never carries control characters from the
 // recording: a node name holding an escape sequence would otherwise rewrite
 // the terminal or CI log corral replay prints to (hide the divergence,
 // print "identical" over it).
-func TestReviewDivergenceIsPrintable(t *testing.T) {
+func TestDivergenceIsPrintable(t *testing.T) {
 	lines := diceLines(t)
 	last := 0
 	for i, l := range lines {
@@ -131,7 +132,7 @@ func TestReviewDivergenceIsPrintable(t *testing.T) {
 // recording with a line over MaxLineBytes (a large model reply or board
 // write, or a fork's --set value) is written without a word and then
 // refused by every replay of it.
-func TestReviewEncodeWritesWhatDecodeReads(t *testing.T) {
+func TestEncodeWritesWhatDecodeReads(t *testing.T) {
 	rec, err := replay.DecodeBytes([]byte(strings.Join(diceLines(t), "\n") + "\n"))
 	require.NoError(t, err)
 	rec.Events = append(rec.Events, replay.Event{Subject: "big", Payload: []byte(`"` + strings.Repeat("a", replay.MaxLineBytes) + `"`)})
@@ -141,4 +142,121 @@ func TestReviewEncodeWritesWhatDecodeReads(t *testing.T) {
 	}
 	_, err = replay.Decode(&buf)
 	assert.NoError(t, err, "Encode wrote a recording Decode refuses")
+}
+
+// REF 10.1.10: Encode refuses a line Decode would refuse, with a
+// BudgetExceeded error naming the line, and writes nothing; a line one
+// byte under the bound is written and read back.
+func TestEncodeRefusesALineOverTheBound(t *testing.T) {
+	base, err := replay.DecodeBytes([]byte(strings.Join(diceLines(t), "\n") + "\n"))
+	require.NoError(t, err)
+	empty := base.Events[0]
+	empty.Kind, empty.Payload = replay.KindEvent, []byte(`""`)
+	frame, err := json.Marshal(empty)
+	require.NoError(t, err)
+	fill := replay.MaxLineBytes - len(frame) - 1 // the line and its newline hold MaxLineBytes
+	for _, tc := range []struct {
+		name string
+		fill int
+		ok   bool
+	}{
+		{"at the bound", fill, true},
+		{"one byte over", fill + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := *base
+			ev := empty
+			ev.Payload = []byte(`"` + strings.Repeat("a", tc.fill) + `"`)
+			rec.Events = append([]replay.Event{ev}, base.Events[1:]...)
+			var buf bytes.Buffer
+			err := rec.Encode(&buf)
+			if !tc.ok {
+				require.Error(t, err)
+				assert.True(t, fault.Is(err, fault.BudgetExceeded), "%v", err)
+				assert.Contains(t, err.Error(), fmt.Sprintf("line %d (event ", len(base.Inputs)+2))
+				assert.Zero(t, buf.Len(), "a refused recording is not written in part")
+				_, err = rec.Bytes()
+				assert.True(t, fault.Is(err, fault.BudgetExceeded), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			again, err := replay.Decode(&buf)
+			require.NoError(t, err)
+			assert.Len(t, again.Events[0].Payload, tc.fill+2)
+		})
+	}
+}
+
+// REF 10.1.9: a recording is read from a regular file only: a device or a
+// directory is a Validation error, not read.
+func TestDecodeFileReadsRegularFilesOnly(t *testing.T) {
+	for _, file := range []string{os.DevNull, t.TempDir()} {
+		_, err := replay.DecodeFile(file)
+		require.Error(t, err, file)
+		assert.True(t, fault.Is(err, fault.Validation), "%s: %v", file, err)
+		assert.Contains(t, err.Error(), "not a regular file")
+	}
+	rec, err := replay.DecodeFile(filepath.Join("testdata", "replay", "dice.jsonl"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, rec.Inputs)
+}
+
+// REF 10.2.12: the document a recording's header names resolves under the
+// recording's directory or the working directory, links followed; else it
+// is a Validation error asking for the document.
+func TestDocumentPathStaysNear(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "deploy.yaml")
+	require.NoError(t, os.WriteFile(secret, []byte("x: 1\n"), 0o600))
+	dir := filepath.Join(t.TempDir(), "recs")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub", "doc"), 0o750))
+	inside := filepath.Join(dir, "sub", "doc", "deploy.yaml")
+	require.NoError(t, os.WriteFile(inside, []byte("x: 1\n"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "sub", "link.yaml")))
+	file := filepath.Join(dir, "sub", "x.jsonl")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	relOut, err := filepath.Rel(filepath.Join(dir, "sub"), secret)
+	require.NoError(t, err)
+	relWD, err := filepath.Rel(filepath.Join(dir, "sub"), filepath.Join(wd, "testdata", "replay", "dice", "deploy.yaml"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		doc  string
+		want string // "" refused
+	}{
+		{"doc/deploy.yaml", inside},
+		{filepath.ToSlash(inside), inside},
+		{filepath.ToSlash(relWD), filepath.Join(wd, "testdata", "replay", "dice", "deploy.yaml")}, // under the working directory
+		{filepath.ToSlash(relOut), ""},
+		{filepath.ToSlash(secret), ""},
+		{"link.yaml", ""}, // a link out of both
+		{"", ""},
+	} {
+		got, err := replay.DocumentPath(file, tc.doc)
+		if tc.want == "" {
+			require.Error(t, err, tc.doc)
+			assert.True(t, fault.Is(err, fault.Validation), "%s: %v", tc.doc, err)
+			assert.Contains(t, err.Error(), "DOC")
+			continue
+		}
+		require.NoError(t, err, tc.doc)
+		want, err := filepath.EvalSymlinks(tc.want)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, tc.doc)
+	}
+}
+
+// Printable escapes what would act on a terminal and leaves the rest.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"roll":               "roll",
+		"héllo wörld":        "héllo wörld",
+		"a\x1b[2Kb":          `a\x1b[2Kb`,
+		"r\rident\a":         `r\rident\a`,
+		"left\u202eright":    `left\u202eright`,
+		"bad\xffbyte":        `bad\xffbyte`,
+		"tab\there\nnewline": `tab\there\nnewline`,
+	} {
+		assert.Equal(t, want, replay.Printable(in), "%q", in)
+	}
 }
