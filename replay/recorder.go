@@ -238,12 +238,13 @@ func redactRequest(req agent.Request) agent.Request {
 }
 
 // RecordingBytes returns the recording of the turn runID in its file form
-// (Recording.Bytes), or false when the recorder does not hold it. With
-// Finish, it makes a Recorder a serve.Recordings.
-func (r *Recorder) RecordingBytes(runID string) ([]byte, bool) {
+// (Recording.Bytes): a NotFound error when the recorder does not hold it,
+// and Encode's error when it cannot be written. With Finish, it makes a
+// Recorder a serve.Recordings.
+func (r *Recorder) RecordingBytes(runID string) ([]byte, error) {
 	rec, ok := r.Recording(runID)
 	if !ok {
-		return nil, false
+		return nil, fault.New(fault.NotFound, "recording", "no recording of turn %q is kept", runID)
 	}
-	return rec.Bytes(), true
+	return rec.Bytes()
 }

@@ -227,13 +227,13 @@ func (s *Server) getRecording(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var data []byte
-	ok := false
-	if s.opts.Recordings != nil {
-		data, ok = s.opts.Recordings.RecordingBytes(te.turn.RunID())
-	}
-	if !ok {
+	if s.opts.Recordings == nil {
 		s.writeError(w, r, fault.New(fault.NotFound, "recording", "no recording of turn %q is kept", te.turn.RunID()))
+		return
+	}
+	data, err := s.opts.Recordings.RecordingBytes(te.turn.RunID())
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	h := w.Header()

@@ -65,8 +65,8 @@ type Recordings interface {
 	// request it ran.
 	Finish(runID string, req agent.Request, res *agent.Result, err error) error
 	// RecordingBytes returns the recording of the turn runID in its file
-	// form, or false when it is not kept.
-	RecordingBytes(runID string) ([]byte, bool)
+	// form, or an error: of kind NotFound when it is not kept.
+	RecordingBytes(runID string) ([]byte, error)
 }
 
 // DefaultMaxTenantEventBytes is Options.MaxTenantEventBytes when it is 0.
