@@ -87,6 +87,7 @@ func (s stuck) Call(ctx context.Context, name string, _ json.RawMessage) (json.R
 	return nil, fault.FromContext(ctx.Err(), "host "+name)
 }
 
+// REF 9.M11
 // A script waiting in a host call is stopped by its caller's cancel:
 // the worker's wait ends with the cancel, or with the host call's answer,
 // whichever comes first (an answer that comes after is dropped), and the

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// REF 9.M11
 // A node of a chain in process isolation crosses to its worker once: the
 // invoke and its result, no host call, no evaluation, nothing else
 // (docs/sandbox.md, "Cost": the wakeups of a round trip are most of what
@@ -35,6 +36,7 @@ func TestChainRoundTrips(t *testing.T) {
 	assert.Equal(t, map[string]int{"to-worker invoke": 10, "from-worker result": 10}, got)
 }
 
+// REF 9.M11
 // A node whose outgoing edge has a condition crosses twice: its invoke,
 // then the condition's evaluation; each host call a script makes crosses
 // once more.

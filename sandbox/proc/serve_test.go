@@ -88,6 +88,7 @@ func testInvoke(id uint64, node string) *invokeMsg {
 	return &invokeMsg{ID: id, Node: node, Functions: []string{"now"}, Run: sandbox.RunInfo{RunID: "r", Tenant: "t"}}
 }
 
+// REF 9.M11
 // A worker runs each call on the goroutine that read it and reads the
 // replies to its host calls itself: a host call whose context ends stops
 // waiting at once, its late answer is dropped, and the next call's host
