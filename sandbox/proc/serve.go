@@ -164,8 +164,8 @@ func (s *server) close() {
 
 // watch reads the parent's cancels from stop until it ends, and stops
 // the running call each names (or the call with that id when it starts).
-// When stop ends, the parent is gone: it stops the running call, and the
-// loop then finds its input ended too.
+// When stop ends (the parent is gone) or breaks, it stops the running
+// call and closes the input, which ends the loop.
 func (s *server) watch(stop io.Reader) {
 	r := bufio.NewReaderSize(stop, 512)
 	for {
@@ -185,6 +185,7 @@ func (s *server) watch(stop io.Reader) {
 		}
 		s.mu.Unlock()
 		if err != nil {
+			_ = s.in.Close() // the loop ends too
 			return
 		}
 	}
