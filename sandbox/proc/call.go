@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -63,14 +64,16 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		if !k.done {
-			_ = w.send(frameCancel, &cancelMsg{ID: w.nextID})
+			_ = w.cancel(w.nextID)
 			k.grace = time.AfterFunc(cancelGrace, func() { k.kill(killedCancel) })
 		}
 	})
 	for {
 		f, err := readFrame(w.r, w.max)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && w.alive() {
+			// Its output ends (EOF) when it exits, or is closed
+			// (ErrClosed) once it has been reaped.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && w.alive() {
 				w.kill() // it does not speak the protocol
 				<-w.exited
 				return resultMsg{}, fault.Wrap(fault.Internal, err, c.op, "tenant %q: worker %d", w.tenant, w.pid)

@@ -75,3 +75,48 @@ func TestWorkerSeesEachCallsContext(t *testing.T) {
 	}
 	assert.Len(t, rt.Workers(), 1, "every call ran on the one worker")
 }
+
+// stuck is an ABI whose calls wait for their context to end; entered
+// gets a value as each call starts.
+type stuck struct{ entered chan struct{} }
+
+func (s stuck) Functions() []string { return []string{"now"} }
+func (s stuck) Call(ctx context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return nil, fault.FromContext(ctx.Err(), "host "+name)
+}
+
+// REF 9.M11
+// A script waiting in a host call is stopped by its caller's cancel:
+// the worker's wait ends with the cancel, or with the host call's answer,
+// whichever comes first (an answer that comes after is dropped), and the
+// worker serves the next call.
+func TestCancelDuringHostCall(t *testing.T) {
+	rt, err := proc.New(proc.Options{Worker: "js", MaxWorkers: 1, Spares: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	_, _, err = invoke(context.Background(), rt, "t", "warm", `board.setVar("x", 1)`)
+	require.NoError(t, err)
+	pid := rt.Workers()[0].Pid
+	for i := range 20 {
+		abi := stuck{entered: make(chan struct{}, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Invoke(ctx, sandbox.Invocation{Node: "n", Type: "script",
+				Script: sandbox.Script{Name: "n", Source: `host.now(); board.setVar("after", true)`},
+				Board:  *agent.NewBoard(), ABI: abi, Run: sandbox.RunInfo{RunID: "r", Tenant: "t"}})
+			done <- err
+		}()
+		<-abi.entered
+		cancel()
+		err = <-done
+		require.Error(t, err, "round %d", i)
+		assert.ErrorIs(t, err, fault.Aborted, "round %d: the caller's cancel: %v", i, err)
+		b, _, err := invoke(context.Background(), rt, "t", "next", `board.setVar("ok", 1)`)
+		require.NoError(t, err, "round %d", i)
+		assert.Equal(t, 1.0, b.Vars["ok"], "round %d", i)
+	}
+	assert.Equal(t, pid, rt.Workers()[0].Pid, "the worker stopped the calls itself and stays")
+}

@@ -28,8 +28,15 @@
 //
 // # Protocol
 //
-// Frames over two pipes (the worker's fd 3 and 4): a 4-byte length, a type
-// byte, JSON. No Go value crosses: the invocation goes in as plain values
+// Frames over three pipes (the worker's fd 3 carries calls and the
+// answers to its host calls, fd 4 what the worker sends, fd 5 cancels): a
+// 4-byte length, a type byte, JSON. A worker runs each call on the
+// goroutine that read it, which also reads the answers to the call's host
+// calls (a wait that the call's context ends is woken by a read deadline
+// before any byte of a frame is read, and the late answer dropped); one
+// more goroutine reads the cancels, each naming its call. A call thus
+// costs the worker no switch between goroutines, each of which would add
+// a thread wakeup to the two process wakeups of its round trip. No Go value crosses: the invocation goes in as plain values
 // (board, config, limits, the names of the host functions), the writes and
 // the error come back as plain values, typed errors keep their type
 // (*sandbox.LimitError, *sandbox.ScriptError, *agent.InterruptedError) and

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -20,12 +21,14 @@ import (
 // it; ServeIfChild reads it.
 const EnvWorker = "CORRAL_SANDBOX_WORKER"
 
-// The worker's ends of its pipes: the parent hands them as the first two
-// extra files (fd 3 reads from the parent, fd 4 writes to it), so that
-// nothing a library prints on stdout can break the protocol.
+// The worker's ends of its pipes: the parent hands them as the first
+// three extra files (fd 3 reads calls and replies from the parent, fd 4
+// writes to it, fd 5 reads cancels), so that nothing a library prints on
+// stdout can break the protocol.
 const (
-	workerInFD  = 3
-	workerOutFD = 4
+	workerInFD   = 3
+	workerOutFD  = 4
+	workerStopFD = 5
 )
 
 // Builder builds a worker's in-process runtime from the settings the
@@ -45,25 +48,36 @@ func ServeIfChild(name string, build Builder) {
 	// runtime's poller rather than by a thread blocked in a system call.
 	pollable(workerInFD)
 	pollable(workerOutFD)
+	pollable(workerStopFD)
 	in := os.NewFile(workerInFD, "corral-worker-in")
 	out := os.NewFile(workerOutFD, "corral-worker-out")
-	if in == nil || out == nil {
+	stop := os.NewFile(workerStopFD, "corral-worker-stop")
+	if in == nil || out == nil || stop == nil {
 		fmt.Fprintln(os.Stderr, "corral worker: the parent's pipes are missing")
 		os.Exit(3)
 	}
-	if err := Serve(in, out, build); err != nil {
+	if err := Serve(in, stop, out, build); err != nil {
 		fmt.Fprintln(os.Stderr, "corral worker:", err)
 		os.Exit(3)
 	}
 	os.Exit(0)
 }
 
-// Serve runs the worker's side of the protocol on in and out: it reads
-// the start frame, sets the memory cap on the process, builds the
-// runtime, and runs the calls the parent sends, one at a time, until in
-// ends. It returns nil when the parent closed in, an error for a protocol
-// failure.
-func Serve(in io.Reader, out io.Writer, build Builder) error {
+// Input is what a worker reads from its parent: a pipe whose reads a
+// deadline can end (an *os.File of a non-blocking pipe).
+type Input interface {
+	io.ReadCloser
+	SetReadDeadline(t time.Time) error
+}
+
+// Serve runs the worker's side of the protocol on in, stop and out: it
+// reads the start frame, sets the memory cap on the process, builds the
+// runtime, and runs the calls the parent sends on in, one at a time and
+// each on the goroutine that read it, until in ends; stop carries the
+// parent's cancels, read meanwhile by one goroutine of its own. It
+// returns nil when the parent closed in, an error for a protocol failure;
+// it closes in and stop and waits for that goroutine before it returns.
+func Serve(in, stop Input, out io.Writer, build Builder) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	f, err := readFrame(r, DefaultMaxFrameBytes)
 	if err != nil {
@@ -81,29 +95,44 @@ func Serve(in io.Reader, out io.Writer, build Builder) error {
 	if err != nil {
 		return fmt.Errorf("build runtime: %w", err)
 	}
-	s := &server{rt: rt, w: bufio.NewWriterSize(out, 64<<10), max: DefaultMaxFrameBytes}
+	s := &server{rt: rt, w: bufio.NewWriterSize(out, 64<<10), max: DefaultMaxFrameBytes, in: in, r: r}
 	defer s.close()
 	if err := s.send(frameReady, &readyMsg{Pid: os.Getpid(), Caps: caps}); err != nil {
 		return err
 	}
-	return s.loop(r)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watch(stop)
+	}()
+	err = s.loop()
+	_ = in.Close()
+	_ = stop.Close()
+	<-watched
+	return err
 }
 
-// server is a worker's state: the runtime, the writer (shared by the loop
-// and the running call), and the running call.
+// server is a worker's state: the runtime, the input (read by the loop,
+// and by the running call, which runs on the loop's goroutine, for its
+// replies), the writer, and the running call, which the goroutine that
+// reads cancels stops.
 type server struct {
 	rt  sandbox.Runtime
 	max int
+	in  Input
+	r   *bufio.Reader // in, buffered; read under rmu
+	rmu sync.Mutex
+	seq uint64 // of the last host or parallel call (rmu's)
 
 	wmu sync.Mutex
 	w   *bufio.Writer
 
-	mu      sync.Mutex
-	seq     uint64
-	waiting map[uint64]chan frame // host and parallel replies by seq
-	cancel  context.CancelFunc    // the running call's, nil when none
-	done    chan struct{}         // closed when the running call has replied
-	last    *callContext          // the context of the last invoke (the loop's)
+	mu        sync.Mutex
+	running   uint64             // the id of the running call, 0 when none
+	cancel    context.CancelFunc // the running call's, nil when none
+	cancelled uint64             // the highest call id the parent cancelled
+	gone      bool               // the parent is gone: no call runs any more
+	last      *callContext       // the context of the last invoke (the loop's)
 }
 
 // context fills in an invoke that repeats the last one's context, or
@@ -126,24 +155,52 @@ func (s *server) send(t frameType, msg any) error {
 	return writeFrame(s.w, t, msg, s.max)
 }
 
-// close stops the running call and closes the runtime.
+// close closes the runtime; no call runs by then (they run on the loop).
 func (s *server) close() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
 	if c, ok := s.rt.(io.Closer); ok {
 		_ = c.Close()
 	}
 }
 
-func (s *server) loop(r io.Reader) error {
+// watch reads the parent's cancels from stop until it ends, and stops
+// the running call each names (or the call with that id when it starts).
+// When stop ends (the parent is gone) or breaks, it stops the running
+// call and closes the input, which ends the loop.
+func (s *server) watch(stop io.Reader) {
+	r := bufio.NewReaderSize(stop, 512)
 	for {
-		f, err := readFrame(r, s.max)
-		if errors.Is(err, io.EOF) {
+		f, err := readFrame(r, 512)
+		var m cancelMsg
+		if err == nil {
+			err = decode(f, frameCancel, &m)
+		}
+		s.mu.Lock()
+		if err != nil {
+			s.gone = true
+		} else {
+			s.cancelled = max(s.cancelled, m.ID)
+		}
+		if s.cancel != nil && (s.gone || s.running <= s.cancelled) {
+			s.cancel()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			_ = s.in.Close() // the loop ends too
+			return
+		}
+	}
+}
+
+// loop reads the parent's frames and runs each call on this goroutine,
+// until in ends (nil) or the protocol breaks. A call starts without a
+// switch to another goroutine: a worker's time is mostly the wakeups of
+// its round trips, and each switch would add one.
+func (s *server) loop() error {
+	for {
+		s.rmu.Lock()
+		f, err := readFrame(s.r, s.max)
+		s.rmu.Unlock()
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
 			return nil
 		}
 		if err != nil {
@@ -154,26 +211,19 @@ func (s *server) loop(r io.Reader) error {
 			if err := s.start(f); err != nil {
 				return err
 			}
-		case frameCancel:
-			s.mu.Lock()
-			if s.cancel != nil {
-				s.cancel()
-			}
-			s.mu.Unlock()
 		case frameHostReply, frameParallelReply:
-			if err := s.deliver(f); err != nil {
-				return err
-			}
+			// The reply to a host call whose wait ended (its context did).
 		default:
 			return fmt.Errorf("%w: type %d from the parent", errFrame, f.typ)
 		}
 	}
 }
 
-// start decodes a call and runs it on its own goroutine; the loop goes on
-// reading the replies to its host calls.
+// start decodes a call and runs it; host calls read their replies from
+// the input meanwhile.
 func (s *server) start(f frame) error {
 	var run func(ctx context.Context) resultMsg
+	var id uint64
 	switch f.typ {
 	case frameInvoke:
 		var m invokeMsg
@@ -183,39 +233,36 @@ func (s *server) start(f frame) error {
 		if err := s.context(&m); err != nil {
 			return err
 		}
+		id = m.ID
 		run = func(ctx context.Context) resultMsg { return s.invoke(ctx, &m) }
 	default:
 		var m evalMsg
 		if err := decode(f, frameEval, &m); err != nil {
 			return err
 		}
+		id = m.ID
 		run = func(ctx context.Context) resultMsg { return s.eval(ctx, &m) }
 	}
-	s.mu.Lock()
-	if s.cancel != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: a call while one runs", errFrame)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	s.cancel, s.done, s.waiting = cancel, done, map[uint64]chan frame{}
-	s.mu.Unlock()
-	go func() {
-		defer close(done)
-		before := cpuTime()
-		res := run(ctx)
-		res.CPUNs = int64(cpuTime() - before)
-		s.mu.Lock()
-		s.cancel, s.waiting = nil, nil
-		s.mu.Unlock()
+	defer cancel()
+	s.mu.Lock()
+	s.running, s.cancel = callID(id), cancel
+	if s.gone || callID(id) <= s.cancelled { // cancelled before it came
 		cancel()
-		if err := s.send(frameResult, &res); err != nil {
-			// The parent is gone or the result does not fit: say so
-			// instead, or die trying (the parent then sees the exit).
-			res = resultMsg{ID: res.ID, CPUNs: res.CPUNs, Err: encodeError(fault.Wrap(fault.Internal, err, "send result", ""))}
-			_ = s.send(frameResult, &res)
-		}
-	}()
+	}
+	s.mu.Unlock()
+	before := cpuTime()
+	res := run(ctx)
+	res.CPUNs = int64(cpuTime() - before)
+	s.mu.Lock()
+	s.running, s.cancel = 0, nil
+	s.mu.Unlock()
+	if err := s.send(frameResult, &res); err != nil {
+		// The parent is gone or the result does not fit: say so
+		// instead, or die trying (the parent then sees the exit).
+		res = resultMsg{ID: res.ID, CPUNs: res.CPUNs, Err: encodeError(fault.Wrap(fault.Internal, err, "send result", ""))}
+		_ = s.send(frameResult, &res)
+	}
 	return nil
 }
 
@@ -224,10 +271,10 @@ func (s *server) invoke(ctx context.Context, m *invokeMsg) resultMsg {
 		Node: m.Node, Type: m.Type, Config: m.Config, Board: m.Board, BoardBytes: m.BoardBytes,
 		Script: sandbox.Script{Name: m.Script.Name, Source: m.Script.Source, Module: m.Script.Module,
 			Entry: m.Script.Entry, Config: m.Script.Config},
-		ABI: &remoteABI{s: s, functions: m.Functions}, Run: m.Run, Limits: m.Limits,
+		ABI: &remoteABI{s: s, id: callID(m.ID), functions: m.Functions}, Run: m.Run, Limits: m.Limits,
 	}
 	if m.Parallel {
-		inv.Parallel = s.parallel
+		inv.Parallel = func(nodeID, reason string) bool { return s.parallel(callID(m.ID), nodeID, reason) }
 	}
 	out, err := s.rt.Invoke(ctx, inv)
 	settle(err)
@@ -252,55 +299,79 @@ func settle(err error) {
 	}
 }
 
-// roundTrip sends a request frame of the running call and waits for its
-// reply, or for ctx.
-func (s *server) roundTrip(ctx context.Context, t frameType, msg func(seq uint64) any) (frame, error) {
+// roundTrip sends a request frame of the running call and reads its
+// reply from the input, on the call's goroutine; replies to earlier
+// requests whose wait ended are dropped. The wait ends with ctx: a read
+// deadline wakes it while no byte of a frame has come (so that no frame
+// is read in part), and the late reply is dropped when it comes.
+func (s *server) roundTrip(ctx context.Context, id uint64, t frameType, msg func(seq uint64) any) (frame, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	s.mu.Lock()
-	if s.waiting == nil {
-		s.mu.Unlock()
+	running := s.running
+	s.mu.Unlock()
+	if running != id {
 		return frame{}, fault.New(fault.Aborted, "host call", "the call has ended")
 	}
 	s.seq++
 	seq := s.seq
-	ch := make(chan frame, 1)
-	s.waiting[seq] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.waiting, seq)
-		s.mu.Unlock()
-	}()
 	if err := s.send(t, msg(seq)); err != nil {
 		return frame{}, fault.Wrap(fault.Internal, err, "host call", "")
 	}
-	select {
-	case f := <-ch:
-		return f, nil
-	case <-ctx.Done():
-		return frame{}, fault.FromContext(ctx.Err(), "host call")
+	for {
+		if err := s.await(ctx); err != nil {
+			return frame{}, err
+		}
+		f, err := readFrame(s.r, s.max)
+		if err != nil {
+			return frame{}, fault.Wrap(fault.Internal, err, "host call", "read the reply")
+		}
+		if f.typ != frameHostReply && f.typ != frameParallelReply {
+			return frame{}, fault.Wrap(fault.Internal, fmt.Errorf("%w: type %d while a host call waits", errFrame, f.typ), "host call", "")
+		}
+		var got struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(f.payload, &got); err != nil {
+			return frame{}, fault.Wrap(fault.Internal, fmt.Errorf("%w: %v", errFrame, err), "host call", "")
+		}
+		if got.Seq == seq {
+			return f, nil
+		}
 	}
 }
 
-// deliver hands a reply to the round trip waiting for its seq; a reply
-// nobody waits for any more (its wait was cancelled) is dropped.
-func (s *server) deliver(f frame) error {
-	var seq struct {
-		Seq uint64 `json:"seq"`
+// await waits until a byte of the input is buffered, or ctx ends: then it
+// returns ctx's error and nothing of the input has been read.
+func (s *server) await(ctx context.Context) error {
+	if s.r.Buffered() > 0 {
+		return nil
 	}
-	if err := json.Unmarshal(f.payload, &seq); err != nil {
-		return fmt.Errorf("%w: %v", errFrame, err)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = s.in.SetReadDeadline(time.Unix(1, 0))
+	})
+	_, err := s.r.Peek(1)
+	if !stop() { // the deadline is set, or is being set: clear it after
+		<-fired
+		_ = s.in.SetReadDeadline(time.Time{})
 	}
-	s.mu.Lock()
-	ch := s.waiting[seq.Seq]
-	s.mu.Unlock()
-	if ch != nil {
-		ch <- f
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
+		return fault.FromContext(ctx.Err(), "host call")
+	}
+	return fault.Wrap(fault.Internal, err, "host call", "read the reply")
 }
 
-func (s *server) parallel(nodeID, reason string) bool {
-	f, err := s.roundTrip(context.Background(), frameParallel, func(seq uint64) any {
+// callID is the id of a running call: the parent's ids start at 1, and
+// 0 is "no call".
+func callID(id uint64) uint64 { return max(id, 1) }
+
+func (s *server) parallel(id uint64, nodeID, reason string) bool {
+	f, err := s.roundTrip(context.Background(), id, frameParallel, func(seq uint64) any {
 		return &parallelMsg{Seq: seq, Node: nodeID, Reason: reason}
 	})
 	if err != nil {
@@ -315,13 +386,14 @@ func (s *server) parallel(nodeID, reason string) bool {
 // checked there only).
 type remoteABI struct {
 	s         *server
+	id        uint64 // the call's
 	functions []string
 }
 
 func (a *remoteABI) Functions() []string { return a.functions }
 
 func (a *remoteABI) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	f, err := a.s.roundTrip(ctx, frameHost, func(seq uint64) any { return &hostMsg{Seq: seq, Name: name, Args: args} })
+	f, err := a.s.roundTrip(ctx, a.id, frameHost, func(seq uint64) any { return &hostMsg{Seq: seq, Name: name, Args: args} })
 	if err != nil {
 		return nil, err
 	}

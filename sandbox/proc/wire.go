@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/message"
@@ -58,6 +59,11 @@ type frame struct {
 	payload []byte
 }
 
+// traceFrame, when not nil, sees the type of every frame this process
+// reads (out false) or writes (out true): the tests count the round trips
+// of a call with it.
+var traceFrame atomic.Pointer[func(t frameType, out bool)]
+
 // readFrame reads one frame of at most max bytes from r. It never
 // allocates more than the header announces, and refuses a header past max
 // before reading the payload.
@@ -81,6 +87,9 @@ func readFrame(r io.Reader, max int) (frame, error) {
 	if t < frameStart || t > frameLast {
 		return frame{}, fmt.Errorf("%w: type %d", errFrame, t)
 	}
+	if tr := traceFrame.Load(); tr != nil {
+		(*tr)(t, false)
+	}
 	return frame{typ: t, payload: buf[1:]}, nil
 }
 
@@ -92,6 +101,9 @@ func writeFrame(w *bufio.Writer, t frameType, msg any, max int) error {
 	}
 	if len(data)+1 > max {
 		return fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, len(data)+1, max)
+	}
+	if tr := traceFrame.Load(); tr != nil {
+		(*tr)(t, true)
 	}
 	var hdr [5]byte
 	binary.BigEndian.PutUint32(hdr[:4], uint32(len(data)+1))

@@ -30,6 +30,9 @@ type worker struct {
 	wmu sync.Mutex
 	w   *bufio.Writer
 	wc  io.Closer // the parent's end of the worker's input
+	// stopW is the parent's end of the worker's cancel pipe (wmu's).
+	stopW *bufio.Writer
+	stopC io.Closer
 
 	r      *bufio.Reader // from the worker, read by the one call holding it
 	rc     io.Closer
@@ -69,24 +72,35 @@ func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
 		_ = fromParent.Close()
 		return nil, err
 	}
+	stopChild, stopParent, err := os.Pipe()
+	if err != nil {
+		_ = toChild.Close()
+		_ = fromParent.Close()
+		_ = fromChild.Close()
+		_ = toParent.Close()
+		return nil, err
+	}
 	cmd := exec.Command(c.path, c.args...)
 	cmd.Env = append(os.Environ(), EnvWorker+"="+c.worker)
-	cmd.ExtraFiles = []*os.File{toChild, toParent} // fd 3 and fd 4
+	cmd.ExtraFiles = []*os.File{toChild, toParent, stopChild} // fd 3, 4 and 5
 	watch := &stderrWatch{also: c.stderr}
 	cmd.Stderr = watch
 	cmd.SysProcAttr = workerAttr()
 	w := &worker{
 		tenant: c.start.Tenant, memory: c.start.MemoryBytes, max: c.maxFrame, cmd: cmd,
 		w: bufio.NewWriterSize(fromParent, 64<<10), wc: fromParent,
+		stopW: bufio.NewWriterSize(stopParent, 64), stopC: stopParent,
 		r: bufio.NewReaderSize(fromChild, 64<<10), rc: fromChild,
 		stop: make(chan struct{}), exited: make(chan struct{}), stderr: watch,
 	}
 	err = cmd.Start()
 	_ = toChild.Close() // the child's ends: the child holds them now
 	_ = toParent.Close()
+	_ = stopChild.Close()
 	if err != nil {
 		_ = fromParent.Close()
 		_ = fromChild.Close()
+		_ = stopParent.Close()
 		return nil, err
 	}
 	w.pid = cmd.Process.Pid
@@ -137,6 +151,15 @@ func (w *worker) send(t frameType, msg any) error {
 	return writeFrame(w.w, t, msg, w.max)
 }
 
+// cancel asks the worker to stop call id, on the pipe of cancels, which
+// the worker reads while the call runs (it reads its input only for the
+// replies the call waits for).
+func (w *worker) cancel(id uint64) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return writeFrame(w.stopW, frameCancel, &cancelMsg{ID: id}, w.max)
+}
+
 // kill stops the worker (SIGKILL) and its reader; it is idempotent and
 // does not wait (exited does).
 func (w *worker) kill() {
@@ -145,6 +168,7 @@ func (w *worker) kill() {
 		_ = w.cmd.Process.Kill() // its output ends: a read of it returns
 		w.wmu.Lock()
 		_ = w.wc.Close()
+		_ = w.stopC.Close()
 		w.wmu.Unlock()
 	})
 }
