@@ -301,12 +301,13 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	}
 	durable := durableOn(ep, cfg.Ephemeral)
 	var history *agent.Board
+	var parked string
 	if cfg.History != nil && rs == nil {
 		history = agent.NewBoard()
 		history.Append(agent.MainChannel, cfg.History...)
 	}
 	if durable && rs == nil {
-		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
+		if history, parked, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
 			return nil, err
 		}
 	}
@@ -319,7 +320,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	t = newTurn(s, ep, runID, cfg, req)
-	t.claim, t.ctx = c, ContextWithClaim(t.ctx, c)
+	t.claim, t.ctx, t.superseded = c, ContextWithClaim(t.ctx, c), parked
 	c = nil // the turn releases it from here on
 	t.quota = &turnQuota{ts: s.m.tenants, tenant: tenant, q: s.m.tenants.quota(tenant)}
 	t.endQuota = endQuota
