@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/builtin"
+	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
 	"github.com/corral-rt/corral/nats/natstest"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -112,6 +113,12 @@ func TestChaosNode(t *testing.T) {
 				turns[turn.RunID()] = turn
 			}
 			mu.Unlock()
+			if verb == "resume" && errors.Is(err, fault.NotFound) {
+				// The turn committed before its node died, which did not live
+				// to say so: nothing is parked.
+				say("gone %s -", contextID)
+				return
+			}
 			if err != nil {
 				say("err %s %v", contextID, err)
 				return
@@ -279,7 +286,7 @@ func TestChaos(t *testing.T) {
 	const delay = 600 * time.Millisecond
 	servers := natstest.Cluster(t, 3)
 	url := natstest.URLs(servers)
-	observer := connect(t, url, "observer", func(c *nats.Config) { c.Replicas, c.LeaseTTL = 3, 2*time.Second })
+	observer := connect(t, url, "observer", func(c *nats.Config) { c.Replicas, c.LeaseTTL = 3, 4*time.Second })
 	store := observer.Checkpoints(checkpoint.Policy{})
 	reports := make(chan chaosReport, 4*sessions)
 	names := []string{"a", "b", "c"}
@@ -292,9 +299,10 @@ func TestChaos(t *testing.T) {
 	for round := range rounds {
 		stop := log.follow(t, observer)
 		victim := round % 3
-		owner := map[string]int{}   // context -> node index
+		owner := map[string]int{}    // context -> node index
 		runOf := map[string]string{} // context -> run id
 		done := map[string]bool{}
+		gone := map[string]bool{} // committed on the victim, which died before it said so
 		contexts := make([]string, sessions)
 		for i := range sessions {
 			contexts[i] = fmt.Sprintf("r%d-s%d", round, i)
@@ -305,6 +313,9 @@ func TestChaos(t *testing.T) {
 			switch r.verb {
 			case "run":
 				runOf[r.contextID] = r.rest
+			case "gone":
+				gone[r.contextID] = true
+				done[r.contextID] = true
 			case "done":
 				require.Equal(t, string(agent.StatusCompleted)+" true", r.rest, "session %s on %s", r.contextID, r.node)
 				done[r.contextID] = true
@@ -396,7 +407,9 @@ func TestChaos(t *testing.T) {
 			if !slices.Contains(affected, c) {
 				require.Zero(t, twice, "session %s was not on the killed node: %v", c, counts)
 			} else {
-				assert.Equal(t, origRun[c], resumedRun[c], "session %s resumed its own run", c)
+				if !gone[c] {
+					assert.Equal(t, origRun[c], resumedRun[c], "session %s resumed its own run", c)
+				}
 				require.LessOrEqual(t, twice, 1, "session %s: only the wave in flight may run again: %v", c, counts)
 			}
 		}
@@ -406,7 +419,7 @@ func TestChaos(t *testing.T) {
 			require.Equal(t, 1, n, "event %s delivered %d times", id, n)
 		}
 		log.mu.Unlock()
-		t.Logf("round %d: node %s killed, %d sessions resumed elsewhere", round, names[victim], len(affected))
+		t.Logf("round %d: node %s killed, %d sessions resumed elsewhere (%d had committed unheard)", round, names[victim], len(affected)-len(gone), len(gone))
 		nodes[victim] = spawn(t, fmt.Sprintf("%s%d", names[victim], round+1), url, delay, reports)
 	}
 	slices.Sort(takeovers)

@@ -197,13 +197,25 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 		if !wrongSequence(err) {
 			return 0, s.publishErr(ctx, err)
 		}
-		if _, now, ferr := c.fencing(); attempt > 0 || ferr != nil || now == rev {
+		// The lease's revision moved (a renewal), or the leader refused
+		// while a renewal was in flight; a renewal says whether the lease
+		// is still the claim's (Claim.heal), and the write goes again at
+		// the claim's revision, fenced as before.
+		rerr := c.renewOnce()
+		if rerr != nil || attempt == fencedAttempts-1 {
 			return 0, fault.Wrap(fault.NotAvailable, err, "fenced write", "%s: the lease of %s moved", execID, c.key)
 		}
-		// The holder renewed its lease meanwhile: once more at the new
-		// revision.
+		select {
+		case <-time.After(time.Duration(attempt+1) * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, fault.FromContext(ctx.Err(), "fenced write")
+		}
 	}
 }
+
+// fencedAttempts bounds the tries of a fenced write refused while its
+// claim still holds the lease.
+const fencedAttempts = 5
 
 func (s *Store) publishCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
@@ -328,12 +340,26 @@ type storedMsg struct {
 // lastEntry asks the stream's leader for the newest message of execID;
 // nil when there is none.
 func (s *Store) lastEntry(ctx context.Context, execID string) (*storedMsg, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": s.filter(execID)})
 	ctx, cancel := s.publishCtx(ctx)
 	defer cancel()
-	reply, err := s.b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+s.bucket(), req)
+	m, err := s.b.lastMsg(ctx, "KV_"+s.bucket(), s.filter(execID))
 	if err != nil {
-		return nil, s.readErr(ctx, err, execID)
+		if ctx.Err() != nil {
+			return nil, fault.FromContext(ctx.Err(), "load checkpoint")
+		}
+		return nil, fault.Wrap(fault.KindOr(err, fault.NotAvailable), err, "load checkpoint", "%q", execID)
+	}
+	return m, nil
+}
+
+// lastMsg asks the leader of stream for the newest message on subject (a
+// consistent read, where a direct get may be answered by a replica that
+// lags); nil when there is none.
+func (b *Bus) lastMsg(ctx context.Context, stream, subject string) (*storedMsg, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
+	reply, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, err
 	}
 	var resp struct {
 		Message *struct {
@@ -348,13 +374,13 @@ func (s *Store) lastEntry(ctx context.Context, execID string) (*storedMsg, error
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "load checkpoint", "%q: the server's answer", execID)
+		return nil, fault.Wrap(fault.Internal, err, "read stream "+stream, "the server's answer")
 	}
 	if resp.Error != nil {
 		if resp.Error.Code == 404 {
 			return nil, nil
 		}
-		return nil, fault.New(fault.NotAvailable, "load checkpoint", "%q: %s (%d)", execID, resp.Error.Description, resp.Error.ErrCode)
+		return nil, fault.New(fault.NotAvailable, "read stream "+stream, "%s (%d)", resp.Error.Description, resp.Error.ErrCode)
 	}
 	if resp.Message == nil {
 		return nil, nil
