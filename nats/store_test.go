@@ -1,6 +1,8 @@
 package nats_test
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -9,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/checkpoint/checkpointtest"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
@@ -139,4 +142,49 @@ func TestStoreFactory(t *testing.T) {
 			require.NoError(t, st.Save(t.Context(), checkpointtest.NewCheckpoint("run-built", 1)))
 		})
 	}
+}
+
+// REF 12.6.4: DeleteSession on a runtime whose store is the jetstream
+// store removes the session's record and its parked run; an expired ctx
+// removes nothing; a second delete is not an error.
+func TestDeleteSessionOnJetStream(t *testing.T) {
+	url := natstest.URLs(natstest.Cluster(t, 3))
+	dir, err := filepath.Abs(filepath.Join(docDir, "chaos"))
+	require.NoError(t, err)
+	doc, _, err := deploy.LoadLayers([]deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}},
+		deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	n := build(t, doc, url, "a")
+	v, ok := n.app.Resource("checkpoints")
+	require.True(t, ok)
+	store := v.(*nats.Store)
+	key := session.Key{AgentID: chaosAgent, ContextID: "deleted"}
+
+	committed, err := n.start(t, key)
+	require.NoError(t, err)
+	require.True(t, replyTo(t, committed, n.asks(t, committed), "yes").Committed)
+	parked, err := n.start(t, key)
+	require.NoError(t, err)
+	n.asks(t, parked)
+	parked.Cancel()
+	_, _ = parked.Wait(t.Context())
+	ids, err := store.List(t.Context())
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{session.SessionRecordID(key), parked.RunID()}, ids, "the record and the parked run")
+
+	expired, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, n.app.Sessions().DeleteSession(expired, key), context.Canceled)
+	ids, err = store.List(t.Context())
+	require.NoError(t, err)
+	assert.Len(t, ids, 2, "an expired delete removes nothing")
+
+	require.NoError(t, n.app.Sessions().DeleteSession(t.Context(), key))
+	ids, err = store.List(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+	rec, err := store.Load(t.Context(), session.SessionRecordID(key))
+	require.NoError(t, err)
+	assert.Nil(t, rec)
+	require.NoError(t, n.app.Sessions().DeleteSession(t.Context(), key), "deleting again")
 }
