@@ -38,6 +38,7 @@ import (
 //
 //	event.Bus/memory              event.NewFactory
 //	event.Bus/nats                nats.BusFactory
+//	checkpoint.Store/jetstream    nats.StoreFactory
 //	workspace.Workspace/local     workspace.Factory
 //	checkpoint.Store/workspace    checkpoint.Factory
 //	sandbox.Runtime/js            js.Factory
@@ -58,6 +59,7 @@ func Registry() *resource.Registry {
 	reg.MustRegister(nats.BusFactory())
 	reg.MustRegister(workspace.Factory())
 	reg.MustRegister(checkpoint.Factory())
+	reg.MustRegister(nats.StoreFactory())
 	reg.MustRegister(js.Factory())
 	reg.MustRegister(wasm.Factory())
 	reg.MustRegister(graph.Factory())

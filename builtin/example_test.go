@@ -14,6 +14,7 @@ func ExampleRegistry() {
 	}
 	// Output:
 	// agent.Engine/graph
+	// checkpoint.Store/jetstream
 	// checkpoint.Store/workspace
 	// delegation.Directory/local
 	// delegation.Service/local

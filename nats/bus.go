@@ -393,3 +393,46 @@ func (b *Bus) Close() error {
 	})
 	return b.closeErr
 }
+
+// storedMsg is one message read back.
+type storedMsg struct {
+	subject string
+	seq     uint64
+	data    []byte
+}
+
+// lastMsg asks the leader of stream for the newest message on subject (a
+// consistent read, where a direct get may be answered by a replica that
+// lags); nil when there is none.
+func (b *Bus) lastMsg(ctx context.Context, stream, subject string) (*storedMsg, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
+	reply, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Message *struct {
+			Subject string `json:"subject"`
+			Seq     uint64 `json:"seq"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "read stream "+stream, "the server's answer")
+	}
+	if resp.Error != nil {
+		if resp.Error.Code == 404 {
+			return nil, nil
+		}
+		return nil, fault.New(fault.NotAvailable, "read stream "+stream, "%s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	}
+	if resp.Message == nil {
+		return nil, nil
+	}
+	return &storedMsg{subject: resp.Message.Subject, seq: resp.Message.Seq, data: resp.Message.Data}, nil
+}

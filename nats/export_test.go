@@ -1,6 +1,11 @@
 package nats
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // PutAtClaimRevision writes as PutFenced does but without the claim's own
 // check, at the revision the claim last knew: what a partitioned node's
@@ -19,4 +24,26 @@ func Abandon(c *Claim) {
 		close(c.stop)
 		<-c.done
 	})
+}
+
+// Believe makes c believe it holds its lease for an hour more, whatever
+// the server says: a node cut off from NATS whose clock has not yet told
+// it that its lease lapsed.
+func Believe(c *Claim) {
+	c.mu.Lock()
+	c.deadline = c.deadline.Add(time.Hour)
+	c.mu.Unlock()
+}
+
+// PurgeAll removes every entry of every exec id s holds, and forgets its
+// chains: a store as fresh as a new bucket's.
+func PurgeAll(ctx context.Context, s *Store) error {
+	st, err := s.jsStream(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	clear(s.chains)
+	s.mu.Unlock()
+	return st.Purge(ctx, jetstream.WithPurgeSubject(s.filter("")))
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/resource"
 )
@@ -101,4 +102,60 @@ func newBusResource(ctx context.Context, in resource.Input) (any, error) {
 		return nil, fault.Wrap(fault.KindOr(err, fault.NotAvailable), err, op, "resource %q", in.Name)
 	}
 	return b, nil
+}
+
+// ImplJetStream is the implementation name of the checkpoint store
+// factory; BusDep is its dependency role.
+const (
+	ImplJetStream = "jetstream"
+	BusDep        = "bus"
+)
+
+// StoreSettings are the settings of a checkpoint.Store/jetstream
+// resource, decoded strictly.
+type StoreSettings struct {
+	// MaxDeltas is the number of deltas after a snapshot past which a
+	// save stores a snapshot (checkpoint.Policy); 0: the default.
+	MaxDeltas int `json:"max_deltas,omitempty"`
+}
+
+// StoreFactory returns the factory of checkpoint.Store/jetstream
+// resources: the Store of the nats bus bound to its required dependency
+// "bus" (an event.Bus/nats resource), on that bus's lease bucket. The bus
+// owns the connection; the store holds nothing to close.
+//
+//	checkpoints:
+//	  kind: checkpoint.Store
+//	  impl: jetstream
+//	  deps: {bus: events}
+func StoreFactory() resource.Factory {
+	spec := resource.Spec{
+		Kind: checkpoint.Kind,
+		Impl: ImplJetStream,
+		Deps: []resource.DepSpec{{Name: BusDep, Type: event.KindBus, Required: true}},
+	}
+	return resource.FactoryFunc(spec, newStoreResource)
+}
+
+func newStoreResource(ctx context.Context, in resource.Input) (any, error) {
+	op := "build " + checkpoint.Kind + "/" + ImplJetStream
+	if err := ctx.Err(); err != nil {
+		return nil, fault.FromContext(err, op)
+	}
+	s, err := resource.DecodeTyped[StoreSettings](in.Settings)
+	if err != nil {
+		return nil, fault.Wrap(fault.Validation, err, op, "resource %q: settings", in.Name)
+	}
+	if s.MaxDeltas < 0 {
+		return nil, fault.New(fault.Validation, op, "resource %q: max_deltas %d is negative", in.Name, s.MaxDeltas)
+	}
+	v, ok := in.Dep(BusDep)
+	if !ok || v == nil {
+		return nil, fault.New(fault.Validation, op, "resource %q: dep %q is required", in.Name, BusDep)
+	}
+	b, ok := v.(*Bus)
+	if !ok {
+		return nil, fault.New(fault.Validation, op, "resource %q: dep %q is a %T, not an event.Bus/nats", in.Name, BusDep, v)
+	}
+	return b.Checkpoints(checkpoint.Policy{MaxDeltas: s.MaxDeltas}), nil
 }

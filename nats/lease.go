@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,9 +252,57 @@ func (c *Claim) renewOnce() error {
 		c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
 		return nil
 	case wrongSequence(err):
+		if c.heal(ctx, sent) {
+			return nil
+		}
 		return fault.Wrap(fault.NotAvailable, err, "session lease", "%s: taken over by another node", c.key)
 	}
 	return nil
+}
+
+// heal reads the lease from the stream's leader after a renewal was
+// refused, and keeps the claim when no other node holds the key:
+//   - the record at the claim's revision is still the claim's: the
+//     leader refuses an expected sequence while another write that names
+//     the lease's subject is in flight;
+//   - a renewal whose first attempt was stored but not acknowledged (a
+//     busy server, a publish retried) finds its own record at a newer
+//     revision;
+//   - the server may leave a late subject delete marker for the lease this
+//     claim took over when it lapsed, removing this claim's record (its
+//     expiry check and the marker's write are not one step): a marker
+//     while the claim is within its deadline is no other node's hold,
+//     and the claim writes its record again over it by compare-and-swap.
+//
+// It runs under c.mu.
+func (c *Claim) heal(ctx context.Context, sent time.Time) bool {
+	m, err := c.o.b.lastMsg(ctx, "KV_"+c.o.b.cfg.LeaseBucket, c.o.subject(c.k))
+	if err != nil || m == nil || m.seq < c.rev {
+		return false
+	}
+	if m.seq == c.rev {
+		// Still the claim's record: the refusal was the leader's while a
+		// write that names the lease was in flight. The next renewal, or
+		// the deadline, decides.
+		return bytes.Equal(m.data, c.value)
+	}
+	if m.seq <= c.rev {
+		return false
+	}
+	if bytes.Equal(m.data, c.value) {
+		c.rev, c.deadline = m.seq, sent.Add(c.o.ttl)
+		return true
+	}
+	if len(m.data) != 0 {
+		return false // another node's record
+	}
+	msg := &natsgo.Msg{Subject: c.o.subject(c.k), Data: c.value}
+	ack, err := c.o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(m.seq), jetstream.WithMsgTTL(c.o.ttl))
+	if err != nil {
+		return false
+	}
+	c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
+	return true
 }
 
 func wrongSequence(err error) bool {

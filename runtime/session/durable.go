@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
@@ -78,13 +79,28 @@ func saveRecord(ctx context.Context, store agent.CheckpointStore, key Key, rec r
 }
 
 // loadHistory returns the committed board that seeds a fresh Start
-// (REF 2.2.8, 2.6.3).
-func loadHistory(ctx context.Context, store agent.CheckpointStore, key Key) (*agent.Board, error) {
+// (REF 2.2.8, 2.6.3) and the run parked before it, if any.
+func loadHistory(ctx context.Context, store agent.CheckpointStore, key Key) (*agent.Board, string, error) {
 	rec, err := loadRecord(ctx, store, key)
 	if err != nil {
-		return nil, fault.Wrap(fault.KindOr(err, fault.Internal), err, "start turn", "load history")
+		return nil, "", fault.Wrap(fault.KindOr(err, fault.Internal), err, "start turn", "load history")
 	}
-	return rec.board, nil
+	return rec.board, rec.payload.ResumableRunID, nil
+}
+
+// markInFlight records, before a fresh run executes, that the session's
+// run is t's, with its request, over the history it starts from
+// (REF 12.6.3): should the process die before the turn ends, the run is
+// parked at its last checkpoint, and any node can Resume it. Best-effort
+// like persist: a run that could not be marked runs all the same.
+func (t *Turn) markInFlight(history *agent.Board) {
+	ctx, cancel := context.WithTimeout(ContextWithClaim(context.Background(), t.claim), durableTimeout)
+	defer cancel()
+	req := t.req.Clone()
+	rec := record{board: history, payload: recordPayload{ResumableRunID: t.runID, Request: &req}}
+	if err := saveRecord(ctx, t.ep.deps.Checkpoints, t.s.key, rec); err != nil {
+		t.s.m.logger.Warn("mark run in flight", "session", t.s.key.String(), "run", t.runID, "error", err)
+	}
 }
 
 // persist writes the session record after a turn (REF 2.6.2): a
@@ -118,8 +134,10 @@ func (t *Turn) persist(res *agent.Result) {
 		req := t.req.Clone()
 		rec.payload = recordPayload{ResumableRunID: t.runID, Request: &req}
 	}
-	if superseded != "" && superseded != t.runID {
-		drop = append(drop, superseded)
+	for _, id := range []string{superseded, t.superseded} {
+		if id != "" && id != t.runID && !slices.Contains(drop, id) {
+			drop = append(drop, id)
+		}
 	}
 	if err := saveRecord(ctx, store, key, rec); err != nil {
 		log.Warn("save session record", "session", key.String(), "error", err)

@@ -327,8 +327,9 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 	}
 	durable := durableOn(ep, cfg.Ephemeral)
 	var history *agent.Board
+	var parked string
 	if durable && rs == nil {
-		if history, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
+		if history, parked, err = loadHistory(ctx, ep.deps.Checkpoints, s.key); err != nil {
 			return nil, err
 		}
 	}
@@ -344,7 +345,7 @@ func (s *Session) launch(ctx context.Context, req agent.Request, cfg StartConfig
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	t = newTurn(s, ep, runID, cfg, req)
-	t.claim, t.ctx = c, ContextWithClaim(t.ctx, c)
+	t.claim, t.ctx, t.superseded = c, ContextWithClaim(t.ctx, c), parked
 	c = nil // the turn releases it from here on
 	t.history = history
 	t.steer = cfg.Steer

@@ -63,6 +63,9 @@ type Turn struct {
 	stream *stream
 	done   chan struct{}
 	claim  Claim // the session key's claim for this turn (ownership.go)
+	// superseded is the run parked before this fresh one started: it can
+	// never be resumed once this one is marked in flight (persist drops it).
+	superseded string
 	// quota is what the turn spends of its tenant's quotas, and endQuota
 	// releases its place among the tenant's running turns.
 	quota    *turnQuota
@@ -230,6 +233,9 @@ func (t *Turn) run(ag *agent.Agent, history *agent.Board, rs *resumeState, durab
 	if rs != nil {
 		cfg.ResumeFrom = rs.cp
 		cfg.ResumeContext = &agent.ResumeContext{Attempt: 2, Signal: "resume", StartedAt: rs.cp.OriginalStartedAt}
+	}
+	if durable && rs == nil {
+		t.markInFlight(history)
 	}
 	res, err := agent.ExecuteWithConfig(t.ctx, ag, t.host, t.req, cfg)
 	attempts, status, runErr := 0, agent.StatusFailed, err
