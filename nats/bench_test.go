@@ -114,3 +114,54 @@ func BenchmarkLeaseTakeover(b *testing.B) {
 		len(took), took[0].Round(time.Millisecond), q(0.5).Round(time.Millisecond), q(0.9).Round(time.Millisecond),
 		took[len(took)-1].Round(time.Millisecond))
 }
+
+// BenchmarkSessionTakeover measures the time from a lease holder's death
+// (its connection closes, at a random point of its renewal period) to
+// another node's successful claim of the same session key, on one server
+// with lease_ttl 1s; it prints min, p50, p90 and max. Each sample is one
+// holder: run it with -benchtime=20x.
+func BenchmarkSessionTakeover(b *testing.B) {
+	srv := natstest.Run(b)
+	ttl := func(c *nats.Config) { c.LeaseTTL = time.Second }
+	taker := connect(b, srv.URL(), "taker", ttl)
+	key := session.Key{AgentID: "bench", ContextID: "takeover"}
+	var took []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		holder := connect(b, srv.URL(), fmt.Sprint("holder-", i), ttl)
+		if _, err := holder.Ownership().Acquire(b.Context(), key); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(rand.N(333 * time.Millisecond))
+		b.StartTimer()
+		holder.Conn().Close() // the holder dies without releasing
+		died := time.Now()
+		for {
+			tc, err := taker.Ownership().Acquire(b.Context(), key)
+			if err == nil {
+				took = append(took, time.Since(died))
+				b.StopTimer()
+				_ = tc.Release(b.Context())
+				b.StartTimer()
+				break
+			}
+			if time.Since(died) > wait {
+				b.Fatalf("no takeover within %s: %v", wait, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	q := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	for _, m := range []struct {
+		unit string
+		d    time.Duration
+	}{{"min-ms", took[0]}, {"p50-ms", q(0.5)}, {"p90-ms", q(0.9)}, {"max-ms", took[len(took)-1]}} {
+		b.ReportMetric(float64(m.d.Microseconds())/1000, m.unit)
+	}
+	b.Logf("takeover after the holder's connection closed, one server, lease ttl 1s, %d samples: min %s p50 %s p90 %s max %s",
+		len(took), took[0].Round(time.Millisecond), q(0.5).Round(time.Millisecond), q(0.9).Round(time.Millisecond),
+		took[len(took)-1].Round(time.Millisecond))
+}
