@@ -26,6 +26,7 @@ const usage = `usage:
   corral replay [--json] [--set N=VALUE --out FILE] FILE [DOC]
   corral replay [--json] --fleet DOC FILE...
   corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FILE] [--drain D] [--grace D] [--log-json]
+               [--metrics-addr ADDR] [--record-turns N]
   corral version
 
   run        run one turn of an agent of the deployment DOC, streaming its output;
@@ -36,8 +37,8 @@ const usage = `usage:
   replay     re-run a recorded turn (corral run --record FILE) offline against its
              documents or DOC, and report whether it ran identically (docs/replay.md)
   serve      serve the deployment DOC over HTTP to the tenants of a keys file:
-             an OpenAI-compatible API and the native session API (docs/serve.md);
-             SIGTERM or Ctrl-C drains
+             an OpenAI-compatible API, the native session API and a web console
+             at / (docs/serve.md); SIGTERM or Ctrl-C drains
   version    print the version of corral
 
 Without DOC run, validate and serve use the embedded demo deployment (cmd/corral/internal/demo).
