@@ -1,12 +1,17 @@
 package replay_test
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/corral-rt/corral/builtin"
 	"github.com/corral-rt/corral/replay"
+	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime/session"
 	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMain lets this test binary host the workers of isolation: process.
@@ -30,4 +35,21 @@ func encoded(t testing.TB, r *replay.Recording) []byte {
 		t.Fatalf("encode: %v", err)
 	}
 	return data
+}
+
+// recordedSession builds doc with a recorder of cfg on every turn and opens
+// the session (agentID, "c1"); the runtime and the lease close when the
+// test ends.
+func recordedSession(t *testing.T, doc *deploy.Document, cfg replay.RecorderConfig, agentID string) (*replay.Recorder, *session.Lease) {
+	t.Helper()
+	rec := replay.NewRecorder(cfg)
+	b := builtin.NewBuilder()
+	require.NoError(t, b.WithHostFactory(rec.Decorate))
+	rt, err := b.Build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	lease, err := rt.Sessions().Open(context.Background(), session.Key{AgentID: agentID, ContextID: "c1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lease.Close() })
+	return rec, lease
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/message"
-	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,15 +22,7 @@ func TestRecorderRecordsEveryTurn(t *testing.T) {
 	ctx := context.Background()
 	doc, err := deploy.ParseFile("testdata/replay/chain10/deploy.yaml")
 	require.NoError(t, err)
-	rec := replay.NewRecorder(replay.RecorderConfig{MaxTurns: 2})
-	b := builtin.NewBuilder()
-	require.NoError(t, b.WithHostFactory(rec.Decorate))
-	rt, err := b.Build(ctx, doc)
-	require.NoError(t, err)
-	defer rt.Close()
-	lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "chain", ContextID: "c1"})
-	require.NoError(t, err)
-	defer lease.Close()
+	rec, lease := recordedSession(t, doc, replay.RecorderConfig{MaxTurns: 2}, "chain")
 	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, "go"),
 		Metadata: map[string]string{"Authorization": "Bearer sk-secret", "X-Api-Key": "sk-secret", "trace": "t1"}}
 	var ids []string
@@ -83,15 +74,7 @@ func TestRecorderBoundsOneTurn(t *testing.T) {
 		{"a bound the turn exceeds", 1024, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := replay.NewRecorder(replay.RecorderConfig{MaxTurnBytes: tc.max})
-			b := builtin.NewBuilder()
-			require.NoError(t, b.WithHostFactory(rec.Decorate))
-			rt, err := b.Build(ctx, doc)
-			require.NoError(t, err)
-			defer rt.Close()
-			lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "chain", ContextID: "c1"})
-			require.NoError(t, err)
-			defer lease.Close()
+			rec, lease := recordedSession(t, doc, replay.RecorderConfig{MaxTurnBytes: tc.max}, "chain")
 			req := agent.Request{Message: message.NewTextMessage(message.RoleUser, "go")}
 			turn, err := lease.Session().Start(ctx, req)
 			require.NoError(t, err)

@@ -52,15 +52,7 @@ func TestReplayTurnWithHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	doc := durableDice(t)
-	rec := replay.NewRecorder(replay.RecorderConfig{})
-	b := builtin.NewBuilder()
-	require.NoError(t, b.WithHostFactory(rec.Decorate))
-	rt, err := b.Build(ctx, doc)
-	require.NoError(t, err)
-	defer rt.Close()
-	lease, err := rt.Sessions().Open(ctx, session.Key{AgentID: "dice", ContextID: "c1"})
-	require.NoError(t, err)
-	defer lease.Close()
+	rec, lease := recordedSession(t, doc, replay.RecorderConfig{}, "dice")
 	req := agent.Request{Message: message.NewTextMessage(message.RoleUser, "roll")}
 	var interrupt func()
 	ask := func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
