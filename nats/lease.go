@@ -97,6 +97,26 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 	k := LeaseKey(key)
 	sent := time.Now()
 	rev, err := o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+	for attempt := 0; wrongSequence(err) && attempt < 3; attempt++ {
+		// The key changed under Create: the server wrote the delete
+		// marker of a lapsed lease between Create's read and its write,
+		// or a first attempt was stored but not acknowledged. Look again,
+		// as Claim.heal does: this node's record is its claim, another
+		// node's is its hold, and a marker or nothing is free.
+		m, lerr := o.b.lastMsg(ctx, "KV_"+o.b.cfg.LeaseBucket, o.subject(k))
+		if lerr != nil {
+			break
+		}
+		if m != nil && bytes.Equal(m.data, rec) {
+			rev, err = m.seq, nil
+			break
+		}
+		if m != nil && len(m.data) != 0 {
+			err = jetstream.ErrKeyExists
+			break
+		}
+		rev, err = o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, o.owned(ctx, key, k)
 	}
