@@ -133,6 +133,14 @@ type server struct {
 	cancelled uint64             // the highest call id the parent cancelled
 	gone      bool               // the parent is gone: no call runs any more
 	last      *callContext       // the context of the last invoke (the loop's)
+	// ctx and stopCtx are the context the calls run with, one after
+	// another, until one of them is cancelled: then the next call gets a
+	// new one (the loop's). A runner keeps what it registers with a
+	// context across the calls that share it (js: a context.AfterFunc),
+	// and a context cancelled at the end of every call would run that
+	// callback, on a goroutine of its own, after every call.
+	ctx     context.Context
+	stopCtx context.CancelFunc
 }
 
 // context fills in an invoke that repeats the last one's context, or
@@ -155,8 +163,23 @@ func (s *server) send(t frameType, msg any) error {
 	return writeFrame(s.w, t, msg, s.max)
 }
 
+// callContext returns the context of the next call and its cancel: the
+// last call's, unless it was cancelled. No call runs meanwhile, so a
+// cancel of the context reaches no call but the one it was meant for; a
+// cancel that comes after its call ended (the watch goroutine cancels
+// only the running call) leaves it alone.
+func (s *server) callContext() (context.Context, context.CancelFunc) {
+	if s.ctx == nil || s.ctx.Err() != nil {
+		s.ctx, s.stopCtx = context.WithCancel(context.Background())
+	}
+	return s.ctx, s.stopCtx
+}
+
 // close closes the runtime; no call runs by then (they run on the loop).
 func (s *server) close() {
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
 	if c, ok := s.rt.(io.Closer); ok {
 		_ = c.Close()
 	}
@@ -243,8 +266,7 @@ func (s *server) start(f frame) error {
 		id = m.ID
 		run = func(ctx context.Context) resultMsg { return s.eval(ctx, &m) }
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := s.callContext()
 	s.mu.Lock()
 	s.running, s.cancel = callID(id), cancel
 	if s.gone || callID(id) <= s.cancelled { // cancelled before it came
