@@ -18,7 +18,7 @@ import (
 // The wire protocol between a parent and its worker is a stream of frames
 // in each direction (docs/sandbox.md, "Process isolation"): a 4-byte
 // big-endian length n, then n bytes: one byte of frame type and n-1 bytes
-// of JSON. No Go value crosses; every frame is size-checked before it is
+// of payload, JSON or, for the frames of every call, fields (codec.go). No Go value crosses; every frame is size-checked before it is
 // read and decoded into a fixed struct whose fields are checked.
 
 // frameType is the first byte of a frame.
@@ -95,7 +95,14 @@ func readFrame(r io.Reader, max int) (frame, error) {
 
 // writeFrame writes msg as a frame of type t to w, refusing one past max.
 func writeFrame(w *bufio.Writer, t frameType, msg any, max int) error {
-	data, err := json.Marshal(msg)
+	var data []byte
+	var err error
+	if b, ok := msg.(binaryMsg); ok {
+		e := enc{b: make([]byte, 0, 256)}
+		err, data = b.appendTo(&e), e.b
+	} else {
+		data, err = json.Marshal(msg)
+	}
 	if err != nil {
 		return err
 	}
@@ -123,7 +130,13 @@ func decode(f frame, want frameType, v interface{ check() error }) error {
 	if f.typ != want {
 		return fmt.Errorf("%w: got type %d, want %d", errFrame, f.typ, want)
 	}
-	if err := json.Unmarshal(f.payload, v); err != nil {
+	if b, ok := v.(binaryDecoder); ok {
+		d := dec{b: f.payload}
+		b.decodeFrom(&d)
+		if err := d.end(); err != nil {
+			return fmt.Errorf("%w: %v", errFrame, err)
+		}
+	} else if err := json.Unmarshal(f.payload, v); err != nil {
 		return fmt.Errorf("%w: %v", errFrame, err)
 	}
 	if err := v.check(); err != nil {

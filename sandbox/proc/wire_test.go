@@ -70,12 +70,31 @@ func TestRoundTrip(t *testing.T) {
 	b := agent.NewBoard()
 	b.Vars["n"] = 1.5
 	b.Channels["main"] = []message.Message{message.NewTextMessage(message.RoleUser, "hi")}
-	in := &invokeMsg{ID: 7, Node: "a", Board: *b, Functions: []string{"emit"}, Limits: sandbox.DefaultLimits()}
-	f, err := readFrame(bytes.NewReader(frameBytes(t, frameInvoke, in)), DefaultMaxFrameBytes)
-	require.NoError(t, err)
-	var out invokeMsg
-	require.NoError(t, decode(f, frameInvoke, &out))
-	assert.Equal(t, *in, out)
+	cfg := map[string]any{"k": []any{1.0, "two", map[string]any{"three": true}}, "nil": nil}
+	for name, c := range map[string]struct {
+		typ     frameType
+		in, out interface{ check() error }
+	}{
+		"invoke": {frameInvoke, &invokeMsg{ID: 7, Node: "a", Board: *b, Functions: []string{"emit"}, Limits: sandbox.DefaultLimits()}, &invokeMsg{}},
+		"invoke, every field": {frameInvoke, &invokeMsg{ID: 1 << 40, Node: "n", Type: "script",
+			Script: scriptMsg{Name: "s", Source: "board.setVar('é', 1)", Module: []byte{0, 1, 2}, Entry: "main", Config: cfg},
+			Config: cfg, Board: *b, BoardBytes: 123, Functions: []string{}, Parallel: true,
+			Run:    sandbox.RunInfo{RunID: "r", TaskID: "t", AgentID: "a", ContextID: "c", ParentRunID: "p", Tenant: "acme"},
+			Limits: sandbox.Limits{StackDepth: 9, WallTime: 3}}, &invokeMsg{}},
+		"invoke, same context": {frameInvoke, &invokeMsg{ID: 2, Node: "a", Board: *agent.NewBoard(), Same: true}, &invokeMsg{}},
+		"eval":                 {frameEval, &evalMsg{ID: 3, Node: "e", Expr: "x > 1", Vars: cfg, Tenant: "acme", Limits: sandbox.Limits{StackDepth: 4}}, &evalMsg{}},
+		"result": {frameResult, &resultMsg{ID: 4, CPUNs: 99, Writes: []writeMsg{
+			{Op: sandbox.SetVar, Name: "x", Value: cfg}, {Op: sandbox.DeleteVar, Name: "y"},
+			{Op: sandbox.SetVar, Name: "empty", Value: ""},
+			{Op: sandbox.AppendChannel, Name: "main", Messages: b.Channels["main"]}}}, &resultMsg{}},
+		"result of an eval":    {frameResult, &resultMsg{ID: 5, Value: []any{1.0, "x"}}, &resultMsg{}},
+		"result with an error": {frameResult, &resultMsg{ID: 6, Err: encodeError(&sandbox.LimitError{Limit: sandbox.LimitMemory, Node: "a", Max: 9})}, &resultMsg{}},
+	} {
+		f, err := readFrame(bytes.NewReader(frameBytes(t, c.typ, c.in)), DefaultMaxFrameBytes)
+		require.NoError(t, err, name)
+		require.NoError(t, decode(f, c.typ, c.out), name)
+		assert.Equal(t, c.in, c.out, name)
+	}
 
 	for _, err := range []error{
 		&sandbox.LimitError{Limit: sandbox.LimitMemory, Node: "a", Max: 9},
@@ -119,15 +138,93 @@ func TestMalformedFrames(t *testing.T) {
 	for name, f := range map[string]frame{
 		"bad json":        {frameHost, []byte(`{`)},
 		"no name":         {frameHost, []byte(`{"seq":1}`)},
-		"bad op":          {frameResult, []byte(`{"id":1,"writes":[{"op":9,"name":"x"}]}`)},
-		"empty append":    {frameResult, []byte(`{"id":1,"writes":[{"op":4,"name":"x"}]}`)},
-		"bad kind":        {frameResult, []byte(`{"id":1,"err":{"kind":"meltdown","message":"x"}}`)},
-		"negative cpu":    {frameResult, []byte(`{"id":1,"cpu_ns":-1}`)},
-		"negative limits": {frameInvoke, []byte(`{"id":1,"limits":{"wall_time":-1}}`)},
 		"negative cap":    {frameStart, []byte(`{"memory_bytes":-1}`)},
+		"bad op":          {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: 9, Name: "x"}}})},
+		"empty append":    {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.AppendChannel, Name: "x"}}})},
+		"bad kind":        {frameResult, fields(t, &resultMsg{ID: 1, Err: &wireError{Kind: "meltdown", Message: "x"}})},
+		"negative cpu":    {frameResult, fields(t, &resultMsg{ID: 1, CPUNs: -1})},
+		"negative limits": {frameInvoke, fields(t, &invokeMsg{ID: 1, Limits: sandbox.Limits{WallTime: -1}})},
+		"no fields":       {frameResult, nil},
+		"a field short":   {frameResult, fields(t, &resultMsg{ID: 1})[:2]},
+		"a byte over":     {frameResult, append(fields(t, &resultMsg{ID: 1}), 0)},
+		"string past the end": {frameInvoke, func() []byte {
+			e := enc{}
+			e.uint(1)
+			e.uint(1 << 30) // the node's length
+			return append(e.b, "n"...)
+		}()},
+		"count past the end": {frameResult, func() []byte {
+			e := enc{}
+			e.uint(1)
+			e.int(0)
+			e.uint(1 << 40) // writes
+			return e.b
+		}()},
+		"value not json": {frameResult, func() []byte {
+			e := enc{}
+			e.uint(1)
+			e.int(0)
+			e.uint(1)
+			e.uint(uint64(sandbox.SetVar))
+			e.str("x")
+			e.raw([]byte(`{"x":`))
+			e.uint(0)
+			e.uint(0)
+			e.uint(0)
+			return e.b
+		}()},
+		"flag not 0 or 1": {frameInvoke, func() []byte {
+			b := fields(t, &invokeMsg{ID: 1, Same: true})
+			b[len(b)-1] = 2
+			return b
+		}()},
 	} {
 		assert.ErrorIs(t, decodeAny(f), errFrame, name)
 	}
+	op := enc{}
+	op.uint(1)
+	op.int(0)
+	op.uint(1)
+	op.uint(256 + uint64(sandbox.SetVar)) // an op that a byte cannot hold
+	op.str("x")
+	op.uint(0)
+	op.uint(0)
+	op.uint(0)
+	op.uint(0)
+	assert.ErrorIs(t, decodeAny(frame{frameResult, op.b}), errFrame, "op past a byte")
+}
+
+// reencodes checks that a frame of fields that decodes encodes again
+// to a frame that decodes to the same message.
+func reencodes(t testing.TB, fr frame) {
+	var first, second interface {
+		binaryMsg
+		binaryDecoder
+		check() error
+	}
+	switch fr.typ {
+	case frameInvoke:
+		first, second = &invokeMsg{}, &invokeMsg{}
+	case frameEval:
+		first, second = &evalMsg{}, &evalMsg{}
+	case frameResult:
+		first, second = &resultMsg{}, &resultMsg{}
+	default:
+		return
+	}
+	if decode(fr, fr.typ, first) != nil {
+		return
+	}
+	again := fields(t, first)
+	require.NoError(t, decode(frame{fr.typ, again}, fr.typ, second))
+	require.Equal(t, first, second)
+}
+
+// fields is msg as its frame's payload.
+func fields(t testing.TB, msg binaryMsg) []byte {
+	e := enc{}
+	require.NoError(t, msg.appendTo(&e))
+	return e.b
 }
 
 // FuzzFrame feeds the frame reader and every message decoder arbitrary
@@ -138,6 +235,12 @@ func FuzzFrame(f *testing.F) {
 	f.Add(frameBytes(f, frameHost, &hostMsg{Seq: 1, Name: "emit", Args: []byte(`["a","b"]`)}))
 	f.Add(frameBytes(f, frameInvoke, &invokeMsg{ID: 1, Node: "n", Board: *agent.NewBoard()}))
 	f.Add(frameBytes(f, frameHostReply, &hostReplyMsg{Seq: 1, Err: encodeError(fault.New(fault.PolicyDenied, "x", "y"))}))
+	f.Add(frameBytes(f, frameInvoke, &invokeMsg{ID: 2, Node: "n", Type: "script", Script: scriptMsg{Source: "x", Module: []byte{1}},
+		Config: map[string]any{"a": 1.0}, Board: agent.Board{Vars: map[string]any{"v": "s"}}, Functions: []string{"emit", "log"},
+		Run: sandbox.RunInfo{RunID: "r", Tenant: "t"}, Limits: sandbox.Limits{StackDepth: 3}}))
+	f.Add(frameBytes(f, frameEval, &evalMsg{ID: 3, Expr: "x", Vars: map[string]any{"x": true}}))
+	f.Add(frameBytes(f, frameResult, &resultMsg{ID: 4, Value: "v", Writes: []writeMsg{{Op: sandbox.AppendChannel, Name: "c",
+		Messages: []message.Message{message.NewTextMessage(message.RoleUser, "hi")}}}}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const bound = 1 << 16
@@ -151,6 +254,7 @@ func FuzzFrame(f *testing.F) {
 				t.Fatalf("frame of %d bytes past the bound", len(fr.payload)+1)
 			}
 			_ = decodeAny(fr)
+			reencodes(t, fr)
 		}
 	})
 }
