@@ -78,7 +78,11 @@ type Input interface {
 // returns nil when the parent closed in, an error for a protocol failure;
 // it closes in and stop and waits for that goroutine before it returns.
 func Serve(in, stop Input, out io.Writer, build Builder) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+	var rd io.Reader = in
+	if f, ok := in.(*os.File); ok {
+		rd = quietRead(f)
+	}
+	r := bufio.NewReaderSize(rd, 64<<10)
 	f, err := readFrame(r, DefaultMaxFrameBytes)
 	if err != nil {
 		return fmt.Errorf("read start: %w", err)
@@ -94,6 +98,9 @@ func Serve(in, stop Input, out io.Writer, build Builder) error {
 	rt, err := build(start.Settings)
 	if err != nil {
 		return fmt.Errorf("build runtime: %w", err)
+	}
+	if f, ok := out.(*os.File); ok {
+		out = quietWrite(f)
 	}
 	s := &server{rt: rt, w: bufio.NewWriterSize(out, 64<<10), max: DefaultMaxFrameBytes, in: in, r: r}
 	defer s.close()

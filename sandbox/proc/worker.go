@@ -88,9 +88,9 @@ func spawn(ctx context.Context, c spawnConfig) (*worker, error) {
 	cmd.SysProcAttr = workerAttr()
 	w := &worker{
 		tenant: c.start.Tenant, memory: c.start.MemoryBytes, max: c.maxFrame, cmd: cmd,
-		w: bufio.NewWriterSize(fromParent, 64<<10), wc: fromParent,
+		w: bufio.NewWriterSize(quietWrite(fromParent), 64<<10), wc: fromParent,
 		stopW: bufio.NewWriterSize(stopParent, 64), stopC: stopParent,
-		r: bufio.NewReaderSize(fromChild, 64<<10), rc: fromChild,
+		r: bufio.NewReaderSize(quietRead(fromChild), 64<<10), rc: fromChild,
 		stop: make(chan struct{}), exited: make(chan struct{}), stderr: watch,
 	}
 	err = cmd.Start()
