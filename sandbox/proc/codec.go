@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/sandbox"
 )
@@ -66,12 +68,119 @@ func (e *enc) json(v any) error {
 		e.uint(0)
 		return nil
 	}
+	at := len(e.b)
+	e.b = append(e.b, 0, 0, 0, 0, 0) // room for the length, as a uvarint of up to 5 bytes
+	if b, ok := appendJSON(e.b, v, 0); ok && len(b)-at-5 < 1<<28 {
+		n := len(b) - at - 5
+		var hdr [binary.MaxVarintLen64]byte
+		h := binary.PutUvarint(hdr[:], uint64(n))
+		copy(b[at+h:], b[at+5:])
+		copy(b[at:], hdr[:h])
+		e.b = b[:at+h+n]
+		return nil
+	}
+	e.b = e.b[:at]
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	e.raw(data)
 	return nil
+}
+
+// maxFastDepth is how deep appendJSON goes before it leaves a value to
+// encoding/json.
+const maxFastDepth = 32
+
+// appendJSON appends v as encoding/json would encode it, for the shapes
+// board values and configs mostly have — nil, booleans, finite numbers,
+// strings of valid UTF-8, map[string]any and []any of those — and reports
+// false for anything else, which encoding/json then encodes.
+func appendJSON(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxFastDepth {
+		return b, false
+	}
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case string:
+		return appendJSONString(b, v)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return b, false
+		}
+		return strconv.AppendFloat(b, v, 'g', -1, 64), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case map[string]any:
+		b = append(b, '{')
+		first := true
+		for k, x := range v {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			var ok bool
+			if b, ok = appendJSONString(b, k); !ok {
+				return b, false
+			}
+			b = append(b, ':')
+			if b, ok = appendJSON(b, x, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSON(b, x, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// appendJSONString appends s as a JSON string; it reports false for a
+// string that is not valid UTF-8 (encoding/json replaces what is not).
+func appendJSONString(b []byte, s string) ([]byte, bool) {
+	if !utf8.ValidString(s) {
+		return b, false
+	}
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"'), true
 }
 
 // dec reads fields from b; the first failure sticks, and every read
@@ -165,6 +274,27 @@ func (d *dec) json(v any) {
 	}
 }
 
+// object decodes the next value, a JSON object or nothing, into *m
+// (decoding into an interface builds the map without reflection).
+func (d *dec) object(m *map[string]any) {
+	p := d.raw()
+	if d.err != nil || len(p) == 0 {
+		return
+	}
+	var v any
+	if err := json.Unmarshal(p, &v); err != nil {
+		d.err = err
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		*m = v
+	case nil:
+	default:
+		d.err = fmt.Errorf("a %T where an object belongs", v)
+	}
+}
+
 // end fails when bytes are left.
 func (d *dec) end() error {
 	if d.err == nil && len(d.b) > 0 {
@@ -238,9 +368,9 @@ func (m *invokeMsg) decodeFrom(d *dec) {
 		m.Script.Module = append([]byte(nil), mod...)
 	}
 	m.Script.Entry = d.str()
-	d.json(&m.Script.Config)
-	d.json(&m.Config)
-	d.json(&m.Board.Vars)
+	d.object(&m.Script.Config)
+	d.object(&m.Config)
+	d.object(&m.Board.Vars)
 	d.json(&m.Board.Channels)
 	m.BoardBytes = d.int()
 	m.Parallel = d.bool()
@@ -279,7 +409,7 @@ func (m *evalMsg) decodeFrom(d *dec) {
 	m.Node = d.str()
 	m.Expr = d.str()
 	m.Tenant = d.str()
-	d.json(&m.Vars)
+	d.object(&m.Vars)
 	d.json(&m.Limits)
 }
 

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"testing"
 
@@ -300,4 +302,40 @@ func TestSameContextNeedsOne(t *testing.T) {
 	assert.Equal(t, 9, again.Limits.StackDepth)
 	err = s.context(&invokeMsg{Same: true, Run: sandbox.RunInfo{RunID: "r2"}})
 	assert.ErrorIs(t, err, errFrame, "a context beside same")
+}
+
+// The values of a call's frames encode as encoding/json encodes them: each
+// decodes to what encoding/json's encoding decodes to, strings with
+// quotes, backslashes, control characters and any Unicode included; what
+// the fast encoding does not take (invalid UTF-8, other types, deep
+// nesting) goes through encoding/json, and NaN fails as it does there.
+func TestValuesAsJSON(t *testing.T) {
+	deep := any("bottom")
+	for range maxFastDepth + 5 {
+		deep = []any{deep}
+	}
+	for name, v := range map[string]any{
+		"nil":     nil,
+		"scalars": []any{true, false, 0.0, -0.0, 1.5, 1e21, 5e-324, -1.7976931348623157e308, 42, int64(-7)},
+		"strings": []any{"", `"quoted" \back\slash`, "\x00\x01\x1f\t\n\r", "é ✓ 😀 \u2028\u2029", "<&>"},
+		"objects": map[string]any{"a": map[string]any{"b": []any{nil, "c"}}, "": 1.0, "k\"ey\n": "v"},
+		"invalid": map[string]any{"s": "bad \xff utf-8", "k\xfe": 1.0},
+		"other":   map[string]any{"m": map[string]string{"x": "y"}, "n": json.Number("12"), "u": uint8(3)},
+		"deep":    deep,
+		"empty":   map[string]any{"o": map[string]any{}, "a": []any{}},
+	} {
+		e := enc{}
+		require.NoError(t, e.json(v), name)
+		d := dec{b: e.b}
+		var got any
+		d.json(&got)
+		require.NoError(t, d.end(), name)
+		want, err := json.Marshal(v)
+		require.NoError(t, err, name)
+		var wantV any
+		require.NoError(t, json.Unmarshal(want, &wantV), name)
+		assert.Equal(t, wantV, got, name)
+	}
+	e := enc{}
+	assert.Error(t, e.json(map[string]any{"x": math.NaN()}), "NaN is not JSON")
 }
