@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -29,11 +30,14 @@ func overrunGrace(wall time.Duration) time.Duration {
 // comes, and watches the caller's context, the wall time and the
 // worker's death meanwhile.
 type conversation struct {
-	op, node string
+	op, node string // "invoke" or "eval", and the node's id
 	abi      sandbox.ABI
 	parallel func(nodeID, reason string) bool
 	wall     time.Duration
 }
+
+// opName names the call in its errors (made only for an error).
+func (c *conversation) opName() string { return fmt.Sprintf("%s node %q", c.op, c.node) }
 
 // Why a call's worker was killed under it.
 const (
@@ -52,7 +56,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 	if err := w.send(t, msg); err != nil {
 		if errors.Is(err, errTooLarge) {
 			w.sent = nil // the worker did not get it: the next invoke carries its context
-			return resultMsg{}, fault.Wrap(fault.BudgetExceeded, err, c.op, "the call does not fit in a message")
+			return resultMsg{}, fault.Wrap(fault.BudgetExceeded, err, c.opName(), "the call does not fit in a message")
 		}
 		return resultMsg{}, c.fail(w, closing)
 	}
@@ -76,7 +80,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && w.alive() {
 				w.kill() // it does not speak the protocol
 				<-w.exited
-				return resultMsg{}, fault.Wrap(fault.Internal, err, c.op, "tenant %q: worker %d", w.tenant, w.pid)
+				return resultMsg{}, fault.Wrap(fault.Internal, err, c.opName(), "tenant %q: worker %d", w.tenant, w.pid)
 			}
 			switch k.reason() {
 			case killedOverrun:
@@ -84,7 +88,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 				return resultMsg{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: c.node, Max: int64(c.wall)}
 			case killedCancel:
 				<-w.exited
-				return resultMsg{}, fault.FromContext(ctx.Err(), c.op)
+				return resultMsg{}, fault.FromContext(ctx.Err(), c.opName())
 			}
 			return resultMsg{}, c.fail(w, closing)
 		}
@@ -92,7 +96,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 		if err != nil {
 			w.kill()
 			<-w.exited
-			return resultMsg{}, fault.Wrap(fault.Internal, err, c.op, "tenant %q: worker %d", w.tenant, w.pid)
+			return resultMsg{}, fault.Wrap(fault.Internal, err, c.opName(), "tenant %q: worker %d", w.tenant, w.pid)
 		}
 		if end {
 			return res, nil
@@ -147,10 +151,10 @@ func (c *conversation) fail(w *worker, closing <-chan struct{}) error {
 	<-w.exited
 	select {
 	case <-closing:
-		return fault.New(fault.Aborted, c.op, "tenant %q: the runtime is closing", w.tenant)
+		return fault.New(fault.Aborted, c.opName(), "tenant %q: the runtime is closing", w.tenant)
 	default:
 	}
-	return w.deathError(c.op, c.node)
+	return w.deathError(c.opName(), c.node)
 }
 
 // answer handles one frame of the worker: the result ends the call; a

@@ -218,7 +218,6 @@ func (r *Runtime) memoryFor(tenant string) int64 {
 // Either way the worker is replaced. Outcome.CPU is the worker's CPU
 // time for the call.
 func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Outcome, error) {
-	op := fmt.Sprintf("invoke node %q", inv.Node)
 	m := &invokeMsg{
 		Node: inv.Node, Type: inv.Type, Config: inv.Config, Board: inv.Board, BoardBytes: inv.BoardBytes,
 		Script: scriptMsg{Name: inv.Script.Name, Source: inv.Script.Source, Module: inv.Script.Module,
@@ -228,7 +227,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 	if inv.ABI != nil {
 		m.Functions = inv.ABI.Functions()
 	}
-	c := &conversation{op: op, node: inv.Node, abi: inv.ABI, parallel: inv.Parallel,
+	c := &conversation{op: "invoke", node: inv.Node, abi: inv.ABI, parallel: inv.Parallel,
 		wall: r.wallTime(inv.Limits)}
 	res, err := r.run(ctx, inv.Run.Tenant, c, frameInvoke, func(w *worker) any {
 		m.ID = w.nextID
@@ -249,9 +248,8 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 
 // Eval evaluates ev in a worker of ev.Tenant.
 func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
-	op := fmt.Sprintf("eval node %q", ev.Node)
 	m := &evalMsg{Node: ev.Node, Expr: ev.Expr, Vars: ev.Vars, Limits: ev.Limits, Tenant: ev.Tenant}
-	c := &conversation{op: op, node: ev.Node, wall: r.wallTime(ev.Limits)}
+	c := &conversation{op: "eval", node: ev.Node, wall: r.wallTime(ev.Limits)}
 	res, err := r.run(ctx, ev.Tenant, c, frameEval, func(w *worker) any { m.ID = w.nextID; return m })
 	if err != nil {
 		return nil, err
@@ -276,7 +274,7 @@ func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t fra
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return resultMsg{}, fault.New(fault.NotAvailable, c.op, "tenant %q: the runtime is closed", tenant)
+		return resultMsg{}, fault.New(fault.NotAvailable, c.opName(), "tenant %q: the runtime is closed", tenant)
 	}
 	r.calls.Add(1)
 	p := r.poolLocked(tenant)
@@ -284,7 +282,7 @@ func (r *Runtime) run(ctx context.Context, tenant string, c *conversation, t fra
 	defer r.calls.Done()
 	w, err := p.take(ctx)
 	if err != nil {
-		return resultMsg{}, fmt.Errorf("%s: tenant %q: %w", c.op, tenant, err)
+		return resultMsg{}, fmt.Errorf("%s: tenant %q: %w", c.opName(), tenant, err)
 	}
 	w.nextID++
 	res, err := c.hold(ctx, w, t, msg(w), r.closing)
