@@ -48,8 +48,8 @@ const (
 
 // hold sends the call and reads the worker's frames until its result.
 // Meanwhile the caller's context (a cancel frame, then a kill after
-// cancelGrace) and the wall time (a kill after overrunGrace) are watched
-// by timers, whose kill ends the read. An error is the call's failure on
+// cancelGrace) and the wall time (a kill after overrunGrace, by the
+// worker's overrunWatch) are watched, and a kill ends the read. An error is the call's failure on
 // the parent's side (the worker died, was killed, or broke the protocol);
 // the worker is then dead and reaped.
 func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any, closing <-chan struct{}) (resultMsg, error) {
@@ -63,7 +63,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 	deadline := time.Now().Add(c.wall + overrunGrace(c.wall))
 	k := &killer{w: w}
 	defer k.finish()
-	k.overrun = time.AfterFunc(time.Until(deadline), func() { k.kill(killedOverrun) })
+	w.overrun.start(k, deadline)
 	k.stopCtx = context.AfterFunc(ctx, func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -108,7 +108,6 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 // call has ended (finish).
 type killer struct {
 	w       *worker
-	overrun *time.Timer
 	stopCtx func() bool
 
 	mu    sync.Mutex
@@ -141,7 +140,7 @@ func (k *killer) finish() {
 		k.grace.Stop()
 	}
 	k.mu.Unlock()
-	k.overrun.Stop()
+	k.w.overrun.end(k)
 	k.stopCtx()
 }
 

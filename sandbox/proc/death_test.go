@@ -181,6 +181,17 @@ func TestWorkerOverrunKilled(t *testing.T) {
 	assert.True(t, fault.Is(err, fault.Timeout))
 	requireHealthy(t, rt, "acme", 0)
 
+	// The same on a worker whose earlier calls had a longer wall time.
+	rt = newCrashy(t, sandbox.Limits{WallTime: time.Minute})
+	_, _, err = invoke(context.Background(), rt, "acme", "warm", `board.setVar("x", 1)`)
+	require.NoError(t, err)
+	_, err = rt.Invoke(context.Background(), sandbox.Invocation{Node: "hang", Type: "script",
+		Script: sandbox.Script{Name: "hang", Source: "//go-hang"}, Board: *agent.NewBoard(),
+		Run: sandbox.RunInfo{RunID: "r", Tenant: "acme"}, Limits: sandbox.Limits{WallTime: 100 * time.Millisecond}})
+	require.True(t, errors.As(err, &le), "a LimitError: %v", err)
+	assert.Equal(t, sandbox.LimitWallTime, le.Limit)
+	requireHealthy(t, rt, "acme", 0)
+
 	rt = newCrashy(t, sandbox.Limits{WallTime: 2 * time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -42,6 +42,7 @@ type worker struct {
 	// waitErr is set before exited closes.
 	waitErr error
 
+	overrun  overrunWatch // the wall time of its calls
 	killOnce sync.Once
 	lastUsed time.Time // when it last went idle (pool's lock)
 	nextID   uint64    // call ids (the caller's, one call at a time)
@@ -165,6 +166,7 @@ func (w *worker) cancel(id uint64) error {
 func (w *worker) kill() {
 	w.killOnce.Do(func() {
 		close(w.stop)
+		w.overrun.stop()
 		_ = w.cmd.Process.Kill() // its output ends: a read of it returns
 		w.wmu.Lock()
 		_ = w.wc.Close()
