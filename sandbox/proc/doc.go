@@ -30,7 +30,15 @@
 //
 // Frames over three pipes (the worker's fd 3 carries calls and the
 // answers to its host calls, fd 4 what the worker sends, fd 5 cancels): a
-// 4-byte length, a type byte, JSON. A worker runs each call on the
+// 4-byte length, a type byte, and JSON, or, for the frames every call
+// sends (invoke, eval, result), the message's fields in a fixed order
+// with its values (board, config, writes, error) as JSON (codec.go). A
+// call's frames are read and written with raw system calls on the
+// non-blocking pipes, through the poller only when a read must wait, so
+// that the Go scheduler does not wake its monitor thread each frame; one
+// timer per worker, kept between calls, watches their wall time; and a
+// worker's calls share one context until one is cancelled, so that a
+// runner keeps what it registered with it. A worker runs each call on the
 // goroutine that read it, which also reads the answers to the call's host
 // calls (a wait that the call's context ends is woken by a read deadline
 // before any byte of a frame is read, and the late answer dropped); one
@@ -46,7 +54,9 @@
 // recorded in one isolation replays in the other. parallel.cancelNode
 // crosses the same way. Every frame is size-checked before it is read
 // (Options.MaxFrameBytes) and decoded into a fixed struct whose fields are
-// checked; FuzzFrame fuzzes the decoder. An invoke that repeats the
+// checked: a length or count inside a frame is checked against the bytes
+// left before anything is allocated for it, and a frame with bytes left
+// over is refused; FuzzFrame fuzzes the decoders. An invoke that repeats the
 // previous invoke's host functions, run and limits on the same worker
 // leaves them out (invokeMsg.Same), which the worker fills in from that
 // invoke: most calls of a run repeat them, and they were most of what a
