@@ -207,6 +207,21 @@ func TestWorkerOverrunKilled(t *testing.T) {
 	requireHealthy(t, rt, "acme", 0)
 }
 
+// REF 9.M12
+// A worker that sends a malformed frame is killed, and only its call
+// fails, with Internal naming the node, the tenant and the worker; the
+// next call runs on a replacement.
+func TestMalformedFrameKillsWorker(t *testing.T) {
+	rt := newCrashy(t, sandbox.Limits{WallTime: time.Minute})
+	_, _, err := invoke(context.Background(), rt, "acme", "garble", "//go-garble")
+	require.Error(t, err)
+	assert.True(t, fault.Is(err, fault.Internal), "kind: %v", err)
+	assert.ErrorContains(t, err, `node "garble"`)
+	assert.ErrorContains(t, err, `tenant "acme"`)
+	assert.ErrorContains(t, err, "malformed")
+	requireHealthy(t, rt, "acme", 0)
+}
+
 // The parallel callback crosses: parallel.cancelNode in the worker calls
 // the caller's Parallel and returns its answer.
 func TestParallelCrosses(t *testing.T) {

@@ -134,6 +134,7 @@ func TestFrameBound(t *testing.T) {
 	assert.Zero(t, buf.Len(), "nothing of a refused frame is written")
 }
 
+// REF 9.M12
 // Malformed frames are errors, never panics: unknown types, bad JSON, a
 // write of an unknown op, an unknown error kind, negative numbers.
 func TestMalformedFrames(t *testing.T) {
@@ -229,6 +230,7 @@ func fields(t testing.TB, msg binaryMsg) []byte {
 	return e.b
 }
 
+// REF 9.M12
 // FuzzFrame feeds the frame reader and every message decoder arbitrary
 // bytes: no panic, and no frame past the bound.
 func FuzzFrame(f *testing.F) {
