@@ -94,31 +94,32 @@ func readFrame(r io.Reader, max int) (frame, error) {
 }
 
 // writeFrame writes msg as a frame of type t to w, refusing one past max.
+// The frame is made in w's free buffer, header first, and written with
+// one Write (no copy for a message of fields when it fits).
 func writeFrame(w *bufio.Writer, t frameType, msg any, max int) error {
-	var data []byte
-	var err error
+	var frame []byte
 	if b, ok := msg.(binaryMsg); ok {
-		e := enc{b: make([]byte, 0, 256)}
-		err, data = b.appendTo(&e), e.b
+		e := enc{b: append(w.AvailableBuffer(), 0, 0, 0, 0, byte(t))}
+		if err := b.appendTo(&e); err != nil {
+			return err
+		}
+		frame = e.b
 	} else {
-		data, err = json.Marshal(msg)
+		data, err := json.Marshal(msg)
+		if err != nil {
+			return err
+		}
+		frame = append(append(w.AvailableBuffer(), 0, 0, 0, 0, byte(t)), data...)
 	}
-	if err != nil {
-		return err
-	}
-	if len(data)+1 > max {
-		return fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, len(data)+1, max)
+	n := len(frame) - 4 // the type byte and the payload
+	if n > max {
+		return fmt.Errorf("%w: %d bytes, more than %d", errTooLarge, n, max)
 	}
 	if tr := traceFrame.Load(); tr != nil {
 		(*tr)(t, true)
 	}
-	var hdr [5]byte
-	binary.BigEndian.PutUint32(hdr[:4], uint32(len(data)+1))
-	hdr[4] = byte(t)
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
+	binary.BigEndian.PutUint32(frame[:4], uint32(n))
+	if _, err := w.Write(frame); err != nil {
 		return err
 	}
 	return w.Flush()
