@@ -134,6 +134,8 @@ func (w *quietWriter) Write(p []byte) (int, error) {
 			return done, pollError(err)
 		case w.errno != 0:
 			return done, os.NewSyscallError("write", w.errno)
+		case w.n <= 0: // a pipe never takes nothing; do not loop on it
+			return done, io.ErrShortWrite
 		}
 		done += w.n
 	}
