@@ -49,17 +49,43 @@ func (o *Observer) onEvent(_ context.Context, env event.Envelope) error {
 	if !ok {
 		return nil
 	}
-	switch dots := strings.Count(rest, "."); {
-	case dots == 1 && strings.HasSuffix(rest, ".start"):
+	switch runEventKind(rest) {
+	case "start":
 		o.runStarted(env)
-	case dots == 1 && strings.HasSuffix(rest, ".end"):
+	case "end":
 		o.runEnded(env)
-	case dots == 3 && strings.HasSuffix(rest, ".model") && strings.Contains(rest, ".call."):
+	case "model":
 		o.modelCall(env)
-	case dots == 3 && strings.HasSuffix(rest, ".tool") && strings.Contains(rest, ".call."):
+	case "tool":
 		o.toolCall(env)
 	}
 	return nil
+}
+
+// runEventKind is what the observer reads of a run's subject (after
+// agent.run.): "start" and "end" for <run>.start and <run>.end, "model"
+// and "tool" for <run>.call.<actor>.model and .tool, "" for anything
+// else. The second segment must be "call" itself: a script's custom
+// events (<run>.custom.call.model, published with host.publish) are not
+// the engine's calls and count no tokens.
+func runEventKind(rest string) string {
+	_, tail, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	switch tail {
+	case "start", "end":
+		return tail
+	}
+	call, ok := strings.CutPrefix(tail, "call.")
+	if !ok {
+		return ""
+	}
+	actor, kind, ok := strings.Cut(call, ".")
+	if !ok || actor == "" || strings.Contains(kind, ".") || (kind != "model" && kind != "tool") {
+		return ""
+	}
+	return kind
 }
 
 // tenantOf is the run's tenant: the run start's header, else the agent's
