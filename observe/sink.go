@@ -116,7 +116,7 @@ func (o *Observer) runStarted(env event.Envelope) {
 		}
 		engine = a.Definition.Engine.Impl
 	}
-	_, span := o.tracer.Start(parent, "invoke_agent "+name, trace.WithSpanKind(trace.SpanKindInternal),
+	_, span := o.tracer.Start(parent, clip("invoke_agent "+name), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(env.Time), trace.WithAttributes(runAttrs(env, name, engine)...))
 	r := &runTrack{id: runID, tenant: tenant, agent: agentLabel, start: env.Time, span: span}
 	r.ctx = trace.ContextWithSpan(context.Background(), span)
@@ -223,7 +223,7 @@ func (o *Observer) runEnded(env event.Envelope) {
 	}
 	if p.Error != "" {
 		r.span.SetAttributes(attrErrorType(errorType(p.ErrorKind)))
-		r.span.SetStatus(codes.Error, p.Error)
+		r.span.SetStatus(codes.Error, clip(p.Error))
 	}
 	r.span.End(trace.WithTimestamp(env.Time))
 	o.log.Debug("observe: turn ended", "run_id", r.id, "agent", env.Header(event.HeaderAgentID), "tenant", tenant,
@@ -253,7 +253,7 @@ func (o *Observer) modelCall(env event.Envelope) {
 		o.m.tokens.WithLabelValues(tenant, "output").Add(float64(p.OutputTokens))
 	}
 	o.m.models.WithLabelValues(tenant, callStatus(p)).Inc()
-	_, span := o.tracer.Start(parent, "chat "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
+	_, span := o.tracer.Start(parent, clip("chat "+p.Name), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(callStart(env)), trace.WithAttributes(modelAttrs(p)...))
 	endCall(span, env, p)
 }
@@ -271,7 +271,7 @@ func (o *Observer) toolCall(env event.Envelope) {
 		tenant = o.tenants.value(o.tenantOf(env))
 	}
 	o.m.tools.WithLabelValues(tenant, callStatus(p)).Inc()
-	_, span := o.tracer.Start(parent, "execute_tool "+p.Name, trace.WithSpanKind(trace.SpanKindInternal),
+	_, span := o.tracer.Start(parent, clip("execute_tool "+p.Name), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(callStart(env)), trace.WithAttributes(toolAttrs(p)...))
 	endCall(span, env, p)
 }
@@ -279,7 +279,7 @@ func (o *Observer) toolCall(env event.Envelope) {
 func endCall(span trace.Span, env event.Envelope, p event.CallPayload) {
 	if p.Error != "" {
 		span.SetAttributes(attrErrorType(callErrorType(p)))
-		span.SetStatus(codes.Error, p.Error)
+		span.SetStatus(codes.Error, clip(p.Error))
 	}
 	span.End(trace.WithTimestamp(env.Time))
 }
@@ -319,8 +319,10 @@ func callStatus(p event.CallPayload) string {
 	return "error"
 }
 
+// errorType is error.type: a fault kind's name, or "_OTHER" for none or
+// a kind Corral does not define.
 func errorType(kind string) string {
-	if kind == "" {
+	if _, ok := fault.ParseKind(kind); !ok {
 		return "_OTHER"
 	}
 	return kind
