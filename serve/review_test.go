@@ -1,10 +1,15 @@
 package serve_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,5 +47,40 @@ func TestBodyTypeErrorsNameFieldsNotGoTypes(t *testing.T) {
 		for _, leak := range []string{"Go struct", "Go value", "serve.", "turnRequest", "openRequest", "chatRequest", "interface {}", "map[string]", "[]message", "json: "} {
 			assert.False(t, strings.Contains(msg, leak), "%s: the message shows %q: %s", c.body, leak, msg)
 		}
+	}
+}
+
+// REF 11.8.9
+// A request refused for its key does not wait for its body: an anonymous
+// client that declares a body and sends it slowly (or never) gets its
+// 401 and loses the connection, instead of holding it while the server
+// reads what it declared.
+func TestRefusedRequestDoesNotWaitForItsBody(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	for _, c := range []struct{ name, req, auth string }{
+		{"no key", "POST /api/sessions", ""},
+		{"wrong key", "POST /api/sessions", "Authorization: Bearer nope\r\n"},
+		{"health", "GET /healthz", ""},
+		{"readiness", "GET /readyz", ""},
+		{"console", "GET /", ""},
+		{"console file", "GET /console/app.js", ""},
+		{"openapi", "GET /openapi.json", ""},
+	} {
+		conn, err := net.Dial("tcp", ts.http.Listener.Addr().String())
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(conn, "%s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 100000\r\n\r\n{\"agent\":", c.req, c.auth)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute))) // a failure, not a hang
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "%s: the server answered before the body came", c.name)
+		if c.auth != "" || strings.HasPrefix(c.req, "POST") {
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, c.name)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err, c.name)
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "%s: the server closes the connection", c.name)
+		conn.Close()
 	}
 }

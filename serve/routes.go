@@ -30,18 +30,18 @@ func tenantOf(ctx context.Context) string {
 // files open, every other route behind a key.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /healthz", keyless(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.Handle("GET /readyz", keyless(s.readyz))
+	mux.Handle("GET /openapi.json", keyless(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
-	})
-	mux.Handle("GET /{$}", console.Handler()) // the web console, without a key; its API calls carry one
-	mux.Handle("GET "+console.AssetPrefix, console.Handler())
+	}))
+	mux.Handle("GET /{$}", keyless(console.Handler().ServeHTTP)) // the web console, without a key; its API calls carry one
+	mux.Handle("GET "+console.AssetPrefix, keyless(console.Handler().ServeHTTP))
 	if s.opts.Metrics != nil {
-		mux.Handle("GET /metrics", s.opts.Metrics)
+		mux.Handle("GET /metrics", keyless(s.opts.Metrics.ServeHTTP))
 	}
 	openai := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeOpenAIError) }
 	mux.Handle("GET /v1/models", openai(s.listModels))
@@ -80,6 +80,7 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		key, ok := bearerKey(r.Header.Values("Authorization"))
 		tenant, found := s.keys.Tenant(key)
 		if !ok || !found {
+			skipBody(w, r)
 			writeErr(w, r, errUnauthorizedKind)
 			return
 		}
@@ -92,6 +93,26 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// keyless serves a route that needs no key and reads no body.
+func keyless(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		skipBody(w, r)
+		h(w, r)
+	})
+}
+
+// skipBody makes the answer to a request whose body will not be read
+// close its connection without reading the body: the server would
+// otherwise read what the client declared before it answers, for as long
+// as the client takes to send it (REF 11.8.9).
+func skipBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // bearerKey reads the key of a request's Authorization headers: exactly
