@@ -6,8 +6,10 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 
@@ -84,6 +86,9 @@ func ParseKeys(name string, data []byte) (*Keys, error) {
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s.keys[%d]", at, i)
 			}
+			if sum == emptyKeySum {
+				return nil, fault.New(fault.Validation, "parse keys", "%s.keys[%d]: the hash of the empty key, which no request can present", at, i)
+			}
 			if other, dup := seen[sum]; dup {
 				return nil, fault.New(fault.Validation, "parse keys", "%s.keys[%d]: the key is listed already (tenant %q)", at, i, other)
 			}
@@ -94,15 +99,29 @@ func ParseKeys(name string, data []byte) (*Keys, error) {
 	return k, nil
 }
 
-// LoadKeys reads the keys file at path.
+// emptyKeySum is the SHA-256 of the empty key.
+var emptyKeySum = sha256.Sum256(nil)
+
+// LoadKeys reads the keys file at path. On Unix, a file that its group or
+// other users may write is a Forbidden error: whoever can write it can
+// give themselves a tenant's key.
 func LoadKeys(path string) (*Keys, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		kind := fault.Internal
 		if os.IsNotExist(err) {
 			kind = fault.NotFound
 		}
 		return nil, fault.Wrap(kind, err, "load keys", "")
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && goruntime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 {
+		return nil, fault.New(fault.Forbidden, "load keys", "%s: its group or other users may write it (mode %04o): chmod go-w %s",
+			path, fi.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "load keys", "%s", path)
 	}
 	return ParseKeys(path, data)
 }

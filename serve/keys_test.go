@@ -1,6 +1,9 @@
 package serve_test
 
 import (
+	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,4 +53,38 @@ func TestParseKeysErrors(t *testing.T) {
 	var zero *serve.Keys
 	_, ok := zero.Tenant(acmeKey)
 	assert.False(t, ok, "no keys admit no one")
+}
+
+// REF 11.1.7
+// A keys file that another user may write is refused (another user could
+// add a key of their own), as is the stored hash of the empty key, which
+// no request can present.
+func TestKeysFileEdgeCases(t *testing.T) {
+	t.Parallel()
+	const emptyKeyHash = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	_, err := serve.ParseKeys("keys.yaml", []byte("tenants:\n  acme: {keys: ["+hashA+", "+emptyKeyHash+"]}\n"))
+	require.Error(t, err)
+	assert.True(t, fault.Is(err, fault.Validation))
+	assert.Contains(t, err.Error(), "keys.yaml:2: tenants.acme.keys[1]: the hash of the empty key")
+
+	if goruntime.GOOS == "windows" {
+		return // no Unix modes
+	}
+	doc := []byte("tenants:\n  acme: {keys: [" + hashA + "]}\n")
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o600, true}, {0o644, true}, {0o640, true}, {0o664, false}, {0o666, false}, {0o602, false}} {
+		path := filepath.Join(t.TempDir(), "keys.yaml")
+		require.NoError(t, os.WriteFile(path, doc, 0o600))
+		require.NoError(t, os.Chmod(path, c.mode))
+		_, err := serve.LoadKeys(path)
+		if c.ok {
+			assert.NoError(t, err, "%o", c.mode)
+			continue
+		}
+		require.Error(t, err, "%o", c.mode)
+		assert.True(t, fault.Is(err, fault.Forbidden), "%o: %v", c.mode, err)
+		assert.Contains(t, err.Error(), path, "%o", c.mode)
+	}
 }

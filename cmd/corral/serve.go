@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/observe"
@@ -151,6 +152,10 @@ func hashKey(sio stdio) int {
 	key := strings.TrimRight(line, "\r\n")
 	if key == "" {
 		fmt.Fprintf(sio.err, "corral: serve hash-key: no key on stdin (%v)\n", err)
+		return exitBadInput
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		fmt.Fprintln(sio.err, "corral: serve hash-key: the key has a space or a control character in it, which no Authorization header can carry")
 		return exitBadInput
 	}
 	fmt.Fprintln(sio.out, serve.HashKey(key))
