@@ -84,3 +84,29 @@ func TestRefusedRequestDoesNotWaitForItsBody(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// REF 11.8.10
+// A context id is any text of at most serve.MaxContextIDBytes bytes
+// without control characters: unicode opens a session and reads back as
+// sent; a longer one, or one with a control character, is 400 naming the
+// field, so that a tenant cannot make every log line, event header and
+// span of its sessions megabytes long.
+func TestContextIDBounds(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	for _, id := range []string{"会話-1 🐄", "ctx:é/ü", strings.Repeat("é", serve.MaxContextIDBytes/2)} {
+		body, err := json.Marshal(map[string]string{"agent": "echo", "context_id": id})
+		require.NoError(t, err)
+		r := ts.do(http.MethodPost, "/api/sessions", acmeKey, string(body))
+		require.Equal(t, http.StatusCreated, r.status, "%.80q: %s", id, r.body)
+		assert.Equal(t, id, r.json(t)["context_id"])
+	}
+	for _, id := range []string{strings.Repeat("x", serve.MaxContextIDBytes+1), strings.Repeat("x", 1<<20), "a\u0000b", "line\nbreak", "bell\u0007", "del\u007f", "c1\u0085"} {
+		body, err := json.Marshal(map[string]string{"agent": "echo", "context_id": id})
+		require.NoError(t, err)
+		r := ts.do(http.MethodPost, "/api/sessions", acmeKey, string(body))
+		assert.Equal(t, http.StatusBadRequest, r.status, "%.40q: %.200s", id, r.body)
+		assert.Contains(t, string(r.body), "context_id", "%.40q", id)
+		assert.Less(t, len(r.body), 1024, "the error does not echo a long id whole")
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -160,6 +162,9 @@ func jsonKind(t reflect.Type) string {
 	return "another JSON type"
 }
 
+// MaxContextIDBytes bounds the context id a client names (REF 11.8.10).
+const MaxContextIDBytes = 256
+
 // openRequest is the body of POST /api/sessions.
 type openRequest struct {
 	Agent     string `json:"agent"`
@@ -176,11 +181,30 @@ func decodeOpenRequest(r io.Reader) (openRequest, error) {
 		return req, fault.New(fault.Validation, "open session", "agent is required")
 	}
 	if req.ContextID != "" {
+		if err := checkContextID(req.ContextID); err != nil {
+			return req, fault.Wrap(fault.Validation, err, "open session", "context_id")
+		}
 		if err := (session.Key{AgentID: req.Agent, ContextID: req.ContextID}).Validate(); err != nil {
 			return req, err
 		}
 	}
 	return req, nil
+}
+
+// checkContextID refuses a context id longer than MaxContextIDBytes, not
+// UTF-8, or with a control character: it names the session in every log
+// line, event header and span of its turns.
+func checkContextID(id string) error {
+	if len(id) > MaxContextIDBytes {
+		return fault.New(fault.Validation, "", "%d bytes long; at most %d", len(id), MaxContextIDBytes)
+	}
+	if !utf8.ValidString(id) {
+		return fault.New(fault.Validation, "", "not UTF-8")
+	}
+	if i := strings.IndexFunc(id, unicode.IsControl); i >= 0 {
+		return fault.New(fault.Validation, "", "a control character at byte %d", i)
+	}
+	return nil
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
