@@ -36,6 +36,11 @@ func errorOf(err error) apiError {
 	if errors.As(err, &ue) {
 		return unauthorized()
 	}
+	var sq *sessionsQuotaError
+	if errors.As(err, &sq) {
+		e.status, e.quota, e.kind = http.StatusTooManyRequests, "sessions", fault.BudgetExceeded.String()
+		return e
+	}
 	var qe *session.QuotaError
 	if errors.As(err, &qe) {
 		e.status, e.quota = http.StatusTooManyRequests, qe.Quota

@@ -110,3 +110,34 @@ func TestContextIDBounds(t *testing.T) {
 		assert.Less(t, len(r.body), 1024, "the error does not echo a long id whole")
 	}
 }
+
+// REF 11.1.9
+// One tenant cannot take every session the runtime may hold: its native
+// sessions stop at its share (429 naming the quota "sessions"), and
+// another tenant still opens sessions and runs completions.
+func TestOneTenantCannotTakeEverySession(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	opened := 0
+	var last response
+	for i := 0; i <= ts.rt.Config().Sessions.MaxSessions; i++ {
+		last = ts.do(http.MethodPost, "/api/sessions", acmeKey, `{"agent":"echo"}`)
+		if last.status != http.StatusCreated {
+			break
+		}
+		opened++
+	}
+	require.Equal(t, http.StatusTooManyRequests, last.status, "%s", last.body)
+	assert.Equal(t, "sessions", last.json(t)["error"].(map[string]any)["quota"], "%s", last.body)
+	assert.Less(t, opened, ts.rt.Config().Sessions.MaxSessions, "acme stopped before the runtime's bound")
+
+	r := ts.do(http.MethodPost, "/api/sessions", bravoKey, `{"agent":"mirror"}`)
+	assert.Equal(t, http.StatusCreated, r.status, "another tenant opens a session: %s", r.body)
+	r = ts.do(http.MethodPost, "/v1/chat/completions", bravoKey, `{"model":"mirror","messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, http.StatusOK, r.status, "another tenant runs a completion: %s", r.body)
+
+	// A session deleted frees its place.
+	sid := ts.do(http.MethodGet, "/api/sessions", acmeKey, "").json(t)["sessions"].([]any)[0].(map[string]any)["id"].(string)
+	require.Equal(t, http.StatusNoContent, ts.do(http.MethodDelete, "/api/sessions/"+sid, acmeKey, "").status)
+	assert.Equal(t, http.StatusCreated, ts.do(http.MethodPost, "/api/sessions", acmeKey, `{"agent":"echo"}`).status)
+}

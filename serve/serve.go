@@ -53,6 +53,13 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of a request's body: a client
 	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
 	BodyReadTimeout time.Duration
+	// MaxSessionsPerTenant bounds the sessions a tenant holds open through
+	// the native API; one more is refused with 429 naming the quota
+	// "sessions". 0: the runtime's runtime.sessions.max_sessions shared
+	// out among the keys' tenants and the completions, its integer part of
+	// max_sessions / (tenants + 1), at least 1, so that no tenant takes
+	// every place.
+	MaxSessionsPerTenant int
 	// Recordings, when set, is told of every settled turn and serves
 	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
 	// the runtime's host factory is one). nil: no recordings (404).

@@ -240,14 +240,22 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
 	s.mu.Lock()
+	held := 0
 	for _, e := range s.sessions {
 		if e.key == key {
 			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, e.view())
 			return
 		}
+		if e.tenant == tenant {
+			held++
+		}
 	}
 	s.mu.Unlock()
+	if limit := s.sessionsPerTenant(); held >= limit {
+		s.writeError(w, r, &sessionsQuotaError{tenant: tenant, limit: limit})
+		return
+	}
 	lease, err := s.rt.Sessions().Open(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -274,6 +282,28 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
 	writeJSON(w, http.StatusCreated, e.view())
 }
+
+// sessionsPerTenant is how many sessions one tenant may hold open
+// (Options.MaxSessionsPerTenant).
+func (s *Server) sessionsPerTenant() int {
+	if s.opts.MaxSessionsPerTenant > 0 {
+		return s.opts.MaxSessionsPerTenant
+	}
+	return max(1, s.rt.Config().Sessions.MaxSessions/(len(s.keys.Tenants())+1))
+}
+
+// sessionsQuotaError refuses a session past a tenant's share
+// (Options.MaxSessionsPerTenant): 429 naming the quota "sessions".
+type sessionsQuotaError struct {
+	tenant string
+	limit  int
+}
+
+func (e *sessionsQuotaError) Error() string {
+	return fmt.Sprintf("tenant %q: quota sessions of %d reached (the sessions one tenant may hold open on this server; delete one to open another)", e.tenant, e.limit)
+}
+
+func (e *sessionsQuotaError) Unwrap() error { return fault.BudgetExceeded }
 
 // session finds the tenant's session of the request's {sid}: another
 // tenant's is NotFound, as a missing one.
