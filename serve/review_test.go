@@ -2,11 +2,13 @@ package serve_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/serve"
 )
 
@@ -140,4 +143,45 @@ func TestOneTenantCannotTakeEverySession(t *testing.T) {
 	sid := ts.do(http.MethodGet, "/api/sessions", acmeKey, "").json(t)["sessions"].([]any)[0].(map[string]any)["id"].(string)
 	require.Equal(t, http.StatusNoContent, ts.do(http.MethodDelete, "/api/sessions/"+sid, acmeKey, "").status)
 	assert.Equal(t, http.StatusCreated, ts.do(http.MethodPost, "/api/sessions", acmeKey, `{"agent":"echo"}`).status)
+}
+
+// REF 11.1.10
+// When a reload gives an agent to another tenant, the sessions its former
+// tenant opened on it are that tenant's no longer: read, list, start and
+// stream are 404 for it, and the new tenant opening the same context
+// gets a session of its own, never the former tenant's session id.
+func TestReloadThatMovesAnAgentMovesItsSessions(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	r := ts.do(http.MethodPost, "/api/sessions", acmeKey, `{"agent":"echo","context_id":"c1"}`)
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	sid := r.json(t)["id"].(string)
+	tid := ts.runEcho(acmeKey, sid, "hi")
+
+	data, err := os.ReadFile(ts.path)
+	require.NoError(t, err)
+	moved := strings.Replace(string(data), "  echo:\n    tenant: acme\n", "  echo:\n    tenant: bravo\n", 1)
+	require.NotEqual(t, string(data), moved)
+	require.NoError(t, os.WriteFile(ts.path, []byte(moved), 0o600))
+	doc, err := deploy.ParseFile(ts.path)
+	require.NoError(t, err)
+	_, err = ts.rt.Reload(context.Background(), doc)
+	require.NoError(t, err)
+
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/sessions/" + sid, ""},
+		{http.MethodGet, "/api/sessions/" + sid + "/turns", ""},
+		{http.MethodGet, "/api/sessions/" + sid + "/turns/" + tid, ""},
+		{http.MethodGet, "/api/sessions/" + sid + "/turns/" + tid + "/events", ""},
+		{http.MethodPost, "/api/sessions/" + sid + "/turns", `{"text":"again"}`},
+	} {
+		r := ts.do(c.method, c.path, acmeKey, c.body)
+		assert.Equal(t, http.StatusNotFound, r.status, "acme %s %s: %s", c.method, c.path, r.body)
+	}
+	list := ts.do(http.MethodGet, "/api/sessions", acmeKey, "").json(t)["sessions"].([]any)
+	assert.Empty(t, list, "acme lists no session of an agent it no longer has")
+
+	r = ts.do(http.MethodPost, "/api/sessions", bravoKey, `{"agent":"echo","context_id":"c1"}`)
+	require.Contains(t, []int{http.StatusCreated, http.StatusOK}, r.status, "%s", r.body)
+	assert.NotEqual(t, sid, r.json(t)["id"], "bravo got acme's session id")
 }

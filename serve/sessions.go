@@ -241,17 +241,23 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
 	s.mu.Lock()
 	held := 0
+	var stale *sessionEntry
 	for _, e := range s.sessions {
-		if e.key == key {
+		switch {
+		case e.key == key && e.tenant == tenant:
 			s.mu.Unlock()
 			writeJSON(w, http.StatusOK, e.view())
 			return
-		}
-		if e.tenant == tenant {
+		case e.key == key: // the agent was another tenant's before a reload
+			stale = e
+		case e.tenant == tenant:
 			held++
 		}
 	}
 	s.mu.Unlock()
+	if stale != nil {
+		s.retire(stale)
+	}
 	if limit := s.sessionsPerTenant(); held >= limit {
 		s.writeError(w, r, &sessionsQuotaError{tenant: tenant, limit: limit})
 		return
@@ -306,16 +312,50 @@ func (e *sessionsQuotaError) Error() string {
 func (e *sessionsQuotaError) Unwrap() error { return fault.BudgetExceeded }
 
 // session finds the tenant's session of the request's {sid}: another
-// tenant's is NotFound, as a missing one.
+// tenant's is NotFound, as a missing one, and so is a session of an agent
+// a reload gave to another tenant.
 func (s *Server) session(r *http.Request) (*sessionEntry, error) {
 	id := r.PathValue("sid")
 	s.mu.Lock()
 	e, ok := s.sessions[id]
 	s.mu.Unlock()
-	if !ok || e.tenant != tenantOf(r.Context()) {
+	if !ok || !s.owns(tenantOf(r.Context()), e) {
 		return nil, fault.New(fault.NotFound, "serve", "session %q not found", id)
 	}
 	return e, nil
+}
+
+// owns reports whether e is the tenant's: the tenant opened it and its
+// agent is still the tenant's (REF 11.1.10).
+func (s *Server) owns(tenant string, e *sessionEntry) bool {
+	if e.tenant != tenant {
+		return false
+	}
+	_, err := s.agentOf(tenant, e.key.AgentID)
+	return err == nil
+}
+
+// retire forgets a session whose agent a reload gave to another tenant:
+// its turn is interrupted and its lease released; its stored state stays
+// with the agent.
+func (s *Server) retire(e *sessionEntry) {
+	s.mu.Lock()
+	if s.sessions[e.id] != e {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.sessions, e.id)
+	s.mu.Unlock()
+	if t := e.lease.Session().Turn(); t != nil {
+		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
+	}
+	e.mu.Lock()
+	for _, te := range e.turns {
+		te.log.detach()
+	}
+	e.mu.Unlock()
+	_ = e.lease.Close()
+	s.log.Info("session retired: its agent belongs to another tenant", "tenant", e.tenant, "session", e.id, "agent", e.key.AgentID)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +368,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	list = slices.DeleteFunc(list, func(e *sessionEntry) bool { return !s.owns(tenant, e) })
 	slices.SortFunc(list, func(a, b *sessionEntry) int {
 		if c := a.created.Compare(b.created); c != 0 {
 			return c
