@@ -173,6 +173,14 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
 }
 
+// length returns the id of the log's last event (0: none yet) and
+// whether the log is closed.
+func (l *eventLog) length() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events), l.closed
+}
+
 // size returns the payload bytes the log holds.
 func (l *eventLog) size() int {
 	l.mu.Lock()

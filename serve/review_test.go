@@ -185,3 +185,42 @@ func TestReloadThatMovesAnAgentMovesItsSessions(t *testing.T) {
 	require.Contains(t, []int{http.StatusCreated, http.StatusOK}, r.status, "%s", r.body)
 	assert.NotEqual(t, sid, r.json(t)["id"], "bravo got acme's session id")
 }
+
+// REF 11.8.11
+// A Last-Event-ID past the last event of a running turn is no id the
+// server wrote: 400 naming the last one, instead of a stream that shows
+// nothing, not even the end, and closes when the turn ends (a client
+// that resumes again would loop).
+func TestLastEventIDPastTheEndOfARunningTurn(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	sid := ts.openSession(acmeKey, "asker")
+	tid := ts.startTurn(acmeKey, sid, "hi")
+	base := "/api/sessions/" + sid + "/turns/" + tid
+	s := ts.stream(context.Background(), base+"/events", acmeKey, "")
+	evs := s.until(t, "prompt")
+	s.close()
+	last := evs[len(evs)-1].id
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range []string{"99", "1000000000"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.http.URL+base+"/events", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+acmeKey)
+		req.Header.Set("Last-Event-ID", id)
+		resp, err := ts.http.Client().Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "Last-Event-ID %s: %s", id, body)
+		assert.Contains(t, string(body), "last event is "+last, "Last-Event-ID %s", id)
+	}
+	// The last id itself resumes: the answer's events follow.
+	s = ts.stream(context.Background(), base+"/events", acmeKey, last)
+	defer s.close()
+	pid := promptID(t, evs[len(evs)-1])
+	require.Equal(t, http.StatusAccepted, ts.do(http.MethodPost, base+"/prompts/"+pid, acmeKey, `{"text":"yes"}`).status)
+	end := s.until(t, "end")
+	assert.Contains(t, end[len(end)-1].data, "completed")
+}
