@@ -36,8 +36,12 @@ type streamEvent struct {
 type eventLog struct {
 	max int // payload bytes kept, past which only the end is kept
 	// acct, when set, counts the bytes the log holds into its tenant's
-	// total (Options.MaxTenantEventBytes) until detach or free.
-	acct *atomic.Int64
+	// total (Options.MaxTenantEventBytes) until detach or free; past
+	// budget, trim frees the tenant's finished logs and, if the total is
+	// still over, the log takes no more (REF 11.8.12).
+	acct   *atomic.Int64
+	budget int64
+	trim   func()
 
 	mu       sync.Mutex
 	events   []streamEvent
@@ -63,7 +67,7 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 		if l.full {
 			return
 		}
-		if l.bytes+len(ev.data) > l.max {
+		if l.bytes+len(ev.data) > l.max || (l.acct != nil && l.acct.Load()+int64(len(ev.data)) > l.budget) {
 			l.full = true
 			ev = streamEvent{typ: evOverflow, data: json.RawMessage(`{"reason":"the turn's event log is full; the rest of the stream is not kept"}`)}
 		}
@@ -78,6 +82,15 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// overBudget reports whether the tenant's logs hold more than the budget
+// (and the log counts into them).
+func (l *eventLog) overBudget() bool {
+	l.mu.Lock()
+	acct := l.acct
+	l.mu.Unlock()
+	return acct != nil && l.trim != nil && acct.Load() > l.budget
 }
 
 // compact returns raw on one line (server-sent events end a data field at
@@ -96,6 +109,9 @@ func compact(raw json.RawMessage) json.RawMessage {
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	env.Payload = compact(env.Payload)
+	if l.overBudget() {
+		l.trim()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	run := env.Header(event.HeaderRunID)

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -223,4 +226,88 @@ func TestLastEventIDPastTheEndOfARunningTurn(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, ts.do(http.MethodPost, base+"/prompts/"+pid, acmeKey, `{"text":"yes"}`).status)
 	end := s.until(t, "end")
 	assert.Contains(t, end[len(end)-1].data, "completed")
+}
+
+// hoarderAgent emits the text of its last message in 1000-byte tokens,
+// then asks a question and waits: its turn holds its events while it
+// runs.
+const hoarderAgent = `  hoarder:
+    tenant: acme
+    card: {name: Hoarder}
+    capabilities: [emit, ask_user]
+    engine:
+      kind: agent.Engine
+      impl: graph
+      deps: {script_runtime: js}
+      settings:
+        graph:
+          name: hoarder
+          entry: s
+          nodes:
+            - id: s
+              type: script
+              config:
+                source: |
+                  const main = board.channel(board.MAIN_CHANNEL);
+                  const text = main[main.length - 1].parts[0].text;
+                  for (let i = 0; i < text.length; i += 1000) host.emit("token", text.slice(i, i + 1000));
+                  host.askUser({parts: [{type: "text", text: "more?"}]});
+          edges: [{from: s, to: __end__}]
+`
+
+// newTestServerWithAgent serves testdata's deployment with one more
+// agent (YAML under agents:).
+func newTestServerWithAgent(t *testing.T, opts serve.Options, agentYAML string) *testServer {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	path := copyTestdata(t)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := strings.Replace(string(data), "  mirror:\n", agentYAML+"  mirror:\n", 1)
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
+	rt := buildRuntime(t, path)
+	keys, err := serve.LoadKeys(filepath.Join(filepath.Dir(path), "keys.yaml"))
+	require.NoError(t, err)
+	srv, err := serve.New(rt, keys, opts)
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		require.NoError(t, srv.Close())
+		hs.Close()
+		require.NoError(t, rt.Close())
+	})
+	return &testServer{t: t, rt: rt, srv: srv, http: hs, path: path}
+}
+
+// REF 11.8.12
+// A tenant's running turns share its event budget too: turns that emit
+// while they wait hold, together, at most about Options.MaxTenantEventBytes
+// (each further turn's log overflows), instead of the budget once per
+// running turn.
+func TestTenantEventBudgetBindsRunningTurns(t *testing.T) {
+	t.Parallel()
+	const budget = 1 << 20
+	ts := newTestServerWithAgent(t, serve.Options{MaxTenantEventBytes: budget}, hoarderAgent)
+	text := strings.Repeat("x", 300_000)
+	type turn struct{ sid, tid string }
+	var turns []turn
+	for range 6 {
+		sid := ts.openSession(acmeKey, "hoarder")
+		turns = append(turns, turn{sid, ts.startTurn(acmeKey, sid, text)})
+	}
+	held := 0
+	for _, tr := range turns {
+		s := ts.stream(context.Background(), "/api/sessions/"+tr.sid+"/turns/"+tr.tid+"/events", acmeKey, "")
+		for {
+			ev, err := s.next()
+			require.NoError(t, err)
+			held += len(ev.data)
+			if ev.event == "prompt" || ev.event == "overflow" {
+				break
+			}
+		}
+		s.close()
+	}
+	assert.LessOrEqual(t, held, budget+64<<10, "the tenant's running turns hold %d event bytes", held)
 }

@@ -53,7 +53,8 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
 	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
-		log.acct = s.eventBytes(spec.tenant)
+		log.acct, log.budget = s.eventBytes(spec.tenant), int64(s.opts.MaxTenantEventBytes)
+		log.trim = func() { s.trimEvents(spec.tenant) }
 	}
 	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
