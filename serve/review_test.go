@@ -311,3 +311,27 @@ func TestTenantEventBudgetBindsRunningTurns(t *testing.T) {
 	}
 	assert.LessOrEqual(t, held, budget+64<<10, "the tenant's running turns hold %d event bytes", held)
 }
+
+// REF 11.3.4
+// The interrupt's body is optional however it is sent: none, an empty
+// chunked body, or {} are 202.
+func TestInterruptWithoutBody(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	sid := ts.openSession(acmeKey, "echo")
+	tid := ts.runEcho(acmeKey, sid, "hi")
+	url := ts.http.URL + "/api/sessions/" + sid + "/turns/" + tid + "/interrupt"
+	for _, c := range []struct {
+		name string
+		body io.Reader
+	}{{"none", nil}, {"empty chunked", io.MultiReader()}, {"object", strings.NewReader("{}")}} {
+		req, err := http.NewRequest(http.MethodPost, url, c.body)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+acmeKey)
+		resp, err := ts.http.Client().Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusAccepted, resp.StatusCode, "%s: %s", c.name, body)
+	}
+}

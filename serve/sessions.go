@@ -93,13 +93,23 @@ func decodeJSON(r io.Reader, v any, strict bool) error {
 		if errors.As(err, &mbe) {
 			return fault.New(fault.Validation, "decode request", "the body is larger than %d bytes", mbe.Limit)
 		}
-		return fault.New(fault.Validation, "decode request", "the body is not the expected JSON: %s", jsonProblem(err))
+		return fault.Wrap(fault.Validation, &bodyError{msg: jsonProblem(err), err: err}, "decode request", "the body is not the expected JSON")
 	}
 	if dec.More() {
 		return fault.New(fault.Validation, "decode request", "the body holds more than one JSON value")
 	}
 	return nil
 }
+
+// bodyError is a decoder's error told in the client's terms; it keeps the
+// decoder's error as its cause (io.EOF for an empty body).
+type bodyError struct {
+	msg string
+	err error
+}
+
+func (e *bodyError) Error() string { return e.msg }
+func (e *bodyError) Unwrap() error { return e.err }
 
 // jsonProblem says what is wrong with a body in the client's terms: the
 // JSON field and the JSON type it wants, or where the syntax breaks;
