@@ -84,13 +84,16 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	l.changed = make(chan struct{})
 }
 
-// overBudget reports whether the tenant's logs hold more than the budget
-// (and the log counts into them).
-func (l *eventLog) overBudget() bool {
+// overBudget reports whether n more bytes would take the tenant's logs
+// past the budget while the log still takes events (and counts into
+// them). A full or closed log does not ask for a trim: so the tenant's
+// logs are scanned at most once per running turn while the budget stays
+// spent.
+func (l *eventLog) overBudget(n int) bool {
 	l.mu.Lock()
-	acct := l.acct
+	acct, taking := l.acct, !l.full && !l.closed
 	l.mu.Unlock()
-	return acct != nil && l.trim != nil && acct.Load() > l.budget
+	return taking && acct != nil && l.trim != nil && acct.Load()+int64(n) > l.budget
 }
 
 // compact returns raw on one line (server-sent events end a data field at
@@ -109,35 +112,22 @@ func compact(raw json.RawMessage) json.RawMessage {
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	env.Payload = compact(env.Payload)
-	if l.overBudget() {
-		l.trim()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	run := env.Header(event.HeaderRunID)
+	var ev streamEvent
 	switch {
 	case env.Subject == event.SubjectRunEnd(run) && d.Type == "":
-		l.appendLocked(streamEvent{typ: evEnd, data: env.Payload})
+		ev = streamEvent{typ: evEnd, data: env.Payload}
 	case env.Subject == event.SubjectPromptRequested(run):
-		var p session.PromptRequested
-		if env.Decode(&p) == nil && p.PromptID != "" {
-			l.prompts[p.PromptID] = p
-			l.promptID = append(l.promptID, p.PromptID)
-		}
-		l.appendLocked(streamEvent{typ: evPrompt, data: env.Payload})
+		ev = streamEvent{typ: evPrompt, data: env.Payload}
 	case env.Subject == event.SubjectPromptResolved(run):
-		var p session.PromptResolved
-		if env.Decode(&p) == nil {
-			l.resolveLocked(p.PromptID)
-		}
-		l.appendLocked(streamEvent{typ: evPromptResolved, data: env.Payload})
+		ev = streamEvent{typ: evPromptResolved, data: env.Payload}
 	case event.IsStreamDelta(env.Subject):
 		data, err := json.Marshal(d)
 		if err != nil {
 			return
 		}
 		dd := d
-		l.appendLocked(streamEvent{typ: evDelta, data: data, delta: &dd})
+		ev = streamEvent{typ: evDelta, data: data, delta: &dd}
 	default:
 		data, err := json.Marshal(struct {
 			Subject string          `json:"subject"`
@@ -146,8 +136,27 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		if err != nil {
 			return
 		}
-		l.appendLocked(streamEvent{typ: evEvent, data: data})
+		ev = streamEvent{typ: evEvent, data: data}
 	}
+	if ev.typ != evEnd && l.overBudget(len(ev.data)) {
+		l.trim()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch ev.typ {
+	case evPrompt:
+		var p session.PromptRequested
+		if env.Decode(&p) == nil && p.PromptID != "" {
+			l.prompts[p.PromptID] = p
+			l.promptID = append(l.promptID, p.PromptID)
+		}
+	case evPromptResolved:
+		var p session.PromptResolved
+		if env.Decode(&p) == nil {
+			l.resolveLocked(p.PromptID)
+		}
+	}
+	l.appendLocked(ev)
 }
 
 func (l *eventLog) resolveLocked(id string) {

@@ -256,14 +256,19 @@ const hoarderAgent = `  hoarder:
 `
 
 // newTestServerWithAgent serves testdata's deployment with one more
-// agent (YAML under agents:).
-func newTestServerWithAgent(t *testing.T, opts serve.Options, agentYAML string) *testServer {
+// agent (YAML under agents:) and the replacements of edits (old, new
+// pairs) made.
+func newTestServerWithAgent(t *testing.T, opts serve.Options, agentYAML string, edits ...string) *testServer {
 	t.Helper()
 	opts.Logger = slog.New(slog.DiscardHandler)
 	path := copyTestdata(t)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	doc := strings.Replace(string(data), "  mirror:\n", agentYAML+"  mirror:\n", 1)
+	for i := 0; i+1 < len(edits); i += 2 {
+		require.Contains(t, doc, edits[i])
+		doc = strings.Replace(doc, edits[i], edits[i+1], 1)
+	}
 	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
 	rt := buildRuntime(t, path)
 	keys, err := serve.LoadKeys(filepath.Join(filepath.Dir(path), "keys.yaml"))
@@ -302,6 +307,7 @@ func TestTenantEventBudgetBindsRunningTurns(t *testing.T) {
 		for {
 			ev, err := s.next()
 			require.NoError(t, err)
+			require.NotEqual(t, "end", ev.event, "the turn ended: %s", ev.data)
 			held += len(ev.data)
 			if ev.event == "prompt" || ev.event == "overflow" {
 				break
@@ -335,3 +341,4 @@ func TestInterruptWithoutBody(t *testing.T) {
 		assert.Equal(t, http.StatusAccepted, resp.StatusCode, "%s: %s", c.name, body)
 	}
 }
+
