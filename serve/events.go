@@ -302,12 +302,31 @@ func (l *eventLog) sink() agent.StreamSink {
 // sinkSpec attaches the log to a turn's confirmed stream. Its queue is the
 // deployment's runtime.sessions.sink_buffer: the sink only appends to the
 // log, and a larger queue would cost every turn its allocation. A sink
-// detached for any cause ends the log with a failed end.
+// detached for any cause (its queue filled faster than it drained) loses
+// the rest of the stream: the log records an overflow and keeps only the
+// end, which the turn's watcher adds with the turn's own status
+// (REF 11.3.7).
 func (l *eventLog) sinkSpec() session.SinkSpec {
 	return session.SinkSpec{ID: "serve", Sink: l.sink(), Visibility: session.VisibilityConfirmed,
 		OnDetach: func(err error) {
 			if err != nil {
-				l.end(agent.StatusFailed, "the stream stopped: "+err.Error())
+				l.lose("the rest of the turn's stream was lost: " + err.Error())
 			}
 		}}
+}
+
+// lose records that the log gets no more events but its end: one overflow
+// event saying why.
+func (l *eventLog) lose(why string) {
+	data, err := json.Marshal(map[string]string{"reason": why})
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.full {
+		return
+	}
+	l.appendLocked(streamEvent{typ: evOverflow, data: data})
+	l.full = true
 }

@@ -342,3 +342,53 @@ func TestInterruptWithoutBody(t *testing.T) {
 	}
 }
 
+// burstAgent emits 400 tokens as fast as it can, then answers "done".
+const burstAgent = `  burst:
+    tenant: acme
+    card: {name: Burst}
+    capabilities: [emit]
+    engine:
+      kind: agent.Engine
+      impl: graph
+      deps: {script_runtime: js}
+      settings:
+        graph:
+          name: burst
+          entry: s
+          nodes:
+            - id: s
+              type: script
+              config:
+                source: |
+                  for (let i = 0; i < 400; i++) host.emit("token", "t" + i + " ");
+                  board.appendChannel(board.MAIN_CHANNEL, {role: "assistant", parts: [{type: "text", text: "done"}]});
+          edges: [{from: s, to: __end__}]
+`
+
+// REF 11.3.7
+// A turn whose events come faster than its stream's queue takes them
+// (runtime.sessions.sink_buffer) loses the rest of its stream, and says
+// so with an overflow event, but its end is the turn's own: a turn that
+// completed does not end its stream "failed".
+func TestStreamThatCannotKeepUpEndsWithTheTurnsStatus(t *testing.T) {
+	t.Parallel()
+	ts := newTestServerWithAgent(t, serve.Options{}, burstAgent,
+		"sessions: {resume: true, max_sessions: 4096}", "sessions: {resume: true, max_sessions: 4096, sink_buffer: 1}")
+	for range 3 {
+		sid := ts.openSession(acmeKey, "burst")
+		tid := ts.startTurn(acmeKey, sid, "go")
+		base := "/api/sessions/" + sid + "/turns/" + tid
+		r := ts.do(http.MethodGet, base+"/wait", acmeKey, "")
+		require.Equal(t, "completed", r.json(t)["status"], "%s", r.body)
+		s := ts.stream(context.Background(), base+"/events", acmeKey, "")
+		evs := s.rest(t)
+		s.close()
+		require.NotEmpty(t, evs)
+		end := evs[len(evs)-1]
+		require.Equal(t, "end", end.event)
+		assert.Contains(t, end.data, `"status":"completed"`, "the stream's end is the turn's")
+		if n := strings.Count(deltaText(t, evs), " "); n < 400 {
+			assert.Equal(t, "overflow", evs[len(evs)-2].event, "%d of 400 deltas kept: the loss is reported", n)
+		}
+	}
+}
