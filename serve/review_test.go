@@ -392,3 +392,38 @@ func TestStreamThatCannotKeepUpEndsWithTheTurnsStatus(t *testing.T) {
 		}
 	}
 }
+
+// REF 11.2.6
+// Every answer under /v1 has OpenAI's error shape, the routes it does
+// not have and the methods a route does not take included: 401 without
+// a key, 404 for an unknown path, 405 with Allow for another method.
+func TestOpenAIErrorShapeOnEveryV1Path(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	for _, c := range []struct {
+		method, path, key string
+		status            int
+		allow             string
+	}{
+		{http.MethodGet, "/v1/chat/completions", acmeKey, http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/v1/models", acmeKey, http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodDelete, "/v1/models/echo", acmeKey, http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/v1/embeddings", acmeKey, http.StatusNotFound, ""},
+		{http.MethodPost, "/v1/completions", acmeKey, http.StatusNotFound, ""},
+		{http.MethodGet, "/v1/embeddings", "", http.StatusUnauthorized, ""},
+		{http.MethodGet, "/v1/chat/completions", "", http.StatusUnauthorized, ""},
+		{http.MethodGet, "/v1", acmeKey, http.StatusNotFound, ""},
+	} {
+		r := ts.do(c.method, c.path, c.key, "")
+		assert.Equal(t, c.status, r.status, "%s %s: %s", c.method, c.path, r.body)
+		assert.Equal(t, c.allow, r.header.Get("Allow"), "%s %s", c.method, c.path)
+		var body struct {
+			Error map[string]any `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(r.body, &body), "%s %s: %s", c.method, c.path, r.body)
+		for _, k := range []string{"message", "type", "param", "code"} {
+			assert.Contains(t, body.Error, k, "%s %s: OpenAI's error has %q: %s", c.method, c.path, k, r.body)
+		}
+		assert.NotContains(t, body.Error, "kind", "%s %s", c.method, c.path)
+	}
+}

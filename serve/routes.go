@@ -47,6 +47,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/models", openai(s.listModels))
 	mux.Handle("GET /v1/models/{model}", openai(s.getModel))
 	mux.Handle("POST /v1/chat/completions", openai(s.chatCompletions))
+	mux.Handle("/v1/", openai(s.noV1Route)) // what /v1 does not have, in OpenAI's error shape
+	mux.Handle("/v1", openai(s.noV1Route))
 	native := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeError) }
 	mux.Handle("GET /api/agents", native(s.listAgents))
 	mux.Handle("POST /api/sessions", native(s.openSession))
@@ -93,6 +95,28 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// noV1Route answers a request under /v1 that no route takes, in OpenAI's
+// error shape: 405 with Allow for a path that takes other methods, 404
+// otherwise (REF 11.2.6).
+func (s *Server) noV1Route(w http.ResponseWriter, r *http.Request) {
+	allow := ""
+	switch rest, isModel := strings.CutPrefix(r.URL.Path, "/v1/models/"); {
+	case r.URL.Path == "/v1/models", isModel && rest != "" && !strings.Contains(rest, "/"):
+		allow = "GET, HEAD"
+	case r.URL.Path == "/v1/chat/completions":
+		allow = http.MethodPost
+	}
+	if allow == "" {
+		s.writeOpenAIError(w, r, fault.New(fault.NotFound, "serve", "no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	e := errorOf(fault.New(fault.Validation, "serve", "%s does not take %s; it takes %s", r.URL.Path, r.Method, allow))
+	e.status = http.StatusMethodNotAllowed
+	s.noteError(r, e)
+	writeJSON(w, e.status, openAIErrorOf(e))
 }
 
 // keyless serves a route that needs no key and reads no body.
