@@ -427,3 +427,35 @@ func TestOpenAIErrorShapeOnEveryV1Path(t *testing.T) {
 		assert.NotContains(t, body.Error, "kind", "%s %s", c.method, c.path)
 	}
 }
+
+// REF 11.2.4
+// The statuses a completion answers are the ones /openapi.json declares
+// for it: a turn that fails is 500.
+func TestOpenAPIDeclaresACompletionsFailure(t *testing.T) {
+	t.Parallel()
+	ts := newTestServerWithAgent(t, serve.Options{}, `  boom:
+    tenant: acme
+    card: {name: Boom}
+    engine:
+      kind: agent.Engine
+      impl: graph
+      deps: {script_runtime: js}
+      settings:
+        graph:
+          name: boom
+          entry: s
+          nodes: [{id: s, type: script, config: {source: "throw new Error('no')"}}]
+          edges: [{from: s, to: __end__}]
+`)
+	r := ts.do(http.MethodPost, "/v1/chat/completions", acmeKey, `{"model":"boom","messages":[{"role":"user","content":"x"}]}`)
+	require.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(ts.do(http.MethodGet, "/openapi.json", "", "").body, &doc))
+	for _, status := range []string{"409", "500"} {
+		assert.Contains(t, doc.Paths["/v1/chat/completions"]["post"].Responses, status)
+	}
+}
