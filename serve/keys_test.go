@@ -38,7 +38,7 @@ func TestParseKeysErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, doc, want string }{
 		{"plain key", "tenants:\n  acme:\n    keys: [acme-key]\n", `keys.yaml:2: tenants.acme.keys[0]: a key is stored as "sha256:"`},
-		{"unknown field", "tenants:\n  acme:\n    keys: [" + hashA + "]\n    role: admin\n", "field role not found"},
+		{"unknown field", "tenants:\n  acme:\n    keys: [" + hashA + "]\n    role: admin\n", `keys.yaml:4: unknown field "role"`},
 		{"no key", "tenants:\n  acme: {keys: []}\n", "keys.yaml:2: tenants.acme.keys: the tenant has no key"},
 		{"no tenant", "tenants: {}\n", "no tenant is declared"},
 		{"twice", "tenants:\n  a: {keys: [" + hashA + "]}\n  b: {keys: [" + hashA + "]}\n", `keys.yaml:3: tenants.b.keys[0]: the key is listed already (tenant "a")`},
@@ -86,5 +86,28 @@ func TestKeysFileEdgeCases(t *testing.T) {
 		require.Error(t, err, "%o", c.mode)
 		assert.True(t, fault.Is(err, fault.Forbidden), "%o: %v", c.mode, err)
 		assert.Contains(t, err.Error(), path, "%o", c.mode)
+	}
+}
+
+// REF 11.1.2
+// A keys file of the wrong shape is refused naming the file, the line
+// and what is expected there, never the server's Go types.
+func TestParseKeysShapeErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ doc, want string }{
+		{"a: 1\n", `keys.yaml:1: unknown field "a"`},
+		{"tenants: 5\n", "keys.yaml:1: a number where a mapping is expected"},
+		{"tenants:\n  a: 7\n", "keys.yaml:2: a number where a mapping is expected"},
+		{"tenants:\n  a: {keys: x}\n", "keys.yaml:2: a string where a list is expected"},
+		{"tenants:\n  a: {keys: [[1]]}\n", "keys.yaml:2: a list where a string is expected"},
+		{"tenants:\n  a: {keys: [" + hashA + "], role: x}\n", `keys.yaml:2: unknown field "role"`},
+	} {
+		_, err := serve.ParseKeys("keys.yaml", []byte(c.doc))
+		require.Error(t, err, c.doc)
+		assert.True(t, fault.Is(err, fault.Validation), c.doc)
+		assert.Contains(t, err.Error(), c.want, c.doc)
+		for _, leak := range []string{"serve.", "keysFile", "keysTenant", "[]string", "map["} {
+			assert.NotContains(t, err.Error(), leak, c.doc)
+		}
 	}
 }
