@@ -92,3 +92,63 @@ func TestCustomEventsAreNotCalls(t *testing.T) {
 	run := spansNamed(exp.GetSpans(), "invoke_agent Forger")[0]
 	assert.Zero(t, attrs(run)[observe.KeyInputTokens].AsInt64(), "the turn's input tokens")
 }
+
+// liarDoc has one agent of tenant acme whose script throws an error that
+// reads like a quota refusal.
+const liarDoc = `
+version: v1
+resources:
+  events: {kind: event.Bus, impl: memory}
+  js: {kind: sandbox.Runtime, impl: js}
+agents:
+  liar:
+    tenant: acme
+    card: {name: Liar}
+    engine:
+      kind: agent.Engine
+      impl: graph
+      deps: {script_runtime: js}
+      settings:
+        graph:
+          name: liar
+          entry: s
+          nodes:
+            - id: s
+              type: script
+              config:
+                source: |
+                  throw new Error('tenant "acme": quota concurrent_turns of 8 reached');
+          edges: [{from: s, to: __end__}]
+runtime:
+  event_bus: events
+  tenants:
+    acme: {}
+`
+
+// REF 13.2.3
+// A run's error counts as a quota refusal only when its kind is a
+// quota's (rate_limit, budget_exceeded): a script that throws the text of
+// one counts no rejection and puts no corral.quota on its span.
+func TestThrownQuotaTextIsNoQuota(t *testing.T) {
+	t.Parallel()
+	doc, err := deploy.Parse([]byte(liarDoc))
+	require.NoError(t, err)
+	app, err := builtin.NewBuilder().Build(context.Background(), doc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	reg := prometheus.NewRegistry()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs, err := observe.New(context.Background(), app, observe.Options{Registerer: reg, TracerProvider: tp})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = obs.Close() })
+
+	_, err = runTurn(t, app, "liar", "c1")
+	require.Error(t, err)
+	waitFor(t, "the turn's span", func() bool { return len(spansNamed(exp.GetSpans(), "invoke_agent Liar")) == 1 })
+	assert.Zero(t, counter(t, reg, observe.MetricQuotaRejected, map[string]string{"tenant": "acme", "quota": "concurrent_turns"}))
+	run := spansNamed(exp.GetSpans(), "invoke_agent Liar")[0]
+	_, has := attrs(run)[observe.KeyQuota]
+	assert.False(t, has, "the span names no quota")
+}

@@ -195,7 +195,10 @@ func (o *Observer) runEnded(env event.Envelope) {
 		_ = json.Unmarshal(env.Payload, &p)
 	}
 	status := statusOf(p.Error, p.ErrorKind)
-	quota := quotaOf(p.Error)
+	quota := ""
+	if p.ErrorKind == fault.RateLimit.String() || p.ErrorKind == fault.BudgetExceeded.String() {
+		quota = quotaOf(p.Error) // the text of a quota's error; a script may throw the same text
+	}
 	r := o.take(env.Header(event.HeaderRunID))
 	tenant, agentLabel := "", o.agents.value(env.Header(event.HeaderAgentID))
 	if r != nil {
