@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -459,3 +460,37 @@ func TestOpenAPIDeclaresACompletionsFailure(t *testing.T) {
 		assert.Contains(t, doc.Paths["/v1/chat/completions"]["post"].Responses, status)
 	}
 }
+
+// REF 11.8.13
+// What a refused request puts in the log is bounded: an anonymous client
+// that sends a long path (or a body that echoes one) writes at most a
+// short line, however long what it sent.
+func TestRefusalLogLinesBounded(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	var mu sync.Mutex
+	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil)
+	ts := newTestServer(t, serve.Options{Logger: slog.New(h)})
+	long := "/" + strings.Repeat("a", 200_000)
+	for _, key := range []string{"", acmeKey} {
+		r := ts.do(http.MethodGet, long, key, "")
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusNotFound}, r.status)
+	}
+	r := ts.do(http.MethodPost, "/api/sessions", acmeKey, `{"agent":"`+strings.Repeat("b", 200_000)+`"}`)
+	require.Equal(t, http.StatusNotFound, r.status)
+	mu.Lock()
+	defer mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, "%.300s", logged.String())
+	for _, l := range lines {
+		assert.LessOrEqual(t, len(l), 4096, "a log line of %d bytes: %.200s", len(l), l)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

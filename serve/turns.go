@@ -110,7 +110,7 @@ func (s *Server) watch(te *turnEntry) {
 	s.mu.Unlock()
 	close(te.done)
 	s.log.Info("turn settled", "tenant", te.tenant, "agent", te.agentID, "run", te.turn.RunID(),
-		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", errText)
+		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", clipLog(errText))
 }
 
 // wait waits for the turn to settle, bounded by ctx.
