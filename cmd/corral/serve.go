@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/observe"
@@ -146,6 +147,10 @@ func serveCommand(ctx context.Context, args []string, sio stdio) int {
 	return exitOK
 }
 
+// minKeyLen is the length under which hash-key warns that a key could be
+// guessed.
+const minKeyLen = 16
+
 // hashKey prints the hash of the key on stdin's first line.
 func hashKey(sio stdio) int {
 	line, err := bufio.NewReader(sio.in).ReadString('\n')
@@ -157,6 +162,9 @@ func hashKey(sio stdio) int {
 	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		fmt.Fprintln(sio.err, "corral: serve hash-key: the key has a space or a control character in it, which no Authorization header can carry")
 		return exitBadInput
+	}
+	if utf8.RuneCountInString(key) < minKeyLen {
+		fmt.Fprintf(sio.err, "corral: serve hash-key: warning: the key is shorter than %d characters; the server does not limit how many keys a client tries (openssl rand -hex 32 makes a good one)\n", minKeyLen)
 	}
 	fmt.Fprintln(sio.out, serve.HashKey(key))
 	return exitOK

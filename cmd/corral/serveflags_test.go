@@ -69,3 +69,24 @@ func TestHashKeyRefusesUnusableKeys(t *testing.T) {
 		}
 	}
 }
+
+// REF 11.1.8
+// hash-key warns on stderr about a key shorter than 16 characters (the
+// server does not limit how many keys a client may try), and still
+// prints its hash.
+func TestHashKeyWarnsOfShortKeys(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		warn bool
+	}{{"acme-key", true}, {"0123456789abcde", true}, {"0123456789abcdef", false}, {strings.Repeat("k", 64), false}} {
+		var out, errOut strings.Builder
+		code := hashKey(stdio{in: strings.NewReader(c.key + "\n"), out: &out, err: &errOut})
+		assert.Equal(t, exitOK, code, c.key)
+		assert.True(t, strings.HasPrefix(out.String(), "sha256:"), c.key)
+		if c.warn {
+			assert.Contains(t, errOut.String(), "shorter than 16", c.key)
+		} else {
+			assert.Empty(t, errOut.String(), c.key)
+		}
+	}
+}
