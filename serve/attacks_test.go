@@ -494,3 +494,38 @@ func TestRefusalLogLinesBounded(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// REF 11.1.9
+// The sessions share holds against many opens at once: of 60 concurrent
+// opens with a share of 5, at most 5 succeed.
+func TestSessionsShareHoldsUnderConcurrentOpens(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{MaxSessionsPerTenant: 5})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/api/sessions", strings.NewReader(`{"agent":"echo"}`))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+acmeKey)
+			resp, err := ts.http.Client().Do(req)
+			if err != nil {
+				return
+			}
+			resp.Body.Close()
+			mu.Lock()
+			statuses[resp.StatusCode]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 5, statuses[http.StatusCreated], "%v", statuses)
+	assert.Equal(t, 55, statuses[http.StatusTooManyRequests], "%v", statuses)
+	list := ts.do(http.MethodGet, "/api/sessions", acmeKey, "").json(t)["sessions"].([]any)
+	assert.Len(t, list, 5)
+}

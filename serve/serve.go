@@ -125,6 +125,7 @@ type Server struct {
 	draining bool
 	closed   bool
 	sessions map[string]*sessionEntry // by id
+	opening  map[string]int           // sessions being opened, by tenant
 	running  map[*turnEntry]struct{}  // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
@@ -141,7 +142,7 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
+		sessions: map[string]*sessionEntry{}, opening: map[string]int{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
 		tenantBytes: map[string]*atomic.Int64{}}
 	s.h = s.routes()
 	return s, nil

@@ -249,29 +249,16 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		req.ContextID = id
 	}
 	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
-	s.mu.Lock()
-	held := 0
-	var stale *sessionEntry
-	for _, e := range s.sessions {
-		switch {
-		case e.key == key && e.tenant == tenant:
-			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, e.view())
-			return
-		case e.key == key: // the agent was another tenant's before a reload
-			stale = e
-		case e.tenant == tenant:
-			held++
-		}
-	}
-	s.mu.Unlock()
-	if stale != nil {
-		s.retire(stale)
-	}
-	if limit := s.sessionsPerTenant(); held >= limit {
-		s.writeError(w, r, &sessionsQuotaError{tenant: tenant, limit: limit})
+	open, release, err := s.reserveSession(tenant, key)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
+	if open != nil {
+		writeJSON(w, http.StatusOK, open.view())
+		return
+	}
+	defer release()
 	lease, err := s.rt.Sessions().Open(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -295,8 +282,51 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions[id] = e
 	s.mu.Unlock()
+	release() // the session counts itself now
 	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
 	writeJSON(w, http.StatusCreated, e.view())
+}
+
+// reserveSession finds the tenant's open session of key, or takes a place
+// among the sessions the tenant may hold (REF 11.1.9) until release: the
+// opens in flight count, so that many at once cannot pass the share. A
+// session of key that another tenant holds (its agent changed tenant in a
+// reload) is retired.
+func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEntry, release func(), err error) {
+	limit := s.sessionsPerTenant()
+	s.mu.Lock()
+	held := s.opening[tenant]
+	var stale *sessionEntry
+	for _, e := range s.sessions {
+		switch {
+		case e.key == key && e.tenant == tenant:
+			s.mu.Unlock()
+			return e, nil, nil
+		case e.key == key: // the agent was another tenant's before a reload
+			stale = e
+		case e.tenant == tenant:
+			held++
+		}
+	}
+	if held >= limit {
+		s.mu.Unlock()
+		return nil, nil, &sessionsQuotaError{tenant: tenant, limit: limit}
+	}
+	s.opening[tenant]++
+	s.mu.Unlock()
+	if stale != nil {
+		s.retire(stale)
+	}
+	var once sync.Once
+	return nil, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.opening[tenant]--; s.opening[tenant] == 0 {
+				delete(s.opening, tenant)
+			}
+			s.mu.Unlock()
+		})
+	}, nil
 }
 
 // sessionsPerTenant is how many sessions one tenant may hold open
