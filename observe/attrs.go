@@ -1,6 +1,9 @@
 package observe
 
 import (
+	"strings"
+	"unicode/utf8"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/corral-rt/corral/runtime/event"
@@ -41,9 +44,9 @@ const (
 func runAttrs(env event.Envelope, name, engine string) []attribute.KeyValue {
 	a := []attribute.KeyValue{
 		KeyOperationName.String(operationInvoke),
-		KeyAgentName.String(name),
-		KeyAgentID.String(env.Header(event.HeaderAgentID)),
-		KeyRunID.String(env.Header(event.HeaderRunID)),
+		KeyAgentName.String(clip(name)),
+		KeyAgentID.String(clip(env.Header(event.HeaderAgentID))),
+		KeyRunID.String(clip(env.Header(event.HeaderRunID))),
 	}
 	for _, kv := range []struct {
 		key attribute.Key
@@ -56,7 +59,7 @@ func runAttrs(env event.Envelope, name, engine string) []attribute.KeyValue {
 		{KeyParentRunID, env.Header(event.HeaderParentRunID)},
 	} {
 		if kv.v != "" {
-			a = append(a, kv.key.String(kv.v))
+			a = append(a, kv.key.String(clip(kv.v)))
 		}
 	}
 	return a
@@ -73,14 +76,14 @@ func endAttrs(r *runTrack, status, quota string) []attribute.KeyValue {
 func modelAttrs(p event.CallPayload) []attribute.KeyValue {
 	a := []attribute.KeyValue{
 		KeyOperationName.String(operationChat),
-		KeyRequestModel.String(p.Name),
-		KeyProviderName.String(p.Provider),
+		KeyRequestModel.String(clip(p.Name)),
+		KeyProviderName.String(clip(p.Provider)),
 		KeyInputTokens.Int64(p.InputTokens),
 		KeyOutputTokens.Int64(p.OutputTokens),
-		KeyNodeID.String(p.NodeID),
+		KeyNodeID.String(clip(p.NodeID)),
 	}
 	if p.FinishReason != "" {
-		a = append(a, KeyFinishReasons.StringSlice([]string{p.FinishReason}))
+		a = append(a, KeyFinishReasons.StringSlice([]string{clip(p.FinishReason)}))
 	}
 	return a
 }
@@ -88,13 +91,46 @@ func modelAttrs(p event.CallPayload) []attribute.KeyValue {
 func toolAttrs(p event.CallPayload) []attribute.KeyValue {
 	return []attribute.KeyValue{
 		KeyOperationName.String(operationExecTool),
-		KeyToolName.String(p.Name),
-		KeyToolCallID.String(p.ToolCallID),
+		KeyToolName.String(clip(p.Name)),
+		KeyToolCallID.String(clip(p.ToolCallID)),
 		KeyToolType.String(toolTypeFunction),
-		KeyNodeID.String(p.NodeID),
+		KeyNodeID.String(clip(p.NodeID)),
 	}
 }
 
 func attrErrorType(t string) attribute.KeyValue { return KeyErrorType.String(t) }
 
 func attrObserverClosed(why string) attribute.KeyValue { return KeyObserverClosed.String(why) }
+
+// maxAttrLen bounds, in bytes, every string the observer puts on a span
+// (its name, an attribute, its status): they come from requests, models,
+// tools and scripts, none of which the observer trusts to be short.
+const maxAttrLen = 512
+
+// clip cuts s to at most maxAttrLen bytes, at a rune's start, and makes
+// it valid UTF-8.
+func clip(s string) string {
+	if len(s) > maxAttrLen {
+		n := maxAttrLen
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// httpMethods are the methods http.request.method takes as they are
+// (RFC 9110 and PATCH); any other is "_OTHER", as the HTTP semantic
+// conventions ask, so that a client cannot choose the attribute's value.
+var httpMethods = map[string]bool{
+	"CONNECT": true, "DELETE": true, "GET": true, "HEAD": true, "OPTIONS": true,
+	"PATCH": true, "POST": true, "PUT": true, "TRACE": true,
+}
+
+func httpMethod(m string) string {
+	if httpMethods[m] {
+		return m
+	}
+	return "_OTHER"
+}

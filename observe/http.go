@@ -51,8 +51,8 @@ func (o *Observer) HTTPMiddleware() func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			ctx := traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := o.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+			ctx, span := o.tracer.Start(ctx, httpMethod(r.Method), trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("http.request.method", httpMethod(r.Method))))
 			defer span.End()
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			r = r.WithContext(ContextWithTrace(ctx))

@@ -87,7 +87,11 @@ func TestHTTPMiddleware(t *testing.T) {
 	run := spansNamed(exp.GetSpans(), "invoke_agent One")[0]
 	assert.Equal(t, rs.SpanContext.SpanID(), run.Parent.SpanID(), "the turn is the request's child")
 
+	// A request is counted once its handler has returned, which may be
+	// after its client read the whole answer.
 	for _, c := range [][2]string{{"POST /turns/{ctx}", "201"}, {"GET /stream", "200"}, {"unmatched", "404"}} {
-		assert.Equal(t, 1.0, counter(t, reg, observe.MetricHTTPRequests, map[string]string{"route": c[0], "code": c[1]}), "%v", c)
+		labels := map[string]string{"route": c[0], "code": c[1]}
+		waitFor(t, "the count of "+c[0], func() bool { return counter(t, reg, observe.MetricHTTPRequests, labels) >= 1 })
+		assert.Equal(t, 1.0, counter(t, reg, observe.MetricHTTPRequests, labels), "%v", c)
 	}
 }

@@ -49,17 +49,43 @@ func (o *Observer) onEvent(_ context.Context, env event.Envelope) error {
 	if !ok {
 		return nil
 	}
-	switch dots := strings.Count(rest, "."); {
-	case dots == 1 && strings.HasSuffix(rest, ".start"):
+	switch runEventKind(rest) {
+	case "start":
 		o.runStarted(env)
-	case dots == 1 && strings.HasSuffix(rest, ".end"):
+	case "end":
 		o.runEnded(env)
-	case dots == 3 && strings.HasSuffix(rest, ".model") && strings.Contains(rest, ".call."):
+	case "model":
 		o.modelCall(env)
-	case dots == 3 && strings.HasSuffix(rest, ".tool") && strings.Contains(rest, ".call."):
+	case "tool":
 		o.toolCall(env)
 	}
 	return nil
+}
+
+// runEventKind is what the observer reads of a run's subject (after
+// agent.run.): "start" and "end" for <run>.start and <run>.end, "model"
+// and "tool" for <run>.call.<actor>.model and .tool, "" for anything
+// else. The second segment must be "call" itself: a script's custom
+// events (<run>.custom.call.model, published with host.publish) are not
+// the engine's calls and count no tokens.
+func runEventKind(rest string) string {
+	_, tail, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	switch tail {
+	case "start", "end":
+		return tail
+	}
+	call, ok := strings.CutPrefix(tail, "call.")
+	if !ok {
+		return ""
+	}
+	actor, kind, ok := strings.Cut(call, ".")
+	if !ok || actor == "" || strings.Contains(kind, ".") || (kind != "model" && kind != "tool") {
+		return ""
+	}
+	return kind
 }
 
 // tenantOf is the run's tenant: the run start's header, else the agent's
@@ -90,7 +116,7 @@ func (o *Observer) runStarted(env event.Envelope) {
 		}
 		engine = a.Definition.Engine.Impl
 	}
-	_, span := o.tracer.Start(parent, "invoke_agent "+name, trace.WithSpanKind(trace.SpanKindInternal),
+	_, span := o.tracer.Start(parent, clip("invoke_agent "+name), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(env.Time), trace.WithAttributes(runAttrs(env, name, engine)...))
 	r := &runTrack{id: runID, tenant: tenant, agent: agentLabel, start: env.Time, span: span}
 	r.ctx = trace.ContextWithSpan(context.Background(), span)
@@ -169,7 +195,10 @@ func (o *Observer) runEnded(env event.Envelope) {
 		_ = json.Unmarshal(env.Payload, &p)
 	}
 	status := statusOf(p.Error, p.ErrorKind)
-	quota := quotaOf(p.Error)
+	quota := ""
+	if p.ErrorKind == fault.RateLimit.String() || p.ErrorKind == fault.BudgetExceeded.String() {
+		quota = quotaOf(p.Error) // the text of a quota's error; a script may throw the same text
+	}
 	r := o.take(env.Header(event.HeaderRunID))
 	tenant, agentLabel := "", o.agents.value(env.Header(event.HeaderAgentID))
 	if r != nil {
@@ -197,7 +226,7 @@ func (o *Observer) runEnded(env event.Envelope) {
 	}
 	if p.Error != "" {
 		r.span.SetAttributes(attrErrorType(errorType(p.ErrorKind)))
-		r.span.SetStatus(codes.Error, p.Error)
+		r.span.SetStatus(codes.Error, clip(p.Error))
 	}
 	r.span.End(trace.WithTimestamp(env.Time))
 	o.log.Debug("observe: turn ended", "run_id", r.id, "agent", env.Header(event.HeaderAgentID), "tenant", tenant,
@@ -227,7 +256,7 @@ func (o *Observer) modelCall(env event.Envelope) {
 		o.m.tokens.WithLabelValues(tenant, "output").Add(float64(p.OutputTokens))
 	}
 	o.m.models.WithLabelValues(tenant, callStatus(p)).Inc()
-	_, span := o.tracer.Start(parent, "chat "+p.Name, trace.WithSpanKind(trace.SpanKindClient),
+	_, span := o.tracer.Start(parent, clip("chat "+p.Name), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(callStart(env)), trace.WithAttributes(modelAttrs(p)...))
 	endCall(span, env, p)
 }
@@ -245,7 +274,7 @@ func (o *Observer) toolCall(env event.Envelope) {
 		tenant = o.tenants.value(o.tenantOf(env))
 	}
 	o.m.tools.WithLabelValues(tenant, callStatus(p)).Inc()
-	_, span := o.tracer.Start(parent, "execute_tool "+p.Name, trace.WithSpanKind(trace.SpanKindInternal),
+	_, span := o.tracer.Start(parent, clip("execute_tool "+p.Name), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(callStart(env)), trace.WithAttributes(toolAttrs(p)...))
 	endCall(span, env, p)
 }
@@ -253,7 +282,7 @@ func (o *Observer) toolCall(env event.Envelope) {
 func endCall(span trace.Span, env event.Envelope, p event.CallPayload) {
 	if p.Error != "" {
 		span.SetAttributes(attrErrorType(callErrorType(p)))
-		span.SetStatus(codes.Error, p.Error)
+		span.SetStatus(codes.Error, clip(p.Error))
 	}
 	span.End(trace.WithTimestamp(env.Time))
 }
@@ -293,8 +322,10 @@ func callStatus(p event.CallPayload) string {
 	return "error"
 }
 
+// errorType is error.type: a fault kind's name, or "_OTHER" for none or
+// a kind Corral does not define.
 func errorType(kind string) string {
-	if kind == "" {
+	if _, ok := fault.ParseKind(kind); !ok {
 		return "_OTHER"
 	}
 	return kind

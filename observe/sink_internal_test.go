@@ -2,10 +2,16 @@ package observe
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -111,5 +117,60 @@ func TestChildRunSpanNests(t *testing.T) {
 	}
 	if spans[0].Parent.SpanID() != spans[1].SpanContext.SpanID() {
 		t.Fatal("the child run's span is not a child of its parent's")
+	}
+}
+
+// REF 13.2.13: the strings a run's events and requests carry (a model's
+// or a tool's name, a tool call id, an error, a context id, an HTTP
+// method) reach a span at most maxAttrLen bytes long, and a method HTTP
+// does not define is "_OTHER".
+func TestSpanStringsBounded(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	o := newBareObserver(t, Options{TracerProvider: tp})
+	big := strings.Repeat("é", 50000)
+	send := func(subject, payload string) {
+		env := event.Envelope{Subject: subject, Time: time.Unix(1, 0), Payload: []byte(payload),
+			Headers: map[string]string{event.HeaderRunID: "r1", event.HeaderAgentID: "bot", event.HeaderContextID: big}}
+		if err := o.onEvent(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := strconv.Quote(big)
+	send(event.SubjectRunStart("r1"), `{}`)
+	send(event.SubjectModelCall("r1", "n"), `{"name":`+js+`,"provider":`+js+`,"node_id":`+js+`,"finish_reason":`+js+`,"error":`+js+`,"error_kind":`+js+`}`)
+	send(event.SubjectToolCall("r1", "n"), `{"name":`+js+`,"tool_call_id":`+js+`,"error":`+js+`}`)
+	send(event.SubjectRunEnd("r1"), `{"error":`+js+`,"error_kind":"internal"}`)
+
+	h := o.HTTPMiddleware()(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Method = strings.Repeat("X", 100000)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	spans := exp.GetSpans()
+	if len(spans) != 4 {
+		t.Fatalf("%d spans, want 4", len(spans))
+	}
+	for _, s := range spans {
+		check := func(what, v string) {
+			if len(v) > maxAttrLen || !utf8.ValidString(v) {
+				t.Errorf("span %.30q: %s is %d bytes (valid UTF-8: %v), want at most %d", s.Name, what, len(v), utf8.ValidString(v), maxAttrLen)
+			}
+		}
+		check("name", s.Name)
+		check("status", s.Status.Description)
+		for _, a := range s.Attributes {
+			if a.Value.Type() == attribute.STRINGSLICE {
+				for _, v := range a.Value.AsStringSlice() {
+					check(string(a.Key), v)
+				}
+			} else {
+				check(string(a.Key), a.Value.Emit())
+			}
+			if a.Key == "http.request.method" && a.Value.AsString() != "_OTHER" {
+				t.Errorf("http.request.method %.30q, want _OTHER", a.Value.AsString())
+			}
+		}
 	}
 }

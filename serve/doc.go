@@ -17,7 +17,9 @@
 // Definition.Tenant), and the sessions and turns it opened: another
 // tenant's are 404, so their existence does not leak. The runtime's
 // tenant quotas apply; a refusal is 429 naming the quota, with
-// Retry-After for a rate.
+// Retry-After for a rate. A tenant holds at most
+// Options.MaxSessionsPerTenant sessions open, a share of the runtime's
+// max_sessions by default, so that no tenant takes every place.
 //
 // # Lifecycle
 //

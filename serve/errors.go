@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/session"
@@ -35,6 +36,11 @@ func errorOf(err error) apiError {
 	var ue *unauthorizedError
 	if errors.As(err, &ue) {
 		return unauthorized()
+	}
+	var sq *sessionsQuotaError
+	if errors.As(err, &sq) {
+		e.status, e.quota, e.kind = http.StatusTooManyRequests, "sessions", fault.BudgetExceeded.String()
+		return e
 	}
 	var qe *session.QuotaError
 	if errors.As(err, &qe) {
@@ -98,8 +104,26 @@ func (s *Server) noteError(r *http.Request, e apiError) {
 	if e.status >= 500 {
 		level = s.log.Error
 	}
-	level("request refused", "method", r.Method, "path", r.URL.Path, "tenant", tenant,
-		"status", e.status, "kind", e.kind, "quota", e.quota, "error", e.message)
+	level("request refused", "method", clipLog(r.Method), "path", clipLog(r.URL.Path), "tenant", tenant,
+		"status", e.status, "kind", e.kind, "quota", e.quota, "error", clipLog(e.message))
+}
+
+// maxLogValue bounds, in bytes, a value a client or a script chose that
+// a log line carries (a path, an error that repeats the request).
+const maxLogValue = 512
+
+// clipLog cuts s to maxLogValue bytes at a character's start, marking
+// the cut, so that a client cannot make a log line as long as its request
+// (REF 11.8.13).
+func clipLog(s string) string {
+	if len(s) <= maxLogValue {
+		return s
+	}
+	n := maxLogValue
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 func writeErrorHeaders(w http.ResponseWriter, e apiError) {

@@ -36,8 +36,12 @@ type streamEvent struct {
 type eventLog struct {
 	max int // payload bytes kept, past which only the end is kept
 	// acct, when set, counts the bytes the log holds into its tenant's
-	// total (Options.MaxTenantEventBytes) until detach or free.
-	acct *atomic.Int64
+	// total (Options.MaxTenantEventBytes) until detach or free; past
+	// budget, trim frees the tenant's finished logs and, if the total is
+	// still over, the log takes no more (REF 11.8.12).
+	acct   *atomic.Int64
+	budget int64
+	trim   func()
 
 	mu       sync.Mutex
 	events   []streamEvent
@@ -63,7 +67,7 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 		if l.full {
 			return
 		}
-		if l.bytes+len(ev.data) > l.max {
+		if l.bytes+len(ev.data) > l.max || (l.acct != nil && l.acct.Load()+int64(len(ev.data)) > l.budget) {
 			l.full = true
 			ev = streamEvent{typ: evOverflow, data: json.RawMessage(`{"reason":"the turn's event log is full; the rest of the stream is not kept"}`)}
 		}
@@ -78,6 +82,18 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// overBudget reports whether n more bytes would take the tenant's logs
+// past the budget while the log still takes events (and counts into
+// them). A full or closed log does not ask for a trim: so the tenant's
+// logs are scanned at most once per running turn while the budget stays
+// spent.
+func (l *eventLog) overBudget(n int) bool {
+	l.mu.Lock()
+	acct, taking := l.acct, !l.full && !l.closed
+	l.mu.Unlock()
+	return taking && acct != nil && l.trim != nil && acct.Load()+int64(n) > l.budget
 }
 
 // compact returns raw on one line (server-sent events end a data field at
@@ -96,32 +112,22 @@ func compact(raw json.RawMessage) json.RawMessage {
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	env.Payload = compact(env.Payload)
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	run := env.Header(event.HeaderRunID)
+	var ev streamEvent
 	switch {
 	case env.Subject == event.SubjectRunEnd(run) && d.Type == "":
-		l.appendLocked(streamEvent{typ: evEnd, data: env.Payload})
+		ev = streamEvent{typ: evEnd, data: env.Payload}
 	case env.Subject == event.SubjectPromptRequested(run):
-		var p session.PromptRequested
-		if env.Decode(&p) == nil && p.PromptID != "" {
-			l.prompts[p.PromptID] = p
-			l.promptID = append(l.promptID, p.PromptID)
-		}
-		l.appendLocked(streamEvent{typ: evPrompt, data: env.Payload})
+		ev = streamEvent{typ: evPrompt, data: env.Payload}
 	case env.Subject == event.SubjectPromptResolved(run):
-		var p session.PromptResolved
-		if env.Decode(&p) == nil {
-			l.resolveLocked(p.PromptID)
-		}
-		l.appendLocked(streamEvent{typ: evPromptResolved, data: env.Payload})
+		ev = streamEvent{typ: evPromptResolved, data: env.Payload}
 	case event.IsStreamDelta(env.Subject):
 		data, err := json.Marshal(d)
 		if err != nil {
 			return
 		}
 		dd := d
-		l.appendLocked(streamEvent{typ: evDelta, data: data, delta: &dd})
+		ev = streamEvent{typ: evDelta, data: data, delta: &dd}
 	default:
 		data, err := json.Marshal(struct {
 			Subject string          `json:"subject"`
@@ -130,8 +136,27 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		if err != nil {
 			return
 		}
-		l.appendLocked(streamEvent{typ: evEvent, data: data})
+		ev = streamEvent{typ: evEvent, data: data}
 	}
+	if ev.typ != evEnd && l.overBudget(len(ev.data)) {
+		l.trim()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch ev.typ {
+	case evPrompt:
+		var p session.PromptRequested
+		if env.Decode(&p) == nil && p.PromptID != "" {
+			l.prompts[p.PromptID] = p
+			l.promptID = append(l.promptID, p.PromptID)
+		}
+	case evPromptResolved:
+		var p session.PromptResolved
+		if env.Decode(&p) == nil {
+			l.resolveLocked(p.PromptID)
+		}
+	}
+	l.appendLocked(ev)
 }
 
 func (l *eventLog) resolveLocked(id string) {
@@ -171,6 +196,14 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 		after = len(l.events)
 	}
 	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+}
+
+// length returns the id of the log's last event (0: none yet) and
+// whether the log is closed.
+func (l *eventLog) length() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events), l.closed
 }
 
 // size returns the payload bytes the log holds.
@@ -269,12 +302,31 @@ func (l *eventLog) sink() agent.StreamSink {
 // sinkSpec attaches the log to a turn's confirmed stream. Its queue is the
 // deployment's runtime.sessions.sink_buffer: the sink only appends to the
 // log, and a larger queue would cost every turn its allocation. A sink
-// detached for any cause ends the log with a failed end.
+// detached for any cause (its queue filled faster than it drained) loses
+// the rest of the stream: the log records an overflow and keeps only the
+// end, which the turn's watcher adds with the turn's own status
+// (REF 11.3.7).
 func (l *eventLog) sinkSpec() session.SinkSpec {
 	return session.SinkSpec{ID: "serve", Sink: l.sink(), Visibility: session.VisibilityConfirmed,
 		OnDetach: func(err error) {
 			if err != nil {
-				l.end(agent.StatusFailed, "the stream stopped: "+err.Error())
+				l.lose("the rest of the turn's stream was lost: " + err.Error())
 			}
 		}}
+}
+
+// lose records that the log gets no more events but its end: one overflow
+// event saying why.
+func (l *eventLog) lose(why string) {
+	data, err := json.Marshal(map[string]string{"reason": why})
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.full {
+		return
+	}
+	l.appendLocked(streamEvent{typ: evOverflow, data: data})
+	l.full = true
 }

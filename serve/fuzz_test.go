@@ -13,6 +13,13 @@ func checkDecoded(t *testing.T, err error) {
 	if err != nil && !fault.Is(err, fault.Validation) {
 		t.Fatalf("a bad body is a Validation error, got %v", err)
 	}
+	if err != nil { // REF 11.8.8: the client's terms, not the server's Go types
+		for _, leak := range []string{"Go struct", "Go value", "interface {}", "json: ", "serve."} {
+			if strings.Contains(err.Error(), leak) {
+				t.Fatalf("the error shows %q: %v", leak, err)
+			}
+		}
+	}
 }
 
 // REF 11.5.1
@@ -70,6 +77,7 @@ func FuzzDecodeSmallBodies(f *testing.F) {
 		`{"agent":"echo"}`, `{"agent":"echo","context_id":"c"}`, `{"agent":"echo","context_id":" c"}`,
 		`{"text":"yes"}`, `{"parts":[{"type":"text","text":"y"}]}`, `{"text":"a","parts":[]}`,
 		`{"parts":[{"type":"data","data":"{"}]}`, `{}`, `null`,
+		`{"agent":7}`, `{"agent":"echo","context_id":"a\u0000b"}`, `{"parts":"x"}`, `{"metadata":{"a":1}}`,
 	} {
 		f.Add(s)
 	}
@@ -78,6 +86,9 @@ func FuzzDecodeSmallBodies(f *testing.F) {
 		checkDecoded(t, err)
 		if err == nil && open.Agent == "" {
 			t.Fatalf("accepted %q without an agent", body)
+		}
+		if err == nil && checkContextID(open.ContextID) != nil {
+			t.Fatalf("accepted the context id %q (REF 11.8.10)", open.ContextID)
 		}
 		_, err = decodeAnswer(strings.NewReader(body))
 		checkDecoded(t, err)

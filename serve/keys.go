@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
+	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 
@@ -62,6 +66,10 @@ func ParseKeys(name string, data []byte) (*Keys, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, fault.New(fault.Validation, "parse keys", "%s", shapeProblems(name, te.Errors))
+		}
 		return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s", name)
 	}
 	if len(f.Tenants) == 0 {
@@ -84,6 +92,9 @@ func ParseKeys(name string, data []byte) (*Keys, error) {
 			if err != nil {
 				return nil, fault.Wrap(fault.Validation, err, "parse keys", "%s.keys[%d]", at, i)
 			}
+			if sum == emptyKeySum {
+				return nil, fault.New(fault.Validation, "parse keys", "%s.keys[%d]: the hash of the empty key, which no request can present", at, i)
+			}
 			if other, dup := seen[sum]; dup {
 				return nil, fault.New(fault.Validation, "parse keys", "%s.keys[%d]: the key is listed already (tenant %q)", at, i, other)
 			}
@@ -94,15 +105,84 @@ func ParseKeys(name string, data []byte) (*Keys, error) {
 	return k, nil
 }
 
-// LoadKeys reads the keys file at path.
+// emptyKeySum is the SHA-256 of the empty key.
+var emptyKeySum = sha256.Sum256(nil)
+
+// The decoder's messages of a keys file of the wrong shape; they name the
+// server's Go types, which shapeProblems tells in the file's terms.
+var (
+	unknownField = regexp.MustCompile(`^line (\d+): field (.*) not found in type \S+$`)
+	wrongType    = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (\S+)$`)
+)
+
+// shapeProblems tells the decoder's errors as file:line and what the
+// keys file must have there (tenants: {<tenant>: {keys: [<hash>, ...]}}).
+func shapeProblems(name string, msgs []string) string {
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		switch sub := unknownField.FindStringSubmatch(m); {
+		case sub != nil:
+			out = append(out, fmt.Sprintf("%s:%s: unknown field %q (a keys file is tenants: {<tenant>: {keys: [...]}})", name, sub[1], sub[2]))
+		default:
+			sub = wrongType.FindStringSubmatch(m)
+			if sub == nil {
+				out = append(out, name+": the file is not a keys file (tenants: {<tenant>: {keys: [...]}})")
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s:%s: %s where %s is expected", name, sub[1], yamlTagKind(sub[2]), goKind(sub[3])))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// yamlTagKind names a YAML tag's kind of value.
+func yamlTagKind(tag string) string {
+	switch tag {
+	case "int", "float":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "seq":
+		return "a list"
+	case "map":
+		return "a mapping"
+	case "null":
+		return "null"
+	}
+	return "a string"
+}
+
+// goKind names what a Go type of the keys file is in YAML.
+func goKind(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case t == "string":
+		return "a string"
+	}
+	return "a mapping"
+}
+
+// LoadKeys reads the keys file at path. On Unix, a file that its group or
+// other users may write is a Forbidden error: whoever can write it can
+// give themselves a tenant's key.
 func LoadKeys(path string) (*Keys, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		kind := fault.Internal
 		if os.IsNotExist(err) {
 			kind = fault.NotFound
 		}
 		return nil, fault.Wrap(kind, err, "load keys", "")
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && goruntime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 {
+		return nil, fault.New(fault.Forbidden, "load keys", "%s: its group or other users may write it (mode %04o): chmod go-w %s",
+			path, fi.Mode().Perm(), path)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, "load keys", "%s", path)
 	}
 	return ParseKeys(path, data)
 }

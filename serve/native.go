@@ -167,6 +167,11 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request) {
 			"the events of turn %q were freed to keep the tenant's turns within their event budget; its result is kept", te.turn.RunID()))
 		return
 	}
+	if err == nil {
+		if n, closed := te.log.length(); !closed && after > n { // REF 11.8.11
+			err = fault.New(fault.Validation, "stream", "Last-Event-ID %d was never sent: the turn's last event is %d", after, n)
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -159,7 +159,7 @@ type openAIErrorBody struct {
 func openAIErrorOf(e apiError) openAIError {
 	typ := "api_error"
 	switch e.status {
-	case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
+	case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
 		typ = "invalid_request_error"
 	case http.StatusUnauthorized:
 		typ = "authentication_error"

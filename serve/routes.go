@@ -30,23 +30,25 @@ func tenantOf(ctx context.Context) string {
 // files open, every other route behind a key.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /healthz", keyless(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.Handle("GET /readyz", keyless(s.readyz))
+	mux.Handle("GET /openapi.json", keyless(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
-	})
-	mux.Handle("GET /{$}", console.Handler()) // the web console, without a key; its API calls carry one
-	mux.Handle("GET "+console.AssetPrefix, console.Handler())
+	}))
+	mux.Handle("GET /{$}", keyless(console.Handler().ServeHTTP)) // the web console, without a key; its API calls carry one
+	mux.Handle("GET "+console.AssetPrefix, keyless(console.Handler().ServeHTTP))
 	if s.opts.Metrics != nil {
-		mux.Handle("GET /metrics", s.opts.Metrics)
+		mux.Handle("GET /metrics", keyless(s.opts.Metrics.ServeHTTP))
 	}
 	openai := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeOpenAIError) }
 	mux.Handle("GET /v1/models", openai(s.listModels))
 	mux.Handle("GET /v1/models/{model}", openai(s.getModel))
 	mux.Handle("POST /v1/chat/completions", openai(s.chatCompletions))
+	mux.Handle("/v1/", openai(s.noV1Route)) // what /v1 does not have, in OpenAI's error shape
+	mux.Handle("/v1", openai(s.noV1Route))
 	native := func(h http.HandlerFunc) http.Handler { return s.authenticate(h, s.writeError) }
 	mux.Handle("GET /api/agents", native(s.listAgents))
 	mux.Handle("POST /api/sessions", native(s.openSession))
@@ -80,6 +82,7 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		key, ok := bearerKey(r.Header.Values("Authorization"))
 		tenant, found := s.keys.Tenant(key)
 		if !ok || !found {
+			skipBody(w, r)
 			writeErr(w, r, errUnauthorizedKind)
 			return
 		}
@@ -92,6 +95,48 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
+}
+
+// noV1Route answers a request under /v1 that no route takes, in OpenAI's
+// error shape: 405 with Allow for a path that takes other methods, 404
+// otherwise (REF 11.2.6).
+func (s *Server) noV1Route(w http.ResponseWriter, r *http.Request) {
+	allow := ""
+	switch rest, isModel := strings.CutPrefix(r.URL.Path, "/v1/models/"); {
+	case r.URL.Path == "/v1/models", isModel && rest != "" && !strings.Contains(rest, "/"):
+		allow = "GET, HEAD"
+	case r.URL.Path == "/v1/chat/completions":
+		allow = http.MethodPost
+	}
+	if allow == "" {
+		s.writeOpenAIError(w, r, fault.New(fault.NotFound, "serve", "no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", allow)
+	e := errorOf(fault.New(fault.Validation, "serve", "%s does not take %s; it takes %s", r.URL.Path, r.Method, allow))
+	e.status = http.StatusMethodNotAllowed
+	s.noteError(r, e)
+	writeJSON(w, e.status, openAIErrorOf(e))
+}
+
+// keyless serves a route that needs no key and reads no body.
+func keyless(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		skipBody(w, r)
+		h(w, r)
+	})
+}
+
+// skipBody makes the answer to a request whose body will not be read
+// close its connection without reading the body: the server would
+// otherwise read what the client declared before it answers, for as long
+// as the client takes to send it (REF 11.8.9).
+func skipBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // bearerKey reads the key of a request's Authorization headers: exactly

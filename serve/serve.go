@@ -53,6 +53,13 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of a request's body: a client
 	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
 	BodyReadTimeout time.Duration
+	// MaxSessionsPerTenant bounds the sessions a tenant holds open through
+	// the native API; one more is refused with 429 naming the quota
+	// "sessions". 0: the runtime's runtime.sessions.max_sessions shared
+	// out among the keys' tenants and the completions, its integer part of
+	// max_sessions / (tenants + 1), at least 1, so that no tenant takes
+	// every place.
+	MaxSessionsPerTenant int
 	// Recordings, when set, is told of every settled turn and serves
 	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
 	// the runtime's host factory is one). nil: no recordings (404).
@@ -118,6 +125,7 @@ type Server struct {
 	draining bool
 	closed   bool
 	sessions map[string]*sessionEntry // by id
+	opening  map[string]int           // sessions being opened, by tenant
 	running  map[*turnEntry]struct{}  // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
@@ -134,7 +142,7 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
+		sessions: map[string]*sessionEntry{}, opening: map[string]int{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
 		tenantBytes: map[string]*atomic.Int64{}}
 	s.h = s.routes()
 	return s, nil

@@ -5,12 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -88,13 +93,87 @@ func decodeJSON(r io.Reader, v any, strict bool) error {
 		if errors.As(err, &mbe) {
 			return fault.New(fault.Validation, "decode request", "the body is larger than %d bytes", mbe.Limit)
 		}
-		return fault.Wrap(fault.Validation, err, "decode request", "the body is not the expected JSON")
+		return fault.Wrap(fault.Validation, &bodyError{msg: jsonProblem(err), err: err}, "decode request", "the body is not the expected JSON")
 	}
 	if dec.More() {
 		return fault.New(fault.Validation, "decode request", "the body holds more than one JSON value")
 	}
 	return nil
 }
+
+// bodyError is a decoder's error told in the client's terms; it keeps the
+// decoder's error as its cause (io.EOF for an empty body).
+type bodyError struct {
+	msg string
+	err error
+}
+
+func (e *bodyError) Error() string { return e.msg }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// jsonProblem says what is wrong with a body in the client's terms: the
+// JSON field and the JSON type it wants, or where the syntax breaks;
+// never the server's Go types, which the decoder's own messages name.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the body"
+		} else {
+			field = strconv.Quote(field)
+		}
+		got := te.Value
+		if v, _, _ := strings.Cut(got, " "); v != "" {
+			got = v // "number 300" for a number out of range
+		}
+		switch got {
+		case "object", "array":
+			got = "an " + got
+		case "bool":
+			got = "a boolean"
+		default:
+			got = "a " + got
+		}
+		return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type), got)
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "unexpected end of the body"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another JSON type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON type"
+}
+
+// MaxContextIDBytes bounds the context id a client names (REF 11.8.10).
+const MaxContextIDBytes = 256
 
 // openRequest is the body of POST /api/sessions.
 type openRequest struct {
@@ -112,11 +191,30 @@ func decodeOpenRequest(r io.Reader) (openRequest, error) {
 		return req, fault.New(fault.Validation, "open session", "agent is required")
 	}
 	if req.ContextID != "" {
+		if err := checkContextID(req.ContextID); err != nil {
+			return req, fault.Wrap(fault.Validation, err, "open session", "context_id")
+		}
 		if err := (session.Key{AgentID: req.Agent, ContextID: req.ContextID}).Validate(); err != nil {
 			return req, err
 		}
 	}
 	return req, nil
+}
+
+// checkContextID refuses a context id longer than MaxContextIDBytes, not
+// UTF-8, or with a control character: it names the session in every log
+// line, event header and span of its turns.
+func checkContextID(id string) error {
+	if len(id) > MaxContextIDBytes {
+		return fault.New(fault.Validation, "", "%d bytes long; at most %d", len(id), MaxContextIDBytes)
+	}
+	if !utf8.ValidString(id) {
+		return fault.New(fault.Validation, "", "not UTF-8")
+	}
+	if i := strings.IndexFunc(id, unicode.IsControl); i >= 0 {
+		return fault.New(fault.Validation, "", "a control character at byte %d", i)
+	}
+	return nil
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -151,15 +249,16 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		req.ContextID = id
 	}
 	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
-	s.mu.Lock()
-	for _, e := range s.sessions {
-		if e.key == key {
-			s.mu.Unlock()
-			writeJSON(w, http.StatusOK, e.view())
-			return
-		}
+	open, release, err := s.reserveSession(tenant, key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	s.mu.Unlock()
+	if open != nil {
+		writeJSON(w, http.StatusOK, open.view())
+		return
+	}
+	defer release()
 	lease, err := s.rt.Sessions().Open(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -183,21 +282,120 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions[id] = e
 	s.mu.Unlock()
+	release() // the session counts itself now
 	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
 	writeJSON(w, http.StatusCreated, e.view())
 }
 
+// reserveSession finds the tenant's open session of key, or takes a place
+// among the sessions the tenant may hold (REF 11.1.9) until release: the
+// opens in flight count, so that many at once cannot pass the share. A
+// session of key that another tenant holds (its agent changed tenant in a
+// reload) is retired.
+func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEntry, release func(), err error) {
+	limit := s.sessionsPerTenant()
+	s.mu.Lock()
+	held := s.opening[tenant]
+	var stale *sessionEntry
+	for _, e := range s.sessions {
+		switch {
+		case e.key == key && e.tenant == tenant:
+			s.mu.Unlock()
+			return e, nil, nil
+		case e.key == key: // the agent was another tenant's before a reload
+			stale = e
+		case e.tenant == tenant:
+			held++
+		}
+	}
+	if held >= limit {
+		s.mu.Unlock()
+		return nil, nil, &sessionsQuotaError{tenant: tenant, limit: limit}
+	}
+	s.opening[tenant]++
+	s.mu.Unlock()
+	if stale != nil {
+		s.retire(stale)
+	}
+	var once sync.Once
+	return nil, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.opening[tenant]--; s.opening[tenant] == 0 {
+				delete(s.opening, tenant)
+			}
+			s.mu.Unlock()
+		})
+	}, nil
+}
+
+// sessionsPerTenant is how many sessions one tenant may hold open
+// (Options.MaxSessionsPerTenant).
+func (s *Server) sessionsPerTenant() int {
+	if s.opts.MaxSessionsPerTenant > 0 {
+		return s.opts.MaxSessionsPerTenant
+	}
+	return max(1, s.rt.Config().Sessions.MaxSessions/(len(s.keys.Tenants())+1))
+}
+
+// sessionsQuotaError refuses a session past a tenant's share
+// (Options.MaxSessionsPerTenant): 429 naming the quota "sessions".
+type sessionsQuotaError struct {
+	tenant string
+	limit  int
+}
+
+func (e *sessionsQuotaError) Error() string {
+	return fmt.Sprintf("tenant %q: quota sessions of %d reached (the sessions one tenant may hold open on this server; delete one to open another)", e.tenant, e.limit)
+}
+
+func (e *sessionsQuotaError) Unwrap() error { return fault.BudgetExceeded }
+
 // session finds the tenant's session of the request's {sid}: another
-// tenant's is NotFound, as a missing one.
+// tenant's is NotFound, as a missing one, and so is a session of an agent
+// a reload gave to another tenant.
 func (s *Server) session(r *http.Request) (*sessionEntry, error) {
 	id := r.PathValue("sid")
 	s.mu.Lock()
 	e, ok := s.sessions[id]
 	s.mu.Unlock()
-	if !ok || e.tenant != tenantOf(r.Context()) {
+	if !ok || !s.owns(tenantOf(r.Context()), e) {
 		return nil, fault.New(fault.NotFound, "serve", "session %q not found", id)
 	}
 	return e, nil
+}
+
+// owns reports whether e is the tenant's: the tenant opened it and its
+// agent is still the tenant's (REF 11.1.10).
+func (s *Server) owns(tenant string, e *sessionEntry) bool {
+	if e.tenant != tenant {
+		return false
+	}
+	_, err := s.agentOf(tenant, e.key.AgentID)
+	return err == nil
+}
+
+// retire forgets a session whose agent a reload gave to another tenant:
+// its turn is interrupted and its lease released; its stored state stays
+// with the agent.
+func (s *Server) retire(e *sessionEntry) {
+	s.mu.Lock()
+	if s.sessions[e.id] != e {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.sessions, e.id)
+	s.mu.Unlock()
+	if t := e.lease.Session().Turn(); t != nil {
+		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
+	}
+	e.mu.Lock()
+	for _, te := range e.turns {
+		te.log.detach()
+	}
+	e.mu.Unlock()
+	_ = e.lease.Close()
+	s.log.Info("session retired: its agent belongs to another tenant", "tenant", e.tenant, "session", e.id, "agent", e.key.AgentID)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +408,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	list = slices.DeleteFunc(list, func(e *sessionEntry) bool { return !s.owns(tenant, e) })
 	slices.SortFunc(list, func(a, b *sessionEntry) int {
 		if c := a.created.Compare(b.created); c != 0 {
 			return c

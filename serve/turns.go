@@ -53,7 +53,8 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	defer endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
 	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
-		log.acct = s.eventBytes(spec.tenant)
+		log.acct, log.budget = s.eventBytes(spec.tenant), int64(s.opts.MaxTenantEventBytes)
+		log.trim = func() { s.trimEvents(spec.tenant) }
 	}
 	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
 	cfg := spec.cfg
@@ -109,7 +110,7 @@ func (s *Server) watch(te *turnEntry) {
 	s.mu.Unlock()
 	close(te.done)
 	s.log.Info("turn settled", "tenant", te.tenant, "agent", te.agentID, "run", te.turn.RunID(),
-		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", errText)
+		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", clipLog(errText))
 }
 
 // wait waits for the turn to settle, bounded by ctx.

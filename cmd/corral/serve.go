@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/observe"
@@ -30,6 +32,7 @@ type serveOptions struct {
 	keys  string
 	drain time.Duration // how long running turns may finish after a signal
 	grace time.Duration // how long interrupted turns may take to settle
+	idle  time.Duration // how long a keep-alive connection may stay idle
 	json  bool          // logs as JSON lines
 	// metricsAddr is the listener of GET /metrics; "" serves none.
 	metricsAddr string
@@ -38,7 +41,7 @@ type serveOptions struct {
 }
 
 const serveUsage = `usage: corral serve [DOC] [--addr 127.0.0.1:8080] [--keys FILE] [--drain 30s] [--grace 10s] [--log-json]
-                    [--metrics-addr 127.0.0.1:9464] [--record-turns 64]
+                    [--metrics-addr 127.0.0.1:9464] [--record-turns 64] [--idle-timeout 2m]
        corral serve hash-key < key
 
 Serve the deployment DOC (default: the embedded demo) over HTTP to the
@@ -50,8 +53,9 @@ DOC): an OpenAI-compatible API under /v1 and the native session API under
 Prometheus metrics at /metrics on a listener of its own (loopback when the
 address names no host; off without it). Traces follow the OTEL_*
 environment (off unless it asks). The last --record-turns turns are
-recorded for GET .../recording (0: none). hash-key prints the form a keys
-file stores a key in.
+recorded for GET .../recording (0: none). A connection idle for
+--idle-timeout between requests is closed. hash-key prints the form a
+keys file stores a key in.
 `
 
 // parseServeFlags parses the arguments of corral serve.
@@ -63,6 +67,7 @@ func parseServeFlags(args []string) (serveOptions, error) {
 	fs.StringVar(&o.keys, "keys", "", "the keys `FILE` (default: keys.yaml beside DOC)")
 	fs.DurationVar(&o.drain, "drain", 30*time.Second, "how long running turns may finish after SIGTERM")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long interrupted turns may take to settle")
+	fs.DurationVar(&o.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may stay idle between requests")
 	fs.BoolVar(&o.json, "log-json", false, "write logs as JSON lines")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "the `ADDRESS` of the /metrics listener (loopback unless it names a host; none without it)")
 	fs.IntVar(&o.recordTurns, "record-turns", defaultRecordTurns, "how many of the latest turns' recordings to keep (0: record none)")
@@ -89,6 +94,9 @@ func parseServeFlags(args []string) (serveOptions, error) {
 	}
 	if o.drain < 0 || o.grace < 0 {
 		return o, fault.New(fault.Validation, "serve", "--drain and --grace must not be negative")
+	}
+	if o.idle <= 0 {
+		return o, fault.New(fault.Validation, "serve", "--idle-timeout must be positive")
 	}
 	if o.recordTurns < 0 {
 		return o, fault.New(fault.Validation, "serve", "--record-turns must not be negative")
@@ -139,6 +147,10 @@ func serveCommand(ctx context.Context, args []string, sio stdio) int {
 	return exitOK
 }
 
+// minKeyLen is the length under which hash-key warns that a key could be
+// guessed.
+const minKeyLen = 16
+
 // hashKey prints the hash of the key on stdin's first line.
 func hashKey(sio stdio) int {
 	line, err := bufio.NewReader(sio.in).ReadString('\n')
@@ -146,6 +158,13 @@ func hashKey(sio stdio) int {
 	if key == "" {
 		fmt.Fprintf(sio.err, "corral: serve hash-key: no key on stdin (%v)\n", err)
 		return exitBadInput
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		fmt.Fprintln(sio.err, "corral: serve hash-key: the key has a space or a control character in it, which no Authorization header can carry")
+		return exitBadInput
+	}
+	if utf8.RuneCountInString(key) < minKeyLen {
+		fmt.Fprintf(sio.err, "corral: serve hash-key: warning: the key is shorter than %d characters; the server does not limit how many keys a client tries (openssl rand -hex 32 makes a good one)\n", minKeyLen)
 	}
 	fmt.Fprintln(sio.out, serve.HashKey(key))
 	return exitOK
@@ -213,7 +232,7 @@ func serveDocument(ctx context.Context, o serveOptions, sio stdio, log *slog.Log
 	if err != nil {
 		return fault.Wrap(fault.NotAvailable, err, "serve", "listen on %s", o.addr)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := httpServer(srv, o, log)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("listening", "addr", "http://"+ln.Addr().String(), "tenants", keys.Tenants())
@@ -260,6 +279,15 @@ func shutdown(hs *http.Server, srv *serve.Server, served <-chan error, o serveOp
 	return nil
 }
 
+// httpServer is the HTTP server of h: a request's headers must arrive
+// within 10 seconds, and a connection idle between requests for
+// --idle-timeout is closed, so that a client holds no connection it does
+// not use (REF 11.4.5).
+func httpServer(h http.Handler, o serveOptions, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
 // checkTenants refuses a keys file that names a tenant the document does
 // not declare.
 func checkTenants(app *runtime.Runtime, keys *serve.Keys, file string) error {
@@ -301,7 +329,7 @@ func serveMetrics(o serveOptions, obs *observe.Observer, log *slog.Logger) (stop
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", obs.MetricsHandler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := httpServer(mux, o, log)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
