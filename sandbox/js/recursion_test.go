@@ -1,0 +1,105 @@
+package js_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inBoundedChild is inSubtestChild with a bound on how long the child may
+// run: a case that would hang the call for minutes fails the test instead
+// of the test binary's timeout.
+func inBoundedChild(t *testing.T, timeout time.Duration) bool {
+	t.Helper()
+	if os.Getenv(subtestChildEnv) != "" {
+		return true
+	}
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), subtestChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "the child did not end within %v:\n%s", timeout, tail(string(out)))
+	require.NoError(t, err, "the child process failed:\n%s", tail(string(out)))
+	require.Contains(t, string(out), "--- PASS: "+parts[0][1:len(parts[0])-1], "the child ran no test:\n%s", tail(string(out)))
+	return false
+}
+
+// nativeRecursion is a script whose built-ins call one another through
+// getters and methods it set, with no frame of the VM's between them, and
+// the limit that must stop it.
+type nativeRecursion struct {
+	name, src, limit string
+}
+
+func nativeRecursions() []nativeRecursion {
+	stack, wall := sandbox.LimitStack, sandbox.LimitWallTime
+	dag := `let a = [1]; for (let i = 0; i < 40; i++) a = [a, a]; `
+	return []nativeRecursion{
+		{"Error.prototype.toString as the getter of name",
+			`const o = {}; Object.defineProperty(o, "name", {get: Error.prototype.toString}); o.name`, stack},
+		{"Object.prototype.toLocaleString as toString",
+			`const o = {}; o.toString = Object.prototype.toLocaleString; String(o)`, stack},
+		{"Object.prototype.toString as the getter of Symbol.toStringTag",
+			`const o = {}; Object.defineProperty(o, Symbol.toStringTag, {get: Object.prototype.toString}); String(o)`, stack},
+		{"Array.prototype.toString as join",
+			`const o = {length: 1}; o.join = Array.prototype.toString; Array.prototype.toString.call(o)`, stack},
+		{"RegExp flags through its own getter",
+			`const o = {}; Object.defineProperty(o, "global", {get: Object.getOwnPropertyDescriptor(RegExp.prototype, "flags").get}); o.global`, stack},
+		{"join of shared nested arrays", dag + `a.join()`, wall},
+		{"toString of shared nested arrays", dag + `String(a)`, wall},
+		{"toLocaleString of shared nested arrays", dag + `a.toLocaleString()`, wall},
+	}
+}
+
+// REF 9.M12 (native functions count how deep they run inside one another
+// and stop with the call)
+// A recursion through built-ins alone — no frame of the VM's between
+// them — ends with its limit instead of overflowing the Go stack (which
+// ends the process: each case runs in a child) or running for minutes
+// past its wall time; the peak RSS stays bounded and the next call on the
+// same runtime succeeds.
+func TestNativeRecursionStops(t *testing.T) {
+	for _, a := range nativeRecursions() {
+		t.Run(a.name, func(t *testing.T) {
+			if !inBoundedChild(t, 2*time.Minute) {
+				return
+			}
+			wall := 30 * time.Second
+			if a.limit == sandbox.LimitWallTime {
+				wall = time.Second
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: wall}})
+			require.NoError(t, err)
+			defer rt.Close()
+			resetPeak()
+			err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+				Script: sandbox.Script{Source: a.src}}, agent.NewBoard())
+			sandboxtest.RequireLimit(t, err, a.limit, "attacker")
+			_, peak := rss()
+			assert.Less(t, peak, int64(rssBound), "peak RSS")
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", [[1, 2], [3]].join(";") + String(new Error("e")))`}}, next))
+			assert.Equal(t, "1,2;3Error: e", next.Vars["ok"])
+		})
+	}
+}
