@@ -348,3 +348,91 @@ func (c *call) wrapSymbol(obj *goja.Object, sym *goja.Symbol, name string, g gua
 	}
 	_ = obj.SetSymbol(sym, c.native(name, func(fc goja.FunctionCall) goja.Value { return g(orig, fc) }))
 }
+
+// guardPrototypes refuses a prototype that would close a cycle through a
+// proxy. JavaScript refuses a cycle of prototypes only as far as the chain
+// has no proxy, and a lookup through a proxy without traps goes on to its
+// target and its handler in Go, with no frame of the VM's: an object whose
+// prototype is a proxy of itself (Object.setPrototypeOf(t, new Proxy(t,
+// {}))) made a lookup recurse until the Go stack overflowed. Setting a
+// prototype is the one way to close such a cycle (a proxy's target and
+// handler exist before it), so Object.setPrototypeOf, Reflect.setPrototypeOf
+// and the __proto__ setter refuse (a TypeError; false from Reflect) when the object would be
+// reached again from its new prototype, through prototypes, targets and
+// handlers.
+func (c *call) guardPrototypes() {
+	check := func(o, proto goja.Value) {
+		if c.closesCycle(o, proto) {
+			panic(c.vm.NewTypeError("Cyclic __proto__ value"))
+		}
+	}
+	c.wrap(c.object("Object"), "setPrototypeOf", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		check(fc.Argument(0), fc.Argument(1))
+		return callOrig(orig, fc.This, fc.Arguments...)
+	})
+	c.wrap(c.object("Reflect"), "setPrototypeOf", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		if c.closesCycle(fc.Argument(0), fc.Argument(1)) {
+			return c.vm.ToValue(false) // as for a cycle without proxies
+		}
+		return callOrig(orig, fc.This, fc.Arguments...)
+	})
+	proto := c.object("Object", "prototype")
+	d, err := c.in.descriptor(goja.Undefined(), proto, c.vm.ToValue("__proto__"))
+	dobj, ok := d.(*goja.Object)
+	if err != nil || !ok {
+		return
+	}
+	set, ok := goja.AssertFunction(dobj.Get("set"))
+	if !ok {
+		return
+	}
+	setter := c.native("set __proto__", func(fc goja.FunctionCall) goja.Value {
+		check(fc.This, fc.Argument(0))
+		return callOrig(set, fc.This, fc.Arguments...)
+	})
+	_ = proto.DefineAccessorProperty("__proto__", dobj.Get("get"), setter, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// closesCycle reports whether making proto the prototype of o would let a
+// lookup on o come back to o: whether o, or the target a proxy o forwards
+// to, is reached from proto through prototypes and, for a proxy, its
+// target and its handler. It runs no script code (a proxy's
+// getPrototypeOf trap is not called) and stops with the call.
+func (c *call) closesCycle(o, proto goja.Value) bool {
+	obj, ok := o.(*goja.Object)
+	start, ok2 := proto.(*goja.Object)
+	if !ok || !ok2 {
+		return false
+	}
+	changed := map[*goja.Object]bool{}
+	for obj != nil && !changed[obj] {
+		changed[obj] = true
+		if obj.ExportType() != proxyType {
+			break
+		}
+		obj = obj.Export().(goja.Proxy).Target()
+	}
+	seen := map[*goja.Object]bool{}
+	queue := []*goja.Object{start}
+	for len(queue) > 0 {
+		n := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if n == nil || seen[n] {
+			continue
+		}
+		if changed[n] {
+			return true
+		}
+		seen[n] = true
+		if len(seen)&1023 == 0 {
+			c.checkStop()
+		}
+		if n.ExportType() == proxyType {
+			p := n.Export().(goja.Proxy)
+			queue = append(queue, p.Target(), p.Handler())
+			continue
+		}
+		queue = append(queue, n.Prototype())
+	}
+	return false
+}

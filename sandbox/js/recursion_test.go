@@ -103,3 +103,55 @@ func TestNativeRecursionStops(t *testing.T) {
 		})
 	}
 }
+
+// REF 9.M12 (a prototype cycle through a proxy is refused)
+// A prototype that would close a cycle through a proxy — an object whose
+// prototype is a proxy of itself, a proxy's handler whose prototype is
+// that proxy — is refused as a cycle without proxies is: a TypeError from
+// Object.setPrototypeOf and the __proto__ setter, false from
+// Reflect.setPrototypeOf. Accepted, a lookup recursed in Go until the
+// stack overflowed and ended the process (each case runs in a child).
+func TestPrototypeCycleThroughProxyRefused(t *testing.T) {
+	for name, set := range map[string]string{
+		"Object.setPrototypeOf":  `Object.setPrototypeOf(o, p)`,
+		"the __proto__ setter":   `o.__proto__ = p`,
+		"Reflect.setPrototypeOf": `if (!Reflect.setPrototypeOf(o, p)) throw new TypeError("refused")`,
+	} {
+		for shape, build := range map[string]string{
+			"target":          `const o = {}; const p = new Proxy(o, {});`,
+			"handler":         `const o = {}; const p = new Proxy({}, o);`,
+			"proxy of proxy":  `const o = {}; const p = new Proxy(new Proxy(o, {}), {});`,
+			"through a chain": `const o = {}; const p = Object.create(Object.create(new Proxy(o, {})));`,
+			"proxy as target": `const t = {}; const o = new Proxy(t, {}); const p = new Proxy(Object.create(t), {});`,
+		} {
+			t.Run(name+"/"+shape, func(t *testing.T) {
+				if !inBoundedChild(t, 2*time.Minute) {
+					return
+				}
+				rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+				require.NoError(t, err)
+				defer rt.Close()
+				b := agent.NewBoard()
+				err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+					Script: sandbox.Script{Source: build + `
+						let refused = false;
+						try { ` + set + ` } catch (e) { refused = e instanceof TypeError }
+						board.setVar("refused", refused);
+						board.setVar("x", String(p.x) + String(o.x) + ("x" in p));`}}, b)
+				require.NoError(t, err)
+				assert.Equal(t, true, b.Vars["refused"])
+				assert.Equal(t, "undefinedundefinedfalse", b.Vars["x"])
+			})
+		}
+	}
+	t.Run("no cycle", func(t *testing.T) {
+		rt := mustNew(t, js.Options{})
+		b := agent.NewBoard()
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+			Script: sandbox.Script{Source: `
+				const base = {y: 2}; const p = new Proxy(base, {});
+				const o = Object.setPrototypeOf({}, p); const q = {}; q.__proto__ = p;
+				board.setVar("ok", o.y + q.y + (Reflect.setPrototypeOf({}, p) ? 1 : 0));`}}, b))
+		assert.Equal(t, float64(5), b.Vars["ok"])
+	})
+}
