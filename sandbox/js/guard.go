@@ -22,11 +22,25 @@ const (
 	bytesPerStringProp = 256
 	// bytesPerJSONByte is what one byte of JSON text parses into, about.
 	bytesPerJSONByte = 16
+	// bytesPerCollatedChar is what comparing one character by locale
+	// (String.prototype.localeCompare) allocates: measured at about 16.
+	bytesPerCollatedChar = 32
 	// sortsPerElement makes a sort without a comparator (which compares
 	// strings, in one step the VM cannot interrupt) count each element
 	// this many times against the element budget.
 	sortsPerElement = 16
 )
+
+// localeCompare bounds String.prototype.localeCompare, whose collation
+// allocates about 16 bytes a character of both strings in one step.
+func (c *call) localeCompare(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	if isNullish(fc.This) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	a, b := c.toStr(fc.This), c.toStr(fc.Argument(0)) // converted once
+	c.need(float64(a.Length()+b.Length()) * bytesPerCollatedChar)
+	return callOrig(orig, a, append([]goja.Value{b}, fc.Arguments[min(1, len(fc.Arguments)):]...)...)
+}
 
 // guardFunc is the body of a guarded built-in: it gets the original.
 type guardFunc func(orig goja.Callable, fc goja.FunctionCall) goja.Value
@@ -39,6 +53,7 @@ func (c *call) installGuards() {
 	c.guardArrays()
 	c.guardObjects()
 	c.guardPrototypes()
+	c.wrap(c.object("String", "prototype"), "localeCompare", c.localeCompare)
 	c.guardBuffers()
 	c.guardRegexp()
 	c.guardRegexpSymbols()

@@ -199,6 +199,7 @@ func stepAttacks() []stepAttack {
 		{name: "String.raw of a huge length", src: `String.raw({raw: {length: 1e9}})`},
 		{name: "String.raw of a repeated string", src: `String.raw({raw: Array(4096).fill("x".repeat(1 << 20))})`},
 		{name: "normalize", src: `"\uFDFA".repeat(1 << 21).normalize("NFKD")`},
+		{name: "localeCompare", src: `const s = "a".repeat(1 << 22); s.localeCompare(s + "b")`},
 	}
 }
 
