@@ -53,6 +53,7 @@ func (c *call) installGuards() {
 	c.guardArrays()
 	c.guardObjects()
 	c.guardPrototypes()
+	c.guardProxies()
 	c.wrap(c.object("String", "prototype"), "localeCompare", c.localeCompare)
 	c.guardBuffers()
 	c.guardRegexp()

@@ -436,3 +436,58 @@ func (c *call) closesCycle(o, proto goja.Value) bool {
 	}
 	return false
 }
+
+// proxyTraps are the names of a proxy handler's traps.
+var proxyTraps = [...]string{"getPrototypeOf", "setPrototypeOf", "isExtensible", "preventExtensions",
+	"getOwnPropertyDescriptor", "defineProperty", "has", "get", "set", "deleteProperty", "ownKeys", "apply",
+	"construct"}
+
+// guardProxies makes every trap lookup of a proxy pass a native function:
+// new Proxy(t, h) and Proxy.revocable(t, h) get, in place of h, an object
+// whose prototype is h and whose own traps are getters reading h's. goja
+// looks a trap up on the handler in Go, and a handler that is a proxy (or
+// inherits from one) looks up its own, so p = new Proxy(p, p) forty times
+// made one lookup run 2^40 of them with no instruction of the VM's where a
+// stop lands; through the getters each is counted and stops with the call
+// (enterNative). A trap still runs with this inheriting from the handler.
+func (c *call) guardProxies() {
+	ctor := c.object("Proxy")
+	if ctor == nil {
+		return
+	}
+	getters := make([]goja.Value, len(proxyTraps))
+	for i, name := range proxyTraps {
+		getters[i] = c.native("get "+name, func(fc goja.FunctionCall) goja.Value {
+			w, ok := fc.This.(*goja.Object)
+			if !ok || w.ExportType() == proxyType || w.Prototype() == nil {
+				return goja.Undefined()
+			}
+			return w.Prototype().Get(name)
+		})
+	}
+	handler := func(args []goja.Value) []goja.Value {
+		if len(args) < 2 {
+			return args
+		}
+		h, ok := args[1].(*goja.Object)
+		if !ok {
+			return args
+		}
+		w := c.vm.CreateObject(h)
+		for i, name := range proxyTraps {
+			_ = w.DefineAccessorProperty(name, getters[i], goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+		return append([]goja.Value{args[0], w}, args[2:]...)
+	}
+	c.wrap(ctor, "revocable", func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		return callOrig(orig, fc.This, handler(fc.Arguments)...)
+	})
+	c.proxyConstructor("Proxy",
+		func(target *goja.Object, args []goja.Value, newTarget *goja.Object) *goja.Object {
+			return c.construct(target, handler(args), newTarget)
+		},
+		func(target *goja.Object, this goja.Value, args []goja.Value) goja.Value {
+			f, _ := goja.AssertFunction(target)
+			return callOrig(f, this, args...)
+		})
+}

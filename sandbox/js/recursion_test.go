@@ -67,6 +67,11 @@ func nativeRecursions() []nativeRecursion {
 		{"join of shared nested arrays", dag + `a.join()`, wall},
 		{"toString of shared nested arrays", dag + `String(a)`, wall},
 		{"toLocaleString of shared nested arrays", dag + `a.toLocaleString()`, wall},
+		{"proxies whose handler is the proxy before", `let p = {}; for (let i = 0; i < 40; i++) p = new Proxy(p, p); p.x`, wall},
+		{"proxies whose handler inherits from the proxy before",
+			`let p = {}; for (let i = 0; i < 40; i++) p = new Proxy(p, Object.create(p)); "x" in p`, wall},
+		{"revocable proxies whose handler is the proxy before",
+			`let p = {}; for (let i = 0; i < 40; i++) p = Proxy.revocable(p, p).proxy; p.x = 1`, wall},
 	}
 }
 
@@ -154,4 +159,28 @@ func TestPrototypeCycleThroughProxyRefused(t *testing.T) {
 				board.setVar("ok", o.y + q.y + (Reflect.setPrototypeOf({}, p) ? 1 : 0));`}}, b))
 		assert.Equal(t, float64(5), b.Vars["ok"])
 	})
+}
+
+// A proxy behaves as before its trap lookups were counted: a trap runs
+// with this inheriting from its handler, a handler changed after the proxy
+// was made is seen, revocation and calls work.
+func TestProxyTrapsAsBefore(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+		Script: sandbox.Script{Source: `
+			const h = {get(t, k) { return this.pre + k }, pre: "v"};
+			const p = new Proxy({}, h);
+			const out = [p.a];
+			h.get = undefined; out.push(String(p.a));
+			h.has = () => true; out.push("zz" in p);
+			out.push(new Proxy(function () { return 3 }, {})());
+			const {proxy, revoke} = Proxy.revocable({a: 1}, {});
+			out.push(proxy.a); revoke();
+			try { proxy.a } catch (e) { out.push(e instanceof TypeError) }
+			try { Proxy({}, {}) } catch (e) { out.push(e instanceof TypeError) }
+			out.push(typeof Proxy.revocable, Proxy.name);
+			board.setVar("out", out);`}}, b))
+	assert.Equal(t, []any{"va", "undefined", true, float64(3), float64(1), true, true, "function", "Proxy"}, b.Vars["out"])
 }
