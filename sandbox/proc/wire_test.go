@@ -114,7 +114,9 @@ func TestFrameBound(t *testing.T) {
 }
 
 // Malformed frames are errors, never panics: unknown types, bad JSON, a
-// write of an unknown op, an unknown error kind, negative numbers.
+// write of an unknown op, an unknown error kind, negative numbers, a write
+// the board API would refuse.
+// REF 9.M13 (a worker's writes are checked as the board API checks them)
 func TestMalformedFrames(t *testing.T) {
 	for name, f := range map[string]frame{
 		"bad json":        {frameHost, []byte(`{`)},
@@ -125,6 +127,13 @@ func TestMalformedFrames(t *testing.T) {
 		"negative cpu":    {frameResult, []byte(`{"id":1,"cpu_ns":-1}`)},
 		"negative limits": {frameInvoke, []byte(`{"id":1,"limits":{"wall_time":-1}}`)},
 		"negative cap":    {frameStart, []byte(`{"memory_bytes":-1}`)},
+		// A worker whose script escaped its runner writes nothing the
+		// board API refuses.
+		"kernel var":         {frameResult, []byte(`{"id":1,"writes":[{"op":1,"name":"__iterations","value":0}]}`)},
+		"kernel var deleted": {frameResult, []byte(`{"id":1,"writes":[{"op":2,"name":"__x"}]}`)},
+		"kernel channel":     {frameResult, []byte(`{"id":1,"writes":[{"op":3,"name":"__other","messages":[]}]}`)},
+		"empty var name":     {frameResult, []byte(`{"id":1,"writes":[{"op":1,"name":"","value":1}]}`)},
+		"invalid message":    {frameResult, []byte(`{"id":1,"writes":[{"op":4,"name":"c","messages":[{"role":"wizard"}]}]}`)},
 	} {
 		assert.ErrorIs(t, decodeAny(f), errFrame, name)
 	}
