@@ -174,6 +174,8 @@ func TestStderrWatch(t *testing.T) {
 		"runtime: out of memory: cannot allocate 4194304-byte block\nfatal error: out of memory\n": true,
 		"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n":   true,
 		"==1==ERROR: ThreadSanitizer failed to allocate 0x1ff000 (2093056) bytes (errno: 12)\n":    true,
+		"fatal error: pageAlloc: out of memory\n\nruntime stack:\n":                                true,
+		"fatal error: out of memory allocating heap arena map\n":                                   true,
 		"SIGABRT: abort\nPC=0x7f0 m=3 sigcode=18446744073709551610\n":                              true,
 		"fatal error: sync: unlock of unlocked mutex\n\ngoroutine 1\n":                             false,
 		"panic: boom\n\ngoroutine 1 [running]:\n":                                                  false,
