@@ -42,6 +42,51 @@ func (c *call) localeCompare(orig goja.Callable, fc goja.FunctionCall) goja.Valu
 	return callOrig(orig, a, append([]goja.Value{b}, fc.Arguments[min(1, len(fc.Arguments)):]...)...)
 }
 
+// guardEncoders bounds encodeURI, encodeURIComponent and escape, which
+// write up to 9 characters for each UTF-16 unit of their input (6 for
+// escape) in one step: each counts the characters it will write, from its
+// input, before it writes them.
+func (c *call) guardEncoders() {
+	global := c.vm.GlobalObject()
+	for name, width := range map[string]func(uint16) int{
+		"encodeURI": uriWidth, "encodeURIComponent": uriWidth, "escape": escapeWidth,
+	} {
+		c.wrap(global, name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			s := c.toStr(fc.Argument(0)) // converted once
+			n := 0
+			for i := range s.Length() {
+				n += width(uint16(s.CharAt(i)))
+			}
+			c.need(float64(n) * bytesPerChar)
+			return callOrig(orig, fc.This, s)
+		})
+	}
+}
+
+// uriWidth is at most how many characters encodeURI writes for the UTF-16
+// unit u: itself, or %XX for each byte of its UTF-8 (a surrogate pair
+// makes four bytes, six characters a unit).
+func uriWidth(u uint16) int {
+	switch {
+	case u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9':
+		return 1
+	case u < 0x80:
+		return 3
+	case u < 0x800, u >= 0xD800 && u <= 0xDFFF:
+		return 6
+	}
+	return 9
+}
+
+// escapeWidth is at most how many characters escape writes for the UTF-16
+// unit u: %XX, or %uXXXX.
+func escapeWidth(u uint16) int {
+	if u < 0x100 {
+		return 3
+	}
+	return 6
+}
+
 // guardFunc is the body of a guarded built-in: it gets the original.
 type guardFunc func(orig goja.Callable, fc goja.FunctionCall) goja.Value
 
@@ -55,6 +100,7 @@ func (c *call) installGuards() {
 	c.guardPrototypes()
 	c.guardProxies()
 	c.wrap(c.object("String", "prototype"), "localeCompare", c.localeCompare)
+	c.guardEncoders()
 	c.guardBuffers()
 	c.guardRegexp()
 	c.guardRegexpSymbols()
@@ -461,39 +507,4 @@ func (c *call) bigSource() {
 		panic(c.vm.NewTypeError("BigInt is available to a script or expression that names BigInt or " +
 			"holds a BigInt literal (see docs/sandbox.md)"))
 	}
-}
-
-// ownKeys lists o's own property keys, strings and symbols.
-func (c *call) ownKeys(o *goja.Object) []goja.Value {
-	keys := make([]goja.Value, 0, 16)
-	for _, k := range o.GetOwnPropertyNames() {
-		keys = append(keys, c.vm.ToValue(k))
-	}
-	for _, s := range o.Symbols() {
-		keys = append(keys, s)
-	}
-	return keys
-}
-
-func (c *call) defineData(o *goja.Object, k, v goja.Value, w, e, cf goja.Flag) {
-	if s, ok := k.(*goja.Symbol); ok {
-		_ = o.DefineDataPropertySymbol(s, v, w, cf, e)
-		return
-	}
-	_ = o.DefineDataProperty(k.String(), v, w, cf, e)
-}
-
-func (c *call) defineAccessor(o *goja.Object, k goja.Value, get, set *goja.Object, e, cf goja.Flag) {
-	var g, s goja.Value = goja.Undefined(), goja.Undefined()
-	if get != nil {
-		g = get
-	}
-	if set != nil {
-		s = set
-	}
-	if sym, ok := k.(*goja.Symbol); ok {
-		_ = o.DefineAccessorPropertySymbol(sym, g, s, cf, e)
-		return
-	}
-	_ = o.DefineAccessorProperty(k.String(), g, s, cf, e)
 }

@@ -342,3 +342,38 @@ func decimalLen(x int64) int64 {
 	}
 	return n
 }
+
+// ownKeys lists o's own property keys, strings and symbols.
+func (c *call) ownKeys(o *goja.Object) []goja.Value {
+	keys := make([]goja.Value, 0, 16)
+	for _, k := range o.GetOwnPropertyNames() {
+		keys = append(keys, c.vm.ToValue(k))
+	}
+	for _, s := range o.Symbols() {
+		keys = append(keys, s)
+	}
+	return keys
+}
+
+func (c *call) defineData(o *goja.Object, k, v goja.Value, w, e, cf goja.Flag) {
+	if s, ok := k.(*goja.Symbol); ok {
+		_ = o.DefineDataPropertySymbol(s, v, w, cf, e)
+		return
+	}
+	_ = o.DefineDataProperty(k.String(), v, w, cf, e)
+}
+
+func (c *call) defineAccessor(o *goja.Object, k goja.Value, get, set *goja.Object, e, cf goja.Flag) {
+	var g, s goja.Value = goja.Undefined(), goja.Undefined()
+	if get != nil {
+		g = get
+	}
+	if set != nil {
+		s = set
+	}
+	if sym, ok := k.(*goja.Symbol); ok {
+		_ = o.DefineAccessorPropertySymbol(sym, g, s, cf, e)
+		return
+	}
+	_ = o.DefineAccessorProperty(k.String(), g, s, cf, e)
+}
