@@ -368,7 +368,9 @@ func (c *call) bufferCheck(bytesPer float64) func([]goja.Value) {
 		}
 		if o, ok := args[0].(*goja.Object); ok {
 			if o.ClassName() != "ArrayBuffer" {
-				c.need(float64(c.arrayLength(o)) * bytesPer)
+				v, n := c.pinLength(o)
+				c.need(float64(n) * bytesPer)
+				args[0] = v
 			}
 			return
 		}

@@ -2,6 +2,7 @@ package js
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -348,20 +349,21 @@ func (c *call) thisLength(this goja.Value) int64 {
 }
 
 func (c *call) lengthGuard(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	c.needElements(c.thisLength(fc.This))
-	return callOrig(orig, fc.This, fc.Arguments...)
+	this, n := c.pinLength(fc.This)
+	c.needElements(n)
+	return unpin(callOrig(orig, this, fc.Arguments...), this, fc.This)
 }
 
 // sortGuard bounds sort and toSorted: without a comparator the whole sort
 // is one native step, so the array may have sortsPerElement times fewer
 // elements.
 func (c *call) sortGuard(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	n := c.thisLength(fc.This)
+	this, n := c.pinLength(fc.This)
 	if _, ok := goja.AssertFunction(fc.Argument(0)); !ok {
 		n *= sortsPerElement
 	}
 	c.needElements(n)
-	return callOrig(orig, fc.This, fc.Arguments...)
+	return unpin(callOrig(orig, this, fc.Arguments...), this, fc.This)
 }
 
 // join is Array.prototype.join, written here so that the result is
@@ -472,21 +474,28 @@ func (c *call) flatSize(o *goja.Object, depth int, size *int64) {
 }
 
 func (c *call) arrayFrom(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	args := fc.Arguments
 	if o, ok := fc.Argument(0).(*goja.Object); ok {
 		if _, iterable := goja.AssertFunction(o.GetSymbol(goja.SymIterator)); !iterable {
-			c.needElements(c.arrayLength(o))
+			v, n := c.pinLength(o)
+			c.needElements(n)
+			args = append([]goja.Value{v}, args[1:]...)
 		}
 	}
-	return callOrig(orig, fc.This, fc.Arguments...)
+	return callOrig(orig, fc.This, args...)
 }
 
 // argsGuard bounds a call that spreads an array-like argument (argument
 // number i) into an argument list.
 func (c *call) argsGuard(i int) guardFunc {
 	return func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+		args := fc.Arguments
 		if o, ok := fc.Argument(i).(*goja.Object); ok {
-			c.needElements(c.arrayLength(o))
+			v, n := c.pinLength(o)
+			c.needElements(n)
+			args = slices.Clone(args)
+			args[i] = v
 		}
-		return callOrig(orig, fc.This, fc.Arguments...)
+		return callOrig(orig, fc.This, args...)
 	}
 }

@@ -1,0 +1,85 @@
+package js_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// shifty is an array-like whose length answers 0 when first read and
+// 2^31 after: a guard that read it and then let the built-in read it
+// again would check one length and loop over the other.
+const shifty = `let reads = 0; const o = {get length() { return reads++ ? 2 ** 31 : 0 }};`
+
+// REF 9.M14 (a guarded built-in reads an array-like's length once)
+// Each built-in whose loop or allocation a guard bounds by an array-like's
+// length works on the length the guard read, even when reading it runs a
+// getter that answers differently the next time: unguarded, Math.max.apply,
+// Reflect.apply and sort ended the process with a fatal out of memory, and
+// the others ran for minutes in one uninterruptible step (each case runs
+// in a child). The script sees the built-in's usual result, its own object
+// where the built-in returns its this, and the length read once.
+func TestLengthReadOnce(t *testing.T) {
+	for name, src := range map[string]string{
+		"Function.prototype.apply": `Math.max.apply(null, o)`,
+		"Reflect.apply":            `Reflect.apply(Math.max, null, o)`,
+		"Reflect.construct":        `Reflect.construct(Array, o).length`,
+		"sort":                     `Array.prototype.sort.call(o) === o`,
+		"indexOf":                  `Array.prototype.indexOf.call(o, 1)`,
+		"fill":                     `Array.prototype.fill.call(o, 0) === o`,
+		"reverse":                  `Array.prototype.reverse.call(o) === o`,
+		"slice":                    `Array.prototype.slice.call(o).length`,
+		"Array.from":               `Array.from(o).length`,
+		"a typed array":            `new Uint8Array(o).length`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !inBoundedChild(t, 2*time.Minute) {
+				return
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+			require.NoError(t, err)
+			defer rt.Close()
+			resetPeak()
+			b := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+				Script: sandbox.Script{Source: shifty + `board.setVar("r", String(` + src + `)); board.setVar("reads", reads)`}}, b))
+			assert.Contains(t, []any{"-Infinity", "0", "-1", "true"}, b.Vars["r"])
+			assert.Equal(t, float64(1), b.Vars["reads"], "the length is read once")
+			_, peak := rss()
+			assert.Less(t, peak, int64(rssBound), "peak RSS")
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", Math.max.apply(null, [1, 3, 2]) + [3, 1, 2].sort().indexOf(3))`}}, next))
+			assert.Equal(t, float64(5), next.Vars["ok"])
+		})
+	}
+}
+
+// An array-like whose length runs no code is handed to the built-in as it
+// is; one whose length is a getter still behaves as an array-like: the
+// built-ins read and write its elements, and a method that returns its
+// this returns the object itself.
+func TestPinnedArrayLikesBehave(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+		Script: sandbox.Script{Source: `
+			const o = {0: "b", 1: "a", get length() { return 2 }, get [2]() { return "never" }};
+			const out = [];
+			out.push(Array.prototype.sort.call(o) === o, o[0] + o[1]);
+			out.push(Array.prototype.map.call(o, x => x + x).join());
+			out.push(Array.prototype.fill.call(o, "z", 1)[1], Array.from(o).join(""));
+			out.push(Math.max.apply(null, {get length() { return 2 }, 0: 4, 1: 9}));
+			out.push(new Uint8Array({get length() { return 2 }, 0: 7, 1: 8}).join());
+			const p = new Proxy([5, 6], {});
+			out.push(Array.prototype.indexOf.call(p, 6), Array.prototype.reverse.call(p) === p);
+			board.setVar("out", out);`}}, b))
+	assert.Equal(t, []any{true, "ab", "aa,bb", "z", "az", float64(9), "7,8", float64(1), true}, b.Vars["out"])
+}
