@@ -2,7 +2,6 @@ package js
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -470,32 +469,5 @@ func (c *call) flatSize(o *goja.Object, depth int, size *int64) {
 			*size++
 			c.needElements(*size)
 		}
-	}
-}
-
-func (c *call) arrayFrom(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	args := fc.Arguments
-	if o, ok := fc.Argument(0).(*goja.Object); ok {
-		if _, iterable := goja.AssertFunction(o.GetSymbol(goja.SymIterator)); !iterable {
-			v, n := c.pinLength(o)
-			c.needElements(n)
-			args = append([]goja.Value{v}, args[1:]...)
-		}
-	}
-	return callOrig(orig, fc.This, args...)
-}
-
-// argsGuard bounds a call that spreads an array-like argument (argument
-// number i) into an argument list.
-func (c *call) argsGuard(i int) guardFunc {
-	return func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-		args := fc.Arguments
-		if o, ok := fc.Argument(i).(*goja.Object); ok {
-			v, n := c.pinLength(o)
-			c.needElements(n)
-			args = slices.Clone(args)
-			args[i] = v
-		}
-		return callOrig(orig, fc.This, args...)
 	}
 }

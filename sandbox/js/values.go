@@ -316,73 +316,6 @@ func (c *call) isArray(v goja.Value) bool {
 	return err == nil && r.ToBoolean()
 }
 
-// pinLength reads the length of the array-like v once, as a generic
-// array method would, and returns it with the value to hand the method:
-// v itself when reading its length runs no script code (a string, an
-// array, an object whose length is a data property, own or inherited,
-// with no proxy on the way), else a proxy of v whose length is the one
-// read, forwarding every other read to v. A guard that checked the length
-// and then let the built-in read it again would otherwise check one
-// length and let the built-in loop over another: a getter that answers 0
-// and then 2^32 - 1 took Math.max.apply and sort to a fatal out of
-// memory, and indexOf, fill or slice to minutes of uninterruptible loop.
-func (c *call) pinLength(v goja.Value) (goja.Value, int64) {
-	o, ok := v.(*goja.Object)
-	if !ok {
-		if isNullish(v) {
-			return v, 0
-		}
-		return v, c.thisLength(v)
-	}
-	if c.plainLength(o) {
-		return o, c.arrayLength(o)
-	}
-	n := c.arrayLength(o)
-	length := c.vm.ToValue(n)
-	p := c.vm.NewProxy(o, &goja.ProxyTrapConfig{
-		Get: func(t *goja.Object, k string, _ goja.Value) goja.Value {
-			if k == "length" {
-				return length
-			}
-			return t.Get(k)
-		},
-		GetIdx: func(t *goja.Object, i int, _ goja.Value) goja.Value { return t.Get(strconv.Itoa(i)) },
-		GetSym: func(t *goja.Object, s *goja.Symbol, _ goja.Value) goja.Value { return t.GetSymbol(s) },
-	})
-	return c.vm.ToValue(p), n
-}
-
-// plainLength reports whether reading o's length runs no script code: no
-// proxy on o's prototype chain up to the first object that has a length
-// of its own, and that length a data property.
-func (c *call) plainLength(o *goja.Object) bool {
-	for n := 0; o != nil; n++ {
-		if o.ExportType() == proxyType || n > 64 {
-			return false
-		}
-		d, err := c.in.descriptor(goja.Undefined(), o, c.vm.ToValue("length"))
-		if err != nil {
-			return false
-		}
-		if dobj, ok := d.(*goja.Object); ok {
-			g := dobj.Get("get")
-			return g == nil || goja.IsUndefined(g)
-		}
-		o = o.Prototype()
-	}
-	return true
-}
-
-// unpin maps a built-in's result that is the proxy pinLength made back to
-// the object it stands for (fill, reverse, sort and copyWithin return
-// their this).
-func unpin(res, pinned, orig goja.Value) goja.Value {
-	if pinned != orig && res == pinned {
-		return orig
-	}
-	return res
-}
-
 // smallNumbers is how many integers, from 0, newNumbers holds.
 const smallNumbers = 1024
 
@@ -408,39 +341,4 @@ func decimalLen(x int64) int64 {
 		n++
 	}
 	return n
-}
-
-// ownKeys lists o's own property keys, strings and symbols.
-func (c *call) ownKeys(o *goja.Object) []goja.Value {
-	keys := make([]goja.Value, 0, 16)
-	for _, k := range o.GetOwnPropertyNames() {
-		keys = append(keys, c.vm.ToValue(k))
-	}
-	for _, s := range o.Symbols() {
-		keys = append(keys, s)
-	}
-	return keys
-}
-
-func (c *call) defineData(o *goja.Object, k, v goja.Value, w, e, cf goja.Flag) {
-	if s, ok := k.(*goja.Symbol); ok {
-		_ = o.DefineDataPropertySymbol(s, v, w, cf, e)
-		return
-	}
-	_ = o.DefineDataProperty(k.String(), v, w, cf, e)
-}
-
-func (c *call) defineAccessor(o *goja.Object, k goja.Value, get, set *goja.Object, e, cf goja.Flag) {
-	var g, s goja.Value = goja.Undefined(), goja.Undefined()
-	if get != nil {
-		g = get
-	}
-	if set != nil {
-		s = set
-	}
-	if sym, ok := k.(*goja.Symbol); ok {
-		_ = o.DefineAccessorPropertySymbol(sym, g, s, cf, e)
-		return
-	}
-	_ = o.DefineAccessorProperty(k.String(), g, s, cf, e)
 }
