@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/corral-rt/corral/sandbox"
 	"github.com/dop251/goja"
 )
 
@@ -12,89 +13,6 @@ import (
 // (countNatives), prototype cycles and trap lookups through proxies, the
 // length a guard read and the one a built-in reads, and the native steps
 // that write far more than they read (encoders, collation).
-
-// countNatives replaces every built-in function reachable from roots
-// (through own properties' values, getters and setters, and prototypes)
-// that is not a constructor with a function of the same name and length
-// that passes enterNative and calls it: a recursion through built-ins
-// alone is then counted and stops. The same built-in reached twice gets
-// the same replacement. Constructors are left alone: called as a getter
-// or a method they build from their arguments, not from this.
-func (c *call) countNatives(roots ...*goja.Object) {
-	made := map[*goja.Object]*goja.Object{}
-	counted := func(v goja.Value) (*goja.Object, bool) {
-		f, ok := v.(*goja.Object)
-		if !ok || c.natives[f] {
-			return nil, false
-		}
-		if w, ok := made[f]; ok {
-			return w, true
-		}
-		orig, ok := goja.AssertFunction(f)
-		if !ok {
-			return nil, false
-		}
-		if _, ok := goja.AssertConstructor(f); ok {
-			return nil, false
-		}
-		name := ""
-		if n := f.Get("name"); n != nil {
-			name = n.String()
-		}
-		w := c.native(name, func(fc goja.FunctionCall) goja.Value { return callOrig(orig, fc.This, fc.Arguments...) }).(*goja.Object)
-		if l := f.Get("length"); l != nil {
-			_ = w.DefineDataProperty("length", l, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-		}
-		made[f] = w
-		return w, true
-	}
-	flag := func(d *goja.Object, name string) goja.Flag {
-		if d.Get(name).ToBoolean() {
-			return goja.FLAG_TRUE
-		}
-		return goja.FLAG_FALSE
-	}
-	seen := map[*goja.Object]bool{}
-	queue := roots
-	for len(queue) > 0 {
-		o := queue[len(queue)-1]
-		queue = queue[:len(queue)-1]
-		if o == nil || seen[o] || made[o] != nil || c.natives[o] {
-			continue
-		}
-		seen[o] = true
-		for _, k := range c.ownKeys(o) {
-			d, err := c.in.descriptor(goja.Undefined(), o, k)
-			dobj, ok := d.(*goja.Object)
-			if err != nil || !ok {
-				continue
-			}
-			for _, part := range []string{"value", "get", "set"} {
-				if v, ok := dobj.Get(part).(*goja.Object); ok {
-					queue = append(queue, v)
-				}
-			}
-			if v := dobj.Get("value"); v != nil {
-				if w, ok := counted(v); ok {
-					c.defineData(o, k, w, flag(dobj, "writable"), flag(dobj, "enumerable"), flag(dobj, "configurable"))
-				}
-				continue
-			}
-			get, gok := counted(dobj.Get("get"))
-			set, sok := counted(dobj.Get("set"))
-			if gok || sok {
-				if !gok {
-					get, _ = dobj.Get("get").(*goja.Object)
-				}
-				if !sok {
-					set, _ = dobj.Get("set").(*goja.Object)
-				}
-				c.defineAccessor(o, k, get, set, flag(dobj, "enumerable"), flag(dobj, "configurable"))
-			}
-		}
-		queue = append(queue, o.Prototype())
-	}
-}
 
 // guardPrototypes refuses a prototype that would close a cycle through a
 // proxy. JavaScript refuses a cycle of prototypes only as far as the chain
@@ -422,4 +340,150 @@ func (c *call) argsGuard(i int) guardFunc {
 		}
 		return callOrig(orig, fc.This, args...)
 	}
+}
+
+// spreadable reports whether concat spreads v (an array, or an object with
+// Symbol.isConcatSpreadable true).
+func (c *call) spreadable(v goja.Value) (*goja.Object, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return nil, false
+	}
+	if s := o.GetSymbol(goja.SymIsConcatSpreadable); s != nil && !goja.IsUndefined(s) {
+		return o, s.ToBoolean()
+	}
+	return o, c.isArray(o)
+}
+
+// concatArrays, flat and flatMap are Array.prototype's, written here so
+// that each source's length is read once, counted against the budget
+// before its elements are copied, and the copying stops with the call:
+// goja's read the length of each source when it came to it, after the
+// getters of the sources before it had run, and copied in one step (a
+// getter that set a later array's length to 2^31 held concat for
+// minutes; a flatMap callback returning such an array too).
+func (c *call) concatArrays(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	if isNullish(fc.This) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	o := fc.This.ToObject(c.vm)
+	out := c.speciesArray(o)
+	n := int64(0)
+	for _, e := range append([]goja.Value{o}, fc.Arguments...) {
+		src, ok := c.spreadable(e)
+		if !ok {
+			c.needElements(n + 1)
+			c.createData(out, n, e)
+			n++
+			continue
+		}
+		l := c.arrayLength(src)
+		c.needElements(n + l)
+		for k := int64(0); k < l; k++ {
+			if k&1023 == 1023 {
+				c.checkStop()
+			}
+			if v := src.Get(strconv.FormatInt(k, 10)); v != nil {
+				c.createData(out, n+k, v)
+			}
+		}
+		n += l
+	}
+	rethrow(out.Set("length", n))
+	return out
+}
+
+func (c *call) flat(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	if isNullish(fc.This) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	o := fc.This.ToObject(c.vm)
+	l := c.arrayLength(o)
+	depth := float64(1)
+	if a := fc.Argument(0); !goja.IsUndefined(a) {
+		if depth = a.ToNumber().ToFloat(); depth != depth {
+			depth = 0
+		}
+	}
+	depth = max(min(depth, float64(c.maxNesting())), 0)
+	out := c.speciesArray(o)
+	c.flattenInto(out, o, l, 0, int(depth), nil, nil, 0)
+	return out
+}
+
+func (c *call) flatMap(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	if isNullish(fc.This) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	o := fc.This.ToObject(c.vm)
+	l := c.arrayLength(o)
+	mapper, ok := goja.AssertFunction(fc.Argument(0))
+	if !ok {
+		panic(c.vm.NewTypeError("flatMap mapper function is not callable"))
+	}
+	out := c.speciesArray(o)
+	c.flattenInto(out, o, l, 0, 1, mapper, fc.Argument(1), 0)
+	return out
+}
+
+// flattenInto is FlattenIntoArray: it copies source's elements (mapped
+// when mapper is set) into target from index start, flattening arrays
+// depth levels deep, and returns the next index. A source's length is
+// counted as elements the loop visits.
+func (c *call) flattenInto(target, source *goja.Object, sourceLen, start int64, depth int,
+	mapper goja.Callable, thisArg goja.Value, level int) int64 {
+	if level > c.maxNesting() {
+		c.abort(c.limitError(sandbox.LimitStack))
+	}
+	c.needElements(sourceLen)
+	t := start
+	for i := int64(0); i < sourceLen; i++ {
+		if i&1023 == 1023 {
+			c.checkStop()
+		}
+		v := source.Get(strconv.FormatInt(i, 10))
+		if v == nil {
+			continue
+		}
+		if mapper != nil {
+			v = callOrig(mapper, thisArg, v, c.vm.ToValue(i), source)
+		}
+		if sub, ok := v.(*goja.Object); ok && depth > 0 && c.isArray(sub) {
+			t = c.flattenInto(target, sub, c.arrayLength(sub), t, depth-1, nil, nil, level+1)
+			continue
+		}
+		c.needElements(t + 1)
+		c.createData(target, t, v)
+		t++
+	}
+	return t
+}
+
+// speciesArray is ArraySpeciesCreate(o, 0): an empty array made by the
+// Symbol.species of o's constructor when o is an array and that is
+// another constructor than Array, else a new Array.
+func (c *call) speciesArray(o *goja.Object) *goja.Object {
+	if !c.isArray(o) {
+		return c.vm.NewArray()
+	}
+	ctor := o.Get("constructor")
+	if co, ok := ctor.(*goja.Object); ok {
+		ctor = co.GetSymbol(goja.SymSpecies)
+	}
+	if ctor == nil || goja.IsUndefined(ctor) || goja.IsNull(ctor) {
+		return c.vm.NewArray()
+	}
+	co, ok := ctor.(*goja.Object)
+	if _, isCtor := goja.AssertConstructor(ctor); !ok || !isCtor {
+		panic(c.vm.NewTypeError("object.constructor[Symbol.species] is not a constructor"))
+	}
+	if co == c.object("Array") {
+		return c.vm.NewArray()
+	}
+	return c.construct(co, []goja.Value{c.vm.ToValue(0)}, co)
+}
+
+// createData is CreateDataPropertyOrThrow(o, i, v).
+func (c *call) createData(o *goja.Object, i int64, v goja.Value) {
+	rethrow(o.DefineDataProperty(strconv.FormatInt(i, 10), v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js"
+	"github.com/corral-rt/corral/sandbox/sandboxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -82,4 +83,60 @@ func TestPinnedArrayLikesBehave(t *testing.T) {
 			out.push(Array.prototype.indexOf.call(p, 6), Array.prototype.reverse.call(p) === p);
 			board.setVar("out", out);`}}, b))
 	assert.Equal(t, []any{true, "ab", "aa,bb", "z", "az", float64(9), "7,8", float64(1), true}, b.Vars["out"])
+}
+
+// REF 9.M14 (concat, flat and flatMap read each source's length once)
+// concat, flat and flatMap read each source's length when they come to
+// it, after the getters of the sources before it ran: a getter that sets
+// a later array's length to 2^31, or a flatMap callback that returns such
+// an array, is bounded by memory_bytes as a long array is, instead of
+// holding the call for minutes in one step (each case runs in a child).
+func TestLaterLengthsBounded(t *testing.T) {
+	const grow = `const b = [1]; const g = []; Object.defineProperty(g, 0, {get() { b.length = 2 ** 31; return 1 }});`
+	for name, src := range map[string]string{
+		"concat":  grow + `g.concat(b)`,
+		"flat":    grow + `[g, b].flat()`,
+		"flatMap": `[1].flatMap(() => { const a = []; a.length = 2 ** 31; return a })`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !inBoundedChild(t, 2*time.Minute) {
+				return
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+			require.NoError(t, err)
+			defer rt.Close()
+			err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+				Script: sandbox.Script{Source: src}}, agent.NewBoard())
+			sandboxtest.RequireLimit(t, err, sandbox.LimitMemory, "attacker")
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `board.setVar("ok", [1].concat([2], 3).flat().length)`}}, next))
+			assert.Equal(t, float64(3), next.Vars["ok"])
+		})
+	}
+}
+
+// concat, flat and flatMap give what the language says: holes kept by
+// concat and dropped by flat, Symbol.isConcatSpreadable, a subclass's
+// species, flat's depth, flatMap's this argument and its errors.
+func TestConcatFlatBehave(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+		Script: sandbox.Script{Source: `
+			const out = [];
+			const holes = [1, , 3].concat([, 5], 6, "s");
+			out.push(holes.length, 1 in holes, 3 in holes, holes.join("|"));
+			const spread = {length: 2, 0: "a", 1: "b", [Symbol.isConcatSpreadable]: true};
+			out.push([0].concat(spread).join(""), [0].concat({length: 1, 0: "x"}).length);
+			class Sub extends Array {}
+			out.push(Sub.from([1, 2]).concat([3]) instanceof Sub, Sub.from([[1], [2]]).flat() instanceof Sub);
+			out.push([1, [2, [3, [4]]]].flat().length, [1, [2, [3, [4]]]].flat(Infinity).join(), [1, , [2, , 3]].flat().join());
+			out.push([1, 2].flatMap(function (x, i) { return [x * this.k, i] }, {k: 10}).join());
+			try { [1].flatMap(null) } catch (e) { out.push(e instanceof TypeError) }
+			out.push(Array.prototype.concat.call("ab", [1]).length);
+			board.setVar("out", out);`}}, b))
+	assert.Equal(t, []any{float64(7), false, false, "1||3||5|6|s", "0ab", float64(2), true, true,
+		float64(3), "1,2,3,4", "1,2,3", "10,0,20,1", true, float64(2)}, b.Vars["out"])
 }
