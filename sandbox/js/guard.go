@@ -435,10 +435,13 @@ func (c *call) guardBigInt() {
 	c.wrap(c.object("DataView", "prototype"), "getBigUint64", sources)
 	bits := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 		c.bigSource()
-		if fc.Argument(0).ToFloat() > float64(maxBits()) {
+		// Converted once: a valueOf that answered 1 to the check and 2^34
+		// to the built-in made it build 4 GiB.
+		n := fc.Argument(0).ToNumber()
+		if n.ToFloat() > float64(maxBits()) {
 			refuse()
 		}
-		return callOrig(orig, fc.This, fc.Arguments...)
+		return callOrig(orig, fc.This, append([]goja.Value{n}, fc.Arguments[min(1, len(fc.Arguments)):]...)...)
 	}
 	c.wrap(c.object("BigInt"), "asIntN", bits)
 	c.wrap(c.object("BigInt"), "asUintN", bits)

@@ -140,3 +140,27 @@ func TestConcatFlatBehave(t *testing.T) {
 	assert.Equal(t, []any{float64(7), false, false, "1||3||5|6|s", "0ab", float64(2), true, true,
 		float64(3), "1,2,3,4", "1,2,3", "10,0,20,1", true, float64(2)}, b.Vars["out"])
 }
+
+// A guard converts the count it checks once and hands the built-in the
+// converted value: BigInt.asUintN's bits, read through a valueOf that
+// answered 1 to the check and 2^34 after, built 4 GiB in one step (the
+// case runs in a child).
+func TestCountConvertedOnce(t *testing.T) {
+	t.Run("BigInt.asUintN", func(t *testing.T) {
+		if !inBoundedChild(t, 2*time.Minute) {
+			return
+		}
+		rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: 30 * time.Second}})
+		require.NoError(t, err)
+		defer rt.Close()
+		resetPeak()
+		b := agent.NewBoard()
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+			Script: sandbox.Script{Source: `// BigInt
+				let reads = 0; const bits = {valueOf() { return reads++ ? 2 ** 34 : 1 }};
+				board.setVar("r", String(BigInt.asUintN(bits, -1n)) + " " + reads)`}}, b))
+		assert.Equal(t, "1 1", b.Vars["r"])
+		_, peak := rss()
+		assert.Less(t, peak, int64(rssBound), "peak RSS")
+	})
+}
