@@ -310,13 +310,17 @@ func (c *call) result(err error) error {
 	if err == nil {
 		return nil
 	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
+	// A type switch, not errors.As: unwrapping a *goja.Exception asks
+	// whether the thrown value is an instance of GoError, which runs the
+	// getPrototypeOf trap of a thrown proxy — after the call ended, where
+	// no stop reaches it (a trap that loops hung the caller for ever). No
+	// Exception is wrapped into the error returned either, so no caller's
+	// errors.Is can run one.
+	switch e := err.(type) {
+	case *goja.StackOverflowError:
 		return c.limitError(sandbox.LimitStack)
-	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return c.exceptionError(ex)
+	case *goja.Exception:
+		return c.exceptionError(e)
 	}
 	c.broken = true
 	return fault.Wrap(fault.Internal, err, c.op.String(), "")

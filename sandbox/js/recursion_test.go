@@ -184,3 +184,36 @@ func TestProxyTrapsAsBefore(t *testing.T) {
 			board.setVar("out", out);`}}, b))
 	assert.Equal(t, []any{"va", "undefined", true, float64(3), float64(1), true, true, "function", "Proxy"}, b.Vars["out"])
 }
+
+// REF 9.M12 (turning a thrown value into an error runs no script code)
+// A thrown value is turned into the call's error without running script
+// code: a thrown proxy whose traps loop for ever, or a thrown error whose
+// prototype lookup does, ends the call with an internal script error, and
+// the next call succeeds. (errors.As on the engine's exception ran the
+// proxy's getPrototypeOf trap after the call had ended, where no stop
+// reached it, and the caller hung for ever: each case runs in a child.)
+func TestThrownValueRunsNoCode(t *testing.T) {
+	for name, src := range map[string]string{
+		"a proxy":          `throw new Proxy({}, {get() { for (;;) {} }, getPrototypeOf() { for (;;) {} }})`,
+		"a proxy of Error": `throw new Proxy(new Error("x"), {getPrototypeOf() { for (;;) {} }})`,
+		"in eval":          `eval("throw new Proxy({}, {getPrototypeOf() { for (;;) {} }})")`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !inBoundedChild(t, 2*time.Minute) {
+				return
+			}
+			rt, err := js.New(js.Options{Limits: sandbox.Limits{WallTime: time.Second}})
+			require.NoError(t, err)
+			defer rt.Close()
+			err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
+				Script: sandbox.Script{Source: src}}, agent.NewBoard())
+			var se *sandbox.ScriptError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "attacker", se.Node)
+			next := agent.NewBoard()
+			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
+				Script: sandbox.Script{Source: `try { throw new Error("e") } catch (e) { board.setVar("ok", e.message) }`}}, next))
+			assert.Equal(t, "e", next.Vars["ok"])
+		})
+	}
+}
