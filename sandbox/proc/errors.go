@@ -167,6 +167,11 @@ var oomMarkers = []string{"fatal error: runtime: out of memory", "fatal error: o
 // isOOMLine reports whether a line of a worker's stderr says its memory
 // cap stopped it.
 func isOOMLine(line string) bool {
+	// The runtime's own structures throw their own words: "pageAlloc: out
+	// of memory", "out of memory allocating heap arena map"...
+	if strings.HasPrefix(line, "fatal error:") && strings.Contains(line, "out of memory") {
+		return true
+	}
 	for _, m := range oomMarkers {
 		if strings.Contains(line, m) {
 			return true
