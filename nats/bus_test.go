@@ -3,12 +3,14 @@ package nats_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
+	"github.com/corral-rt/corral/nats/natstest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/event/eventtest"
 	"github.com/stretchr/testify/assert"
@@ -252,4 +254,30 @@ func TestPublishFailureSurfaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// REF 12.1.4.1: Connect asks again while the cluster cannot answer (no
+// JetStream quorum: two of three servers down, for longer than a
+// JetStream request waits), and succeeds once it can, within its ctx.
+func TestConnectWaitsForTheCluster(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	servers[1].Shutdown()
+	servers[2].Shutdown()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+		defer cancel()
+		b, err := nats.Connect(ctx, nats.Config{URL: servers[0].URL(), Node: "a", Replicas: 3, LeaseTTL: leaseTTL})
+		if err == nil {
+			t.Cleanup(func() { _ = b.Close() })
+		}
+		done <- err
+	}()
+	// longer than one JetStream request waits (5 s): a lower bound
+	time.Sleep(6 * time.Second)
+	var wg sync.WaitGroup
+	wg.Go(servers[1].Restart)
+	wg.Go(servers[2].Restart)
+	wg.Wait()
+	require.NoError(t, <-done)
 }
