@@ -343,3 +343,32 @@ func TestReloadWhileATurnRuns(t *testing.T) {
 		assert.Equal(t, 1, n, "event %s delivered %d times", id, n)
 	}
 }
+
+// REF 12.4.3: tenant quotas are counted per node: with concurrent_turns
+// 1, a second turn of the tenant is refused on the node that runs one,
+// and runs on another node.
+func TestQuotasArePerNode(t *testing.T) {
+	url := natstest.URLs(natstest.Cluster(t, 3))
+	dir := absDir(t)
+	doc, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "quota", Priority: 2, Data: []byte("runtime: {tenants: {default: {concurrent_turns: 1}}}")},
+	}, deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	a, b := build(t, doc, url, "a"), build(t, doc, url, "b")
+	running, err := a.start(t, session.Key{AgentID: "concierge", ContextID: "q1"})
+	require.NoError(t, err)
+	asked := a.asks(t, running)
+
+	_, err = a.start(t, session.Key{AgentID: "concierge", ContextID: "q2"})
+	var quota *session.QuotaError
+	require.True(t, errors.As(err, &quota), "want a QuotaError, got %v", err)
+	assert.Equal(t, "concurrent_turns", quota.Quota)
+	assert.ErrorIs(t, err, fault.BudgetExceeded)
+
+	onB, err := b.start(t, session.Key{AgentID: "concierge", ContextID: "q2"})
+	require.NoError(t, err, "node b counts its own turns only")
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Bo").Status)
+	assert.Equal(t, agent.StatusCompleted, replyTo(t, running, asked, "Al").Status)
+}
