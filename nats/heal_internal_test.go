@@ -67,10 +67,11 @@ func lease(t *testing.T, c *Claim) (uint64, []byte) {
 	return m.seq, m.data
 }
 
-// A renewal refused while the lease is still the claim's keeps the claim;
+// REF 12.3.5.2: a renewal refused while the lease is still the claim's keeps the claim;
 // a refusal because another node holds the lease loses it.
 func TestClaimHeal(t *testing.T) {
 	url := natstest.Run(t).URL()
+	unackedAt := time.Now().Add(-time.Second)
 	for _, tc := range []struct {
 		name string
 		// move changes the lease behind the claim's back
@@ -93,6 +94,24 @@ func TestClaimHeal(t *testing.T) {
 			rev, _ := lease(t, c)
 			assert.Greater(t, rev, before)
 			assert.Equal(t, rev, c.Token(), "the claim takes the newer revision of its own record")
+		},
+	}, {
+		name: "own record stored by a renewal that was not answered",
+		move: func(t *testing.T, c *Claim) {
+			c.mu.Lock()
+			c.unacked = unackedAt // sent, never answered...
+			c.mu.Unlock()
+			putLease(t, c, c.value) // ... and stored
+		},
+		kept: true,
+		check: func(t *testing.T, c *Claim, _ uint64) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// the server counts that record's TTL from its receipt, which
+			// the claim only knows is after its send: the claim's deadline
+			// counts from the send, not from the renewal that found it
+			assert.Equal(t, unackedAt.Add(healTTL), c.deadline)
+			assert.True(t, c.unacked.IsZero(), "answered now")
 		},
 	}, {
 		name: "delete marker within the deadline",

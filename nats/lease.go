@@ -184,6 +184,7 @@ type Claim struct {
 	mu       sync.Mutex // held by a renewal and a fenced write, so the revision is stable
 	rev      uint64
 	deadline time.Time // the claim is lost past it
+	unacked  time.Time // when the oldest renewal not answered since the last answer was sent; zero: none
 	err      error
 	ended    bool // released or ended by the bus's close: err is final
 	lost     chan struct{}
@@ -263,19 +264,25 @@ func (c *Claim) renewOnce() error {
 	if sent.After(c.deadline) {
 		return c.expiredErr()
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), c.deadline)
+	// One attempt waits a third of the TTL at most: an answer lost or
+	// late is asked for again at the next tick, while the claim lasts,
+	// rather than waited for until the claim's deadline.
+	ctx, cancel := context.WithDeadline(context.Background(), minTime(c.deadline, sent.Add(c.o.ttl/3)))
 	defer cancel()
 	msg := &natsgo.Msg{Subject: c.o.subject(c.k), Data: c.value}
 	ack, err := c.o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(c.rev), jetstream.WithMsgTTL(c.o.ttl))
 	switch {
 	case err == nil:
-		c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
+		c.rev, c.deadline, c.unacked = ack.Sequence, sent.Add(c.o.ttl), time.Time{}
 		return nil
 	case wrongSequence(err):
 		if c.heal(ctx, sent) {
 			return nil
 		}
 		return fault.Wrap(fault.NotAvailable, err, "session lease", "%s: taken over by another node", c.key)
+	}
+	if c.unacked.IsZero() {
+		c.unacked = sent // it may yet be stored, with a TTL counted from its receipt
 	}
 	return nil
 }
@@ -310,7 +317,12 @@ func (c *Claim) heal(ctx context.Context, sent time.Time) bool {
 		return false
 	}
 	if bytes.Equal(m.data, c.value) {
-		c.rev, c.deadline = m.seq, sent.Add(c.o.ttl)
+		// An earlier attempt that was not answered was stored: its TTL
+		// started when the server received it, after it was sent.
+		if !c.unacked.IsZero() {
+			sent = c.unacked
+		}
+		c.rev, c.deadline, c.unacked = m.seq, sent.Add(c.o.ttl), time.Time{}
 		return true
 	}
 	if len(m.data) != 0 {
@@ -321,8 +333,15 @@ func (c *Claim) heal(ctx context.Context, sent time.Time) bool {
 	if err != nil {
 		return false
 	}
-	c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
+	c.rev, c.deadline, c.unacked = ack.Sequence, sent.Add(c.o.ttl), time.Time{}
 	return true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func wrongSequence(err error) bool {
