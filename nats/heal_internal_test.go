@@ -55,7 +55,9 @@ func otherRecord(c *Claim) []byte {
 func heal(t *testing.T, c *Claim) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.heal(t.Context(), time.Now())
+	kept, err := c.heal(t.Context(), time.Now())
+	require.NoError(t, err)
+	return kept
 }
 
 // lease returns the lease's newest record and its revision.
@@ -180,4 +182,21 @@ func TestStoreFencedWriteRetry(t *testing.T) {
 		assert.Nil(t, m, "the refused write was not stored")
 		_ = c.o.kv.Purge(context.WithoutCancel(t.Context()), c.k)
 	})
+}
+
+// REF 12.3.5.2: a refused renewal that cannot read the lease (the server
+// does not answer in time) decides nothing: the claim is neither kept
+// nor lost by it, and its next renewal or its deadline decides.
+func TestClaimHealUndecided(t *testing.T) {
+	_, c := heldClaim(t, natstest.Run(t).URL(), "a")
+	before := c.Token()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no answer can come
+	c.mu.Lock()
+	kept, err := c.heal(ctx, time.Now())
+	c.mu.Unlock()
+	assert.False(t, kept)
+	require.Error(t, err, "undecided, not lost")
+	assert.Equal(t, before, c.Token())
+	require.NoError(t, c.Err(), "the claim still holds")
 }
