@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,14 +61,49 @@ func chatTurn(b *testing.B, ts *testServer, client *http.Client) {
 	}
 }
 
+// helloTurn is the floor of any HTTP answer: the same request to a bare
+// net/http handler that reads the body and answers a constant, over
+// loopback with a kept-alive client.
+func helloTurn(b *testing.B, url string, client *http.Client) {
+	req, err := http.NewRequest(http.MethodPost, url,
+		strings.NewReader(`{"model":"echo","messages":[{"role":"user","content":"hello there"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// median returns the middle of ds, which it sorts.
+func median(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Nanoseconds())
+}
+
 // BenchmarkChatCompletion runs a one-node agent's turn through the
-// library and as a chat completion over loopback, alternately in the same
-// loop, and reports the ratio of their times (serve/library); see
+// library, as a chat completion over loopback, and a bare net/http answer
+// over loopback (the floor of any HTTP server), alternately in the same
+// loop, and reports the ratio of their times: serve/library (of the
+// means, the figure quoted), serve/library-median (of the medians, which
+// a busy machine disturbs less) and floor/library, the ratio an HTTP
+// server that cost nothing besides the round trip would have; see
 // docs/serve.md for the command.
 func BenchmarkChatCompletion(b *testing.B) {
 	ts := newTestServer(b, serve.Options{})
 	client := ts.http.Client()
-	var lib, srv time.Duration
+	hello := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	b.Cleanup(hello.Close)
+	helloClient := hello.Client()
+	var lib, srv, flo []time.Duration
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -74,11 +111,20 @@ func BenchmarkChatCompletion(b *testing.B) {
 		libraryTurn(b, ts, i)
 		t1 := time.Now()
 		chatTurn(b, ts, client)
-		srv += time.Since(t1)
-		lib += t1.Sub(t0)
+		t2 := time.Now()
+		helloTurn(b, hello.URL, helloClient)
+		t3 := time.Now()
+		lib, srv, flo = append(lib, t1.Sub(t0)), append(srv, t2.Sub(t1)), append(flo, t3.Sub(t2))
 		i++
 	}
-	b.ReportMetric(float64(lib.Nanoseconds())/float64(i), "library-ns/turn")
-	b.ReportMetric(float64(srv.Nanoseconds())/float64(i), "serve-ns/turn")
-	b.ReportMetric(float64(srv)/float64(lib), "serve/library")
+	var libSum, srvSum, floSum time.Duration
+	for k := range lib {
+		libSum, srvSum, floSum = libSum+lib[k], srvSum+srv[k], floSum+flo[k]
+	}
+	b.ReportMetric(float64(libSum.Nanoseconds())/float64(i), "library-ns/turn")
+	b.ReportMetric(float64(srvSum.Nanoseconds())/float64(i), "serve-ns/turn")
+	b.ReportMetric(float64(floSum.Nanoseconds())/float64(i), "hello-ns/req")
+	b.ReportMetric(float64(srvSum)/float64(libSum), "serve/library")
+	b.ReportMetric(float64(libSum+floSum)/float64(libSum), "floor/library")
+	b.ReportMetric(median(srv)/median(lib), "serve/library-median")
 }

@@ -57,7 +57,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	writeJSON(w, http.StatusOK, c.completion(te.res)) // with its length: the answer is whole before the session is removed
+	writeJSON(w, http.StatusOK, c.completion(te.res))
+	s.sendNow(w)
+}
+
+// sendNow sends what the handler wrote so far, before the handler's
+// deferred work (closing the turn's session, removing an ephemeral one)
+// runs: net/http would otherwise hold a small answer in its buffer until
+// the handler returns. The send is bounded by Options.StreamWriteTimeout,
+// so that a client that does not read cannot keep the session leased.
+func (s *Server) sendNow(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+	_ = rc.Flush()
+	_ = rc.SetWriteDeadline(time.Time{})
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a
