@@ -36,6 +36,11 @@ func errorOf(err error) apiError {
 	if errors.As(err, &ue) {
 		return unauthorized()
 	}
+	var he *heldError
+	if errors.As(err, &he) {
+		return apiError{status: http.StatusTooManyRequests, kind: fault.RateLimit.String(), message: he.Error(),
+			quota: quotaHeldRequests, retryAfter: 1}
+	}
 	var qe *session.QuotaError
 	if errors.As(err, &qe) {
 		e.status, e.quota = http.StatusTooManyRequests, qe.Quota
@@ -115,9 +120,9 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // writeJSON writes v as the body with status. The body is encoded first
-// and sent with its Content-Length, so that a client has the whole answer
-// without waiting for the handler to return (a completion's handler
-// removes its ephemeral session after answering).
+// and sent with its Content-Length, in one write once the handler returns
+// or flushes (a completion's handler flushes before it removes its
+// ephemeral session: sendNow).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	buf.Reset()

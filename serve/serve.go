@@ -46,6 +46,11 @@ type Options struct {
 	// MaxStreamsPerTurn bounds the event streams open on one turn at
 	// once; one more is refused with 429. 0: 16.
 	MaxStreamsPerTurn int
+	// MaxHeldPerTenant bounds the requests of one tenant held open at
+	// once waiting for a turn: waits (GET .../wait on a running turn) and
+	// event streams (GET .../events). One more is refused with 429, quota
+	// "held_requests" and Retry-After, until one of them ends. 0: 128.
+	MaxHeldPerTenant int
 	// StreamWriteTimeout bounds the write of one event to a stream's
 	// client: a client that does not read for that long loses its
 	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
@@ -95,6 +100,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxStreamsPerTurn <= 0 {
 		o.MaxStreamsPerTurn = 16
 	}
+	if o.MaxHeldPerTenant <= 0 {
+		o.MaxHeldPerTenant = 128
+	}
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = time.Minute
 	}
@@ -121,6 +129,7 @@ type Server struct {
 	running  map[*turnEntry]struct{}  // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
+	held        map[string]int // the requests each tenant holds open (hold)
 	starting    int            // turns admitted and not yet running
 	settled     chan struct{}  // closed and replaced when a turn settles
 	watchers    sync.WaitGroup // one per turn, until it settles
@@ -135,7 +144,7 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
 		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
-		tenantBytes: map[string]*atomic.Int64{}}
+		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}}
 	s.h = s.routes()
 	return s, nil
 }
@@ -284,5 +293,36 @@ func (s *Server) beginStart() (end func(), err error) {
 		close(s.settled)
 		s.settled = make(chan struct{})
 		s.mu.Unlock()
+	}, nil
+}
+
+// quotaHeldRequests names Options.MaxHeldPerTenant in a refusal.
+const quotaHeldRequests = "held_requests"
+
+// heldError refuses a request a tenant would hold open past
+// Options.MaxHeldPerTenant (REF 11.8.8).
+type heldError struct{ err error }
+
+func (e *heldError) Error() string { return e.err.Error() }
+func (e *heldError) Unwrap() error { return e.err }
+
+// hold counts a request the tenant holds open until the returned release
+// is called, or refuses it with a heldError when the tenant holds
+// Options.MaxHeldPerTenant already.
+func (s *Server) hold(tenant string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[tenant] >= s.opts.MaxHeldPerTenant {
+		return nil, &heldError{err: fault.New(fault.RateLimit, "serve",
+			"tenant %q holds %d waits and streams open already (quota %s of %d); retry when one ends",
+			tenant, s.held[tenant], quotaHeldRequests, s.opts.MaxHeldPerTenant)}
+	}
+	s.held[tenant]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held[tenant]--; s.held[tenant] <= 0 {
+			delete(s.held, tenant)
+		}
 	}, nil
 }
