@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,9 +21,9 @@ import (
 
 // libraryTurn runs the echo agent's turn as a library user would: an
 // ephemeral session, one turn, the session removed.
-func libraryTurn(b *testing.B, ts *testServer, i int) {
+func libraryTurn(b *testing.B, ts *testServer, agentID string, i int) {
 	ctx := context.Background()
-	key := session.Key{AgentID: "echo", ContextID: fmt.Sprintf("bench-%d", i)}
+	key := session.Key{AgentID: agentID, ContextID: fmt.Sprintf("bench-%d", i)}
 	lease, err := ts.rt.Sessions().Open(ctx, key)
 	if err != nil {
 		b.Fatal(err)
@@ -43,9 +45,9 @@ func libraryTurn(b *testing.B, ts *testServer, i int) {
 
 // chatTurn runs the same turn as a non-streamed chat completion over
 // loopback HTTP.
-func chatTurn(b *testing.B, ts *testServer, client *http.Client) {
+func chatTurn(b *testing.B, ts *testServer, agentID string, client *http.Client) {
 	req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"echo","messages":[{"role":"user","content":"hello there"}]}`))
+		strings.NewReader(`{"model":"`+agentID+`","messages":[{"role":"user","content":"hello there"}]}`))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,16 +87,43 @@ func median(ds []time.Duration) float64 {
 	return float64(ds[len(ds)/2].Nanoseconds())
 }
 
-// BenchmarkChatCompletion runs a one-node agent's turn through the
-// library, as a chat completion over loopback, and a bare net/http answer
-// over loopback (the floor of any HTTP server), alternately in the same
-// loop, and reports the ratio of their times: serve/library (of the
-// means, the figure quoted), serve/library-median (of the medians, which
-// a busy machine disturbs less) and floor/library, the ratio an HTTP
-// server that cost nothing besides the round trip would have; see
-// docs/serve.md for the command.
+// BenchmarkChatCompletion runs a one-node agent's turn (testdata's
+// "echo", a script node) through the library, as a chat completion over
+// loopback, and a bare net/http answer over loopback (the floor of any
+// HTTP server), alternately in the same loop, and reports the ratio of
+// their times: serve/library (of the means, the figure quoted),
+// serve/library-median (of the medians, which a busy machine disturbs
+// less) and floor/library, the ratio an HTTP server that cost nothing
+// besides the round trip would have; see docs/serve.md for the command.
 func BenchmarkChatCompletion(b *testing.B) {
-	ts := newTestServer(b, serve.Options{})
+	benchmarkPair(b, newTestServer(b, serve.Options{}), "echo")
+}
+
+// BenchmarkChatCompletionInference is BenchmarkChatCompletion for the
+// typical chat agent: one inference node, answered by a scripted model
+// (testdata/bench).
+func BenchmarkChatCompletionInference(b *testing.B) {
+	benchmarkPair(b, newBenchServer(b), "chat")
+}
+
+// newBenchServer serves testdata/bench's deployment with testdata's keys.
+func newBenchServer(b *testing.B) *testServer {
+	dir := b.TempDir()
+	for _, f := range []string{"bench/deploy.yaml", "bench/replies.yaml", "keys.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return newTestServerAt(b, filepath.Join(dir, "deploy.yaml"), serve.Options{})
+}
+
+// benchmarkPair times agentID's turn through the library, as a chat
+// completion and the floor, alternately (BenchmarkChatCompletion).
+func benchmarkPair(b *testing.B, ts *testServer, agentID string) {
 	client := ts.http.Client()
 	hello := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -108,9 +137,9 @@ func BenchmarkChatCompletion(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		t0 := time.Now()
-		libraryTurn(b, ts, i)
+		libraryTurn(b, ts, agentID, i)
 		t1 := time.Now()
-		chatTurn(b, ts, client)
+		chatTurn(b, ts, agentID, client)
 		t2 := time.Now()
 		helloTurn(b, hello.URL, helloClient)
 		t3 := time.Now()
