@@ -119,11 +119,12 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 // jsonBuffers are the buffers writeJSON encodes into.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// writeJSON writes v as the body with status. The body is encoded first
+// writeJSON writes v as the body with status and returns the body's
+// length. The body is encoded first
 // and sent with its Content-Length, in one write once the handler returns
 // or flushes (a completion's handler flushes before it removes its
 // ephemeral session: sendNow).
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) int {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	enc := json.NewEncoder(buf)
@@ -138,9 +139,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+	n := buf.Len()
 	if buf.Cap() <= 64<<10 {
 		jsonBuffers.Put(buf)
 	}
+	return n
 }
 
 // errUnauthorized is a missing or wrong API key.
