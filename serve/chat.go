@@ -112,9 +112,7 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 	release := func() {
 		_ = lease.Close()
 		if cfg.Ephemeral {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = mgr.DeleteSession(ctx, key)
+			_ = mgr.DeleteSession(s.cleanupCtx(), key)
 		}
 	}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,

@@ -130,9 +130,15 @@ type Server struct {
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
 	held        map[string]int // the requests each tenant holds open (hold)
-	starting    int            // turns admitted and not yet running
-	settled     chan struct{}  // closed and replaced when a turn settles
-	watchers    sync.WaitGroup // one per turn, until it settles
+	// cleanup is the context of the clean-ups started since cleanupFrom
+	// (cleanupCtx), cleanupCancel its cancel and cleanupPrev the previous
+	// window's.
+	cleanup                    context.Context
+	cleanupFrom                time.Time
+	cleanupCancel, cleanupPrev context.CancelFunc
+	starting                   int            // turns admitted and not yet running
+	settled                    chan struct{}  // closed and replaced when a turn settles
+	watchers                   sync.WaitGroup // one per turn, until it settles
 }
 
 // New returns a Server of rt for the tenants of keys. rt and keys must not
@@ -325,4 +331,28 @@ func (s *Server) hold(tenant string) (release func(), err error) {
 			delete(s.held, tenant)
 		}
 	}, nil
+}
+
+// cleanupWindow is how long clean-ups share one context in cleanupCtx; a
+// clean-up is bounded by one to two of it.
+const cleanupWindow = 30 * time.Second
+
+// cleanupCtx returns the context that bounds a clean-up after a request
+// was answered (removing a completion's ephemeral session): it ends one
+// to two cleanupWindows from now. The clean-ups that start within one
+// window share it, so that each is bounded without a timer of its own
+// (arming a timer wakes the network poller, which a completion feels).
+func (s *Server) cleanupCtx() context.Context {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cleanup == nil || now.Sub(s.cleanupFrom) >= cleanupWindow {
+		if s.cleanupPrev != nil {
+			s.cleanupPrev() // its deadline, two windows after its start, has passed
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(2*cleanupWindow))
+		s.cleanupPrev, s.cleanupCancel = s.cleanupCancel, cancel
+		s.cleanup, s.cleanupFrom = ctx, now
+	}
+	return s.cleanup
 }
