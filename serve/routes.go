@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -82,18 +84,13 @@ func (s *Server) authenticate(h http.HandlerFunc, writeErr func(http.ResponseWri
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-		var body *deadlineBody
 		if r.ContentLength != 0 { // a body: a client must send it within BodyReadTimeout
 			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Time{}) == nil { // the connection takes deadlines
-				body = &deadlineBody{ReadCloser: r.Body, bodies: s.bodies, watch: s.bodies.watch(rc, s.opts.BodyReadTimeout)}
-				r.Body = body
+			if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 			}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
-		if body != nil {
-			body.handlerDone()
-		}
 	})
 }
 
@@ -110,6 +107,26 @@ func bearerKey(values []string) (string, bool) {
 		return "", false
 	}
 	return key, true
+}
+
+// deadlineBody lifts the read deadline of a request's connection once
+// its body has been read whole, so that the deadline bounds the body and
+// never a stream that follows it. A body that failed keeps the deadline:
+// the server's discarding of the rest fails too, and the connection
+// closes after the answer.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // errUnauthorizedKind is the refusal of a missing or unknown key: it maps

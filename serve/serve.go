@@ -56,9 +56,7 @@ type Options struct {
 	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
 	StreamWriteTimeout time.Duration
 	// BodyReadTimeout bounds the reading of a request's body: a client
-	// that sends it slower gets 400 and loses the connection. The bound
-	// is checked every quarter of it (10 ms to 1 s), so a body is cut
-	// within the bound and that much more. 0: 1 minute.
+	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
 	BodyReadTimeout time.Duration
 	// Recordings, when set, is told of every settled turn and serves
 	// GET .../turns/{tid}/recording (a *replay.Recorder that decorates
@@ -132,7 +130,6 @@ type Server struct {
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
 	held        map[string]int // the requests each tenant holds open (hold)
-	bodies      *bodyWatcher   // bounds the reading of request bodies
 	// cleanup is the context of the clean-ups started since cleanupFrom
 	// (cleanupCtx), cleanupCancel its cancel and cleanupPrev the previous
 	// window's.
@@ -153,7 +150,7 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
 		sessions: map[string]*sessionEntry{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
-		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}, bodies: newBodyWatcher(opts.BodyReadTimeout)}
+		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}}
 	s.h = s.routes()
 	return s, nil
 }
@@ -271,7 +268,6 @@ func (s *Server) Close() error {
 	for _, e := range sessions {
 		_ = e.lease.Close()
 	}
-	s.bodies.close() // a body read from now on is bounded by its connection's deadline
 	return nil
 }
 
