@@ -57,33 +57,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	n := writeJSON(w, http.StatusOK, c.completion(te.res))
-	s.sendNow(w, n)
-}
-
-// smallAnswer is the most an answer of that many bytes may be for sendNow
-// to write it without a deadline: it is below the least send buffer of a
-// TCP socket (Linux's default tcp_wmem minimum is 4 KiB, its default
-// 16 KiB), so its write does not wait for the client to read, unless the
-// client sent more requests without reading their answers.
-const smallAnswer = 4 << 10
-
-// sendNow sends the n bytes the handler wrote, before the handler's
-// deferred work (closing the turn's session, removing an ephemeral one)
-// runs: net/http would otherwise hold the answer in its buffer until the
-// handler returns. A larger answer's send is bounded by
-// Options.StreamWriteTimeout, so that a client that does not read cannot
-// keep the session leased; a small one is sent without the deadline,
-// whose timer costs a wake-up of the network poller.
-func (s *Server) sendNow(w http.ResponseWriter, n int) {
-	rc := http.NewResponseController(w)
-	if n <= smallAnswer {
-		_ = rc.Flush()
-		return
-	}
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-	_ = rc.Flush()
-	_ = rc.SetWriteDeadline(time.Time{})
+	writeJSON(w, http.StatusOK, c.completion(te.res))
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a

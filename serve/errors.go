@@ -119,12 +119,9 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 // jsonBuffers are the buffers writeJSON encodes into.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// writeJSON writes v as the body with status and returns the body's
-// length. The body is encoded first
-// and sent with its Content-Length, in one write once the handler returns
-// or flushes (a completion's handler flushes before it removes its
-// ephemeral session: sendNow).
-func writeJSON(w http.ResponseWriter, status int, v any) int {
+// writeJSON writes v as the body with status. The body is encoded first
+// and sent with its Content-Length, in one write once the handler returns.
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	enc := json.NewEncoder(buf)
@@ -139,11 +136,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) int {
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-	n := buf.Len()
 	if buf.Cap() <= 64<<10 {
 		jsonBuffers.Put(buf)
 	}
-	return n
 }
 
 // errUnauthorized is a missing or wrong API key.
