@@ -92,6 +92,14 @@ func newTurn(s *Session, ep *epoch, runID string, cfg StartConfig, req agent.Req
 	}
 }
 
+// tenant is the tenant of the turn's agent, as its quotas count it.
+func (t *Turn) tenant() string {
+	if t.quota == nil {
+		return ""
+	}
+	return t.quota.tenant
+}
+
 // prepare builds the host and attaches the stream (REF 2.2.10–2.2.12).
 func (t *Turn) prepare(ctx context.Context, ephemeral bool) error {
 	h, err := t.buildHost(ctx, ephemeral)
