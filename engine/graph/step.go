@@ -359,6 +359,7 @@ func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	r.watch = &waveWatch{latch: r.latch, ch: ch, grace: r.e.opts.InterruptGrace, cancel: cancel}
+	r.watch.clock, _ = agent.CapabilityFromHost[agent.InterruptClock](r.host)
 	return wctx, func() {
 		r.watch.end()
 		cancel(errRunEnded)
@@ -381,6 +382,10 @@ type waveWatch struct {
 	ch     <-chan agent.Interrupt
 	grace  time.Duration
 	cancel context.CancelCauseFunc
+	// clock says when the host sent its interrupt (nil: the host cannot
+	// tell): the grace runs from then, so that neither watchDelay nor the
+	// watcher's wake-up is added to it.
+	clock agent.InterruptClock
 
 	mu      sync.Mutex
 	running bool
@@ -452,7 +457,7 @@ func (w *waveWatch) watchWave() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running && w.quit == quit && w.stop == nil {
-		w.stop = afterFuncPrecise(w.grace, func() {
+		w.stop = afterFuncPrecise(w.graceLeft(), func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if w.running && w.quit == quit {
@@ -460,6 +465,20 @@ func (w *waveWatch) watchWave() {
 			}
 		})
 	}
+}
+
+// graceLeft is what is left of the grace of the interrupt the watcher
+// took: all of it, less the time since the host sent it when the host
+// says (agent.InterruptClock), and never more than all of it.
+func (w *waveWatch) graceLeft() time.Duration {
+	if w.clock == nil {
+		return w.grace
+	}
+	sent, ok := w.clock.InterruptSent()
+	if !ok {
+		return w.grace
+	}
+	return min(w.grace, time.Until(sent.Add(w.grace)))
 }
 
 // timerSlack is how late the Go runtime's timers fire when every thread
