@@ -23,6 +23,7 @@ import (
 // thread, to the race detector's shadow (in a message or as a fault), and
 // deaths that are not the cap (a Go fatal error, a stack overflow, a
 // panic, a Go-code fault, a SIGQUIT, a worker that cannot start).
+// REF 9.M13
 func TestDeathReports(t *testing.T) {
 	cases := []struct {
 		file   string
