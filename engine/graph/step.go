@@ -382,10 +382,7 @@ type waveWatch struct {
 	ch     <-chan agent.Interrupt
 	grace  time.Duration
 	cancel context.CancelCauseFunc
-	// clock says when the host sent its interrupt (nil: the host cannot
-	// tell): the grace runs from then, so that neither watchDelay nor the
-	// watcher's wake-up is added to it.
-	clock agent.InterruptClock
+	clock  agent.InterruptClock // when the host sent its interrupt; nil: it cannot tell
 
 	mu      sync.Mutex
 	running bool
@@ -468,17 +465,16 @@ func (w *waveWatch) watchWave() {
 }
 
 // graceLeft is what is left of the grace of the interrupt the watcher
-// took: all of it, less the time since the host sent it when the host
-// says (agent.InterruptClock), and never more than all of it.
+// took, which runs from when the host sent it when the host can tell
+// (agent.InterruptClock): neither watchDelay nor the watcher's wake-up
+// is added to it.
 func (w *waveWatch) graceLeft() time.Duration {
-	if w.clock == nil {
-		return w.grace
+	if w.clock != nil {
+		if sent, ok := w.clock.InterruptSent(); ok {
+			return min(w.grace, time.Until(sent.Add(w.grace)))
+		}
 	}
-	sent, ok := w.clock.InterruptSent()
-	if !ok {
-		return w.grace
-	}
-	return min(w.grace, time.Until(sent.Add(w.grace)))
+	return w.grace
 }
 
 // timerSlack is how late the Go runtime's timers fire when every thread
