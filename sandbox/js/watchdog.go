@@ -212,9 +212,13 @@ func (d *watchdog) loop() {
 // watchdog's goroutine keeps up no call pays for a look.
 const lateLook = 4 * memorySampleInterval
 
-// look is a tick: check, one at a time.
+// look is a tick: check, one at a time. A tick that comes while a call
+// looks counts as a busy one and does not wait: the look in progress may
+// be held up (its goroutine preempted), and the next tick comes anyway.
 func (d *watchdog) look() int {
-	d.looking.Lock()
+	if !d.looking.TryLock() {
+		return 1
+	}
 	defer d.looking.Unlock()
 	d.lastLook.Store(d.sinceBorn())
 	return d.check()
