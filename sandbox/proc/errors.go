@@ -163,7 +163,7 @@ var oomMarkers = []string{"fatal error: runtime: out of memory", "fatal error: o
 	"runtime: out of memory", "fatal error: runtime: cannot allocate memory",
 	"runtime/cgo: pthread_create failed", "runtime: failed to create new OS thread",
 	"ThreadSanitizer failed to allocate", "runtime: cannot map pages in arena address space",
-	"errno=12", "errno: 12"}
+	"errno=12)", "errno: 12)"}
 
 // isOOMLine reports whether a line of a worker's stderr says its memory
 // cap stopped it.

@@ -202,7 +202,7 @@ func (w *worker) cause() string {
 
 // diedOfMemory reports whether the worker's memory cap ended it: it had a
 // cap, it did not exit cleanly, and its crash report, read whole, says
-// the kernel refused it memory (memoryReport).
+// the kernel refused it memory (stderrWatch.oom).
 func (w *worker) diedOfMemory() bool {
 	if w.memory <= 0 || (w.cmd.ProcessState != nil && w.cmd.ProcessState.Success()) {
 		return false
