@@ -101,7 +101,7 @@ type call struct {
 	natives map[*goja.Object]bool
 
 	// mem is the memory guard of the call being watched; only the
-	// runtime's watchdog goroutine touches it.
+	// watchdog's looks touch it (under watchdog.looking).
 	mem memoryGuard
 	// wallTimer fires at the call's deadline (wallTimeUp); made at the
 	// VM's first call and reset for each. onParentDone is parentDone as a
