@@ -407,19 +407,6 @@ func (m *Manager) Draining() bool {
 	return m.draining
 }
 
-func pollUntil(ctx context.Context, cond func() bool) error {
-	t := time.NewTicker(idlePoll)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
 // Close stops every idle timer, refuses new leases, interrupts every active
 // turn with cause host_shutdown and waits at most the close timeout
 // (Config.CloseTimeout, 30 s by default)
