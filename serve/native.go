@@ -61,6 +61,9 @@ func (s *Server) startNativeTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := decodeTurnRequest(r.Body)
+	if err == nil && e.deleting.Load() {
+		err = fault.New(fault.NotAvailable, "start turn", "session %q is being deleted", e.id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,8 @@ type sessionEntry struct {
 	key     session.Key
 	lease   *session.Lease
 	created time.Time
+	// deleting is set while a DELETE of the session runs: no turn starts.
+	deleting atomic.Bool
 
 	mu    sync.Mutex
 	turns []*turnEntry // oldest first; at most KeepTurns finished ones
@@ -329,6 +332,22 @@ func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEn
 	}, nil
 }
 
+// reserveChatSession takes a place among the sessions the tenant may hold
+// for a chat completion's session until release (REF 11.1.11): a
+// completion's session counts against the same share as the native API's
+// sessions while its turn runs. A session of key the tenant holds open
+// through the native API takes no second place.
+func (s *Server) reserveChatSession(tenant string, key session.Key) (release func(), err error) {
+	open, release, err := s.reserveSession(tenant, key)
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		return func() {}, nil
+	}
+	return release, nil
+}
+
 // sessionsPerTenant is how many sessions one tenant may hold open
 // (Options.MaxSessionsPerTenant).
 func (s *Server) sessionsPerTenant() int {
@@ -432,28 +451,34 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteSession interrupts the session's turn, removes its durable state
-// and forgets it.
+// and only then forgets it: a delete that fails leaves the session listed
+// and answers with the error, so that it can be retried (REF 11.3.8).
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	e, err := s.session(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	e.deleting.Store(true)
 	if t := e.lease.Session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session is being deleted"})
 	}
-	s.mu.Lock()
-	delete(s.sessions, e.id)
-	s.mu.Unlock()
-	e.mu.Lock()
-	for _, te := range e.turns {
-		te.log.detach()
-	}
-	e.mu.Unlock()
-	_ = e.lease.Close()
 	if err := s.rt.Sessions().DeleteSession(r.Context(), e.key); err != nil {
+		e.deleting.Store(false)
 		s.writeError(w, r, err)
 		return
+	}
+	s.mu.Lock()
+	forget := s.sessions[e.id] == e
+	delete(s.sessions, e.id)
+	s.mu.Unlock()
+	if forget { // not already forgotten by a delete racing this one
+		e.mu.Lock()
+		for _, te := range e.turns {
+			te.log.detach()
+		}
+		e.mu.Unlock()
+		_ = e.lease.Close()
 	}
 	s.log.Info("session deleted", "tenant", e.tenant, "session", e.id)
 	w.WriteHeader(http.StatusNoContent)
