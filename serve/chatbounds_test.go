@@ -173,7 +173,8 @@ func TestCompletionStreamOverflowIsNotAStop(t *testing.T) {
 
 // REF 11.3.8
 // A delete whose stored state cannot be removed answers with the error
-// and leaves the session listed; the delete may be tried again.
+// and leaves the session listed and usable; the delete may be tried
+// again.
 func TestDeleteThatFailsKeepsTheSession(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, serve.Options{})
@@ -193,6 +194,12 @@ func TestDeleteThatFailsKeepsTheSession(t *testing.T) {
 	assert.Equal(t, http.StatusOK, r.status, "the session is still there: %s", r.body)
 	r = ts.do(http.MethodGet, "/api/sessions", acmeKey, "")
 	assert.Contains(t, string(r.body), sid, "and listed")
+	ts.runEcho(acmeKey, sid, "still here") // and it still runs turns
+
+	r = ts.do(http.MethodDelete, "/api/sessions/"+sid, acmeKey, "")
+	assert.Equal(t, http.StatusNoContent, r.status, "the delete tried again: %s", r.body)
+	r = ts.do(http.MethodGet, "/api/sessions/"+sid, acmeKey, "")
+	assert.Equal(t, http.StatusNotFound, r.status)
 }
 
 // corruptSessionRecords overwrites every session record file under dir

@@ -259,7 +259,7 @@ func (s *Server) Close() error {
 	}
 	s.watchers.Wait()
 	for _, e := range sessions {
-		_ = e.lease.Close()
+		e.release()
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -29,13 +30,28 @@ type sessionEntry struct {
 	id      string
 	tenant  string
 	key     session.Key
-	lease   *session.Lease
 	created time.Time
 	// deleting is set while a DELETE of the session runs: no turn starts.
 	deleting atomic.Bool
 
 	mu    sync.Mutex
-	turns []*turnEntry // oldest first; at most KeepTurns finished ones
+	lease *session.Lease // replaced after a delete that failed
+	turns []*turnEntry   // oldest first; at most KeepTurns finished ones
+}
+
+// session returns the runtime's session the entry leases.
+func (e *sessionEntry) session() *session.Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lease.Session()
+}
+
+// release gives back the entry's lease.
+func (e *sessionEntry) release() {
+	e.mu.Lock()
+	l := e.lease
+	e.mu.Unlock()
+	_ = l.Close()
 }
 
 type sessionView struct {
@@ -405,7 +421,7 @@ func (s *Server) retire(e *sessionEntry) {
 	}
 	delete(s.sessions, e.id)
 	s.mu.Unlock()
-	if t := e.lease.Session().Turn(); t != nil {
+	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
 	}
 	e.mu.Lock()
@@ -413,7 +429,7 @@ func (s *Server) retire(e *sessionEntry) {
 		te.log.detach()
 	}
 	e.mu.Unlock()
-	_ = e.lease.Close()
+	e.release()
 	s.log.Info("session retired: its agent belongs to another tenant", "tenant", e.tenant, "session", e.id, "agent", e.key.AgentID)
 }
 
@@ -460,10 +476,11 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.deleting.Store(true)
-	if t := e.lease.Session().Turn(); t != nil {
+	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session is being deleted"})
 	}
 	if err := s.rt.Sessions().DeleteSession(r.Context(), e.key); err != nil {
+		s.renewLease(e)
 		e.deleting.Store(false)
 		s.writeError(w, r, err)
 		return
@@ -478,8 +495,30 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 			te.log.detach()
 		}
 		e.mu.Unlock()
-		_ = e.lease.Close()
+		e.release()
 	}
 	s.log.Info("session deleted", "tenant", e.tenant, "session", e.id)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// renewLease gives e a new lease on its key after a delete that failed:
+// the delete may have closed the live session before the store refused,
+// and the session stays the tenant's to use (REF 11.3.8). When the
+// runtime refuses the open, e keeps its lease and its turns are refused
+// until the delete is tried again.
+func (s *Server) renewLease(e *sessionEntry) {
+	l, err := s.rt.Sessions().Open(context.Background(), e.key)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	keep := !s.closed && s.sessions[e.id] == e
+	old := l
+	if keep {
+		e.mu.Lock()
+		old, e.lease = e.lease, l
+		e.mu.Unlock()
+	}
+	s.mu.Unlock()
+	_ = old.Close()
 }
