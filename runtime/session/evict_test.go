@@ -2,8 +2,10 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,14 +145,16 @@ func TestQuotaSessionsEvictsOwnIdle(t *testing.T) {
 
 // REF 2.1.8
 // Opens, closes and turns racing on a full manager: no open fails but
-// for max sessions, the manager never holds more than max_sessions, and
-// a session is never evicted while a lease on it is held.
+// for max sessions, the manager never holds more than max_sessions, a
+// session is never evicted while a lease on it is held, and a turn that
+// starts on a session kept past its lease is refused or completes.
 func TestEvictionHammer(t *testing.T) {
 	t.Parallel()
 	const maxSessions, workers, rounds = 8, 8, 60
 	e := newEnvConfig(t, agenttest.New(agenttest.Reply("ok")), session.Config{Tunables: session.Tunables{MaxSessions: maxSessions}})
 	var wg sync.WaitGroup
-	errs := make(chan error, workers*rounds)
+	var opened atomic.Int64
+	errs := make(chan error, 2*workers*rounds)
 	for w := range workers {
 		wg.Go(func() {
 			for i := range rounds {
@@ -162,6 +166,7 @@ func TestEvictionHammer(t *testing.T) {
 					}
 					continue
 				}
+				opened.Add(1)
 				if i%3 == 0 {
 					if tr, err := l.Session().Start(context.Background(), ask("hi")); err == nil {
 						_, _ = tr.Wait(context.Background())
@@ -173,7 +178,23 @@ func TestEvictionHammer(t *testing.T) {
 				if n := e.m.Sessions(); n > maxSessions {
 					errs <- fmt.Errorf("%d sessions, more than %d", n, maxSessions)
 				}
+				kept := l.Session()
 				require.NoError(t, l.Close())
+				if i%4 == 1 {
+					// A turn started on a session kept past its lease
+					// races its eviction: it is either refused or runs
+					// to its end, never stopped by the eviction.
+					tr, err := kept.Start(context.Background(), ask("late"))
+					if err != nil {
+						if !errors.Is(err, session.ErrSessionClosing) {
+							errs <- err
+						}
+						continue
+					}
+					if res, err := tr.Wait(context.Background()); err != nil || res.Status != agent.StatusCompleted {
+						errs <- fmt.Errorf("a turn on %s ended %v, %v", k, res, err)
+					}
+				}
 			}
 		})
 	}
@@ -183,6 +204,8 @@ func TestEvictionHammer(t *testing.T) {
 		t.Error(err)
 	}
 	assert.LessOrEqual(t, e.m.Sessions(), maxSessions)
+	// 96 keys through 8 places: most opens made room by evicting.
+	assert.Greater(t, opened.Load(), int64(workers*rounds/2), "opens succeeded")
 }
 
 func errorsIsRateLimit(err error) bool { return fault.KindOr(err, fault.Internal) == fault.RateLimit }
