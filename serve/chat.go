@@ -20,10 +20,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	req, msgs, err := decodeChatRequest(r.Body)
 	if err == nil {
 		_, err = s.agentOf(tenant, req.Model)
+		err = withParam("model", err)
 	}
 	if err == nil {
 		if last := msgs[len(msgs)-1]; last.Role != message.RoleUser && last.Role != message.RoleTool {
-			err = fault.Wrap(fault.Validation, errNoUserMessage, "chat", "messages[%d]", len(msgs)-1)
+			err = withParam("messages", fault.Wrap(fault.Validation, errNoUserMessage, "chat", "messages[%d]", len(msgs)-1))
 		}
 	}
 	if err == nil {
@@ -75,12 +76,17 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 			cfg.History = agent.NewBoard()
 			cfg.History.Append(agent.MainChannel, msgs[:len(msgs)-1]...)
 		}
-	} else if err := key.Validate(); err != nil {
-		return nil, nil, fault.Wrap(fault.Validation, err, "chat", "header %s", HeaderContextID)
+	} else if err := checkChatContextID(key); err != nil {
+		return nil, nil, err
+	}
+	place, err := s.reserveChatSession(tenant, key) // the tenant's share (REF 11.1.11)
+	if err != nil {
+		return nil, nil, err
 	}
 	mgr := s.rt.Sessions()
 	lease, err := mgr.Open(r.Context(), key)
 	if err != nil {
+		place()
 		return nil, nil, err
 	}
 	release := func() {
@@ -88,6 +94,7 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 		if cfg.Ephemeral {
 			_ = mgr.DeleteSession(s.cleanupCtx(), key)
 		}
+		place()
 	}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,
 		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream})
@@ -265,7 +272,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 	if send(c.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)) != nil {
 		return
 	}
+	var lost error // the log lost deltas: the stream does not finish "stop" (REF 11.2.9)
 	err := te.log.follow(r.Context(), 0, func(_ int, ev streamEvent) error {
+		if ev.typ == evOverflow {
+			lost = overflowOf(ev)
+		}
 		if ev.typ != evDelta || ev.delta == nil || ev.delta.Part == nil {
 			return nil
 		}
@@ -278,7 +289,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 	if err != nil || !te.wait(r.Context()) {
 		return // the client went away
 	}
-	if terr := turnError(te); terr != nil {
+	if terr := streamOutcome(te, lost); terr != nil {
 		e := outcomeError(terr)
 		s.noteError(r, e)
 		_ = send(openAIErrorOf(e))

@@ -21,7 +21,8 @@ type apiError struct {
 	kind       string
 	message    string
 	quota      string
-	retryAfter int // seconds; 0: no Retry-After
+	param      string // the request's field at fault, for OpenAI's shape
+	retryAfter int    // seconds; 0: no Retry-After
 	// inRun: the error is a turn's outcome, not a refusal; a quota the
 	// run hit is counted from the run, not by OnQuotaRejected.
 	inRun bool
@@ -32,7 +33,21 @@ type apiError struct {
 // Retry-After for a rate), RateLimit 429, NotAvailable 503, Timeout 504,
 // anything else 500.
 func errorOf(err error) apiError {
+	e := errorKindOf(err)
+	var pe *paramError
+	if errors.As(err, &pe) {
+		e.param = pe.param
+	}
+	return e
+}
+
+func errorKindOf(err error) apiError {
 	e := apiError{status: http.StatusInternalServerError, kind: fault.Internal.String(), message: err.Error()}
+	var so *errStreamOverflow
+	if errors.As(err, &so) {
+		e.kind = "stream_overflow"
+		return e
+	}
 	var ue *unauthorizedError
 	if errors.As(err, &ue) {
 		return unauthorized()

@@ -31,6 +31,7 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		`{"model":"m","messages":[{"role":"developer","content":"d"},{"role":"user","content":"\u0000"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`,
 		`{"model":"m","messages":[]}`, `[]`, `{"model":`, ``,
+		`{"model":"m","n":2,"messages":[{"role":"user","content":"x"}]}`, `{"model":"m","n":null,"messages":[{"role":"user","content":"x"}]}`,
 	} {
 		f.Add(s)
 	}
@@ -39,6 +40,9 @@ func FuzzDecodeChatRequest(f *testing.F) {
 		checkDecoded(t, err)
 		if err != nil {
 			return
+		}
+		if req.N != nil && *req.N != 1 {
+			t.Fatalf("accepted %q with n %d", body, *req.N)
 		}
 		if req.Model == "" || len(msgs) != len(req.Messages) || len(msgs) == 0 {
 			t.Fatalf("accepted %q as model %q with %d of %d messages", body, req.Model, len(msgs), len(req.Messages))

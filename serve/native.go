@@ -61,11 +61,14 @@ func (s *Server) startNativeTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := decodeTurnRequest(r.Body)
+	if err == nil && e.deleting.Load() {
+		err = fault.New(fault.NotAvailable, "start turn", "session %q is being deleted", e.id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	te, err := s.startTurn(r.Context(), e.lease.Session(), turnSpec{tenant: e.tenant, req: req,
+	te, err := s.startTurn(r.Context(), e.session(), turnSpec{tenant: e.tenant, req: req,
 		onStart: func(te *turnEntry) { e.addTurn(te, s.opts.KeepTurns) }})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -3,12 +3,14 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/message"
+	"github.com/corral-rt/corral/runtime/session"
 )
 
 // HeaderContextID names the session context of a chat completion: with
@@ -29,6 +31,9 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
 	User string `json:"user,omitempty"`
+	// N is how many choices to generate: a turn has one answer, so only
+	// 1 (or none) is accepted (REF 11.2.7).
+	N *int `json:"n,omitempty"`
 }
 
 // chatMessage is one message of OpenAI's wire.
@@ -64,16 +69,19 @@ func decodeChatRequest(r io.Reader) (chatRequest, []message.Message, error) {
 		return req, nil, err
 	}
 	if req.Model == "" {
-		return req, nil, fault.New(fault.Validation, "chat", "model is required")
+		return req, nil, withParam("model", fault.New(fault.Validation, "chat", "model is required"))
 	}
 	if len(req.Messages) == 0 {
-		return req, nil, fault.New(fault.Validation, "chat", "messages must hold at least one message")
+		return req, nil, withParam("messages", fault.New(fault.Validation, "chat", "messages must hold at least one message"))
+	}
+	if req.N != nil && *req.N != 1 {
+		return req, nil, withParam("n", fault.New(fault.Validation, "chat", "n is %d; a turn has one answer, so n must be 1", *req.N))
 	}
 	msgs := make([]message.Message, 0, len(req.Messages))
 	for i, cm := range req.Messages {
 		m, err := cm.toMessage()
 		if err != nil {
-			return req, nil, fault.Wrap(fault.Validation, err, "chat", "messages[%d]", i)
+			return req, nil, withParam(fmt.Sprintf("messages[%d]", i), fault.Wrap(fault.Validation, err, "chat", "messages[%d]", i))
 		}
 		msgs = append(msgs, m)
 	}
@@ -176,7 +184,72 @@ func openAIErrorOf(e apiError) openAIError {
 	if e.quota != "" {
 		code = e.quota
 	}
-	return openAIError{Error: openAIErrorBody{Message: e.message, Type: typ, Code: code}}
+	var param *string
+	if e.param != "" {
+		param = &e.param
+	}
+	return openAIError{Error: openAIErrorBody{Message: e.message, Type: typ, Param: param, Code: code}}
+}
+
+// paramError is an error of one field of the request, which OpenAI's
+// error shape names as its param (REF 11.2.7).
+type paramError struct {
+	param string
+	err   error
+}
+
+func (e *paramError) Error() string { return e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
+
+// withParam marks err as the fault of the request's field param; nil
+// stays nil.
+func withParam(param string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &paramError{param: param, err: err}
+}
+
+// checkChatContextID checks the context id a chat completion names in
+// its header as the native API checks a context_id (REF 11.2.8).
+func checkChatContextID(key session.Key) error {
+	if err := checkContextID(key.ContextID); err != nil {
+		return fault.Wrap(fault.Validation, err, "chat", "header %s", HeaderContextID)
+	}
+	if err := key.Validate(); err != nil {
+		return fault.Wrap(fault.Validation, err, "chat", "header %s", HeaderContextID)
+	}
+	return nil
+}
+
+// errStreamOverflow ends a streamed completion that lost some of its
+// deltas (REF 11.2.9): its turn may have completed, but the client did
+// not get all of its text, so the stream does not finish "stop".
+type errStreamOverflow struct{ reason string }
+
+func (e *errStreamOverflow) Error() string {
+	return "the stream lost part of the answer and is incomplete: " + e.reason
+}
+
+// overflowOf is the error of an overflow event of a turn's log.
+func overflowOf(ev streamEvent) error {
+	var v struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(ev.data, &v)
+	if v.Reason == "" {
+		v.Reason = "the turn's events came faster than the stream took them"
+	}
+	return &errStreamOverflow{reason: v.Reason}
+}
+
+// streamOutcome is the error a streamed completion ends with: the turn's
+// own, else lost when the stream lost deltas, else nil.
+func streamOutcome(te *turnEntry, lost error) error {
+	if err := turnError(te); err != nil {
+		return err
+	}
+	return lost
 }
 
 // writeOpenAIError answers an OpenAI-compatible request with err.

@@ -59,9 +59,10 @@ type Options struct {
 	// that sends it slower gets 400 and loses the connection. 0: 1 minute.
 	BodyReadTimeout time.Duration
 	// MaxSessionsPerTenant bounds the sessions a tenant holds open through
-	// the native API; one more is refused with 429 naming the quota
+	// the native API together with the chat completions it runs in
+	// sessions of their own; one more is refused with 429 naming the quota
 	// "sessions". 0: the runtime's runtime.sessions.max_sessions shared
-	// out among the keys' tenants and the completions, its integer part of
+	// out among the keys' tenants, its integer part of
 	// max_sessions / (tenants + 1), at least 1, so that no tenant takes
 	// every place.
 	MaxSessionsPerTenant int
@@ -274,7 +275,7 @@ func (s *Server) Close() error {
 	}
 	s.watchers.Wait()
 	for _, e := range sessions {
-		_ = e.lease.Close()
+		e.release()
 	}
 	return nil
 }

@@ -1,18 +1,16 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -28,11 +26,28 @@ type sessionEntry struct {
 	id      string
 	tenant  string
 	key     session.Key
-	lease   *session.Lease
 	created time.Time
+	// deleting is set while a DELETE of the session runs: no turn starts.
+	deleting atomic.Bool
 
 	mu    sync.Mutex
-	turns []*turnEntry // oldest first; at most KeepTurns finished ones
+	lease *session.Lease // replaced after a delete that failed
+	turns []*turnEntry   // oldest first; at most KeepTurns finished ones
+}
+
+// session returns the runtime's session the entry leases.
+func (e *sessionEntry) session() *session.Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lease.Session()
+}
+
+// release gives back the entry's lease.
+func (e *sessionEntry) release() {
+	e.mu.Lock()
+	l := e.lease
+	e.mu.Unlock()
+	_ = l.Close()
 }
 
 type sessionView struct {
@@ -79,97 +94,6 @@ func newID(prefix string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// decodeJSON decodes a request body strictly into v: unknown fields, a
-// second value and a body over the bound are Validation errors.
-func decodeJSON(r io.Reader, v any, strict bool) error {
-	dec := json.NewDecoder(r)
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fault.New(fault.Validation, "decode request", "the body is larger than %d bytes", mbe.Limit)
-		}
-		return fault.Wrap(fault.Validation, &bodyError{msg: jsonProblem(err), err: err}, "decode request", "the body is not the expected JSON")
-	}
-	if dec.More() {
-		return fault.New(fault.Validation, "decode request", "the body holds more than one JSON value")
-	}
-	return nil
-}
-
-// bodyError is a decoder's error told in the client's terms; it keeps the
-// decoder's error as its cause (io.EOF for an empty body).
-type bodyError struct {
-	msg string
-	err error
-}
-
-func (e *bodyError) Error() string { return e.msg }
-func (e *bodyError) Unwrap() error { return e.err }
-
-// jsonProblem says what is wrong with a body in the client's terms: the
-// JSON field and the JSON type it wants, or where the syntax breaks;
-// never the server's Go types, which the decoder's own messages name.
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "the body"
-		} else {
-			field = strconv.Quote(field)
-		}
-		got := te.Value
-		if v, _, _ := strings.Cut(got, " "); v != "" {
-			got = v // "number 300" for a number out of range
-		}
-		switch got {
-		case "object", "array":
-			got = "an " + got
-		case "bool":
-			got = "a boolean"
-		default:
-			got = "a " + got
-		}
-		return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type), got)
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "unexpected end of the body"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// jsonKind names the JSON type a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "another JSON type"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "another JSON type"
 }
 
 // MaxContextIDBytes bounds the context id a client names (REF 11.8.10).
@@ -329,6 +253,22 @@ func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEn
 	}, nil
 }
 
+// reserveChatSession takes a place among the sessions the tenant may hold
+// for a chat completion's session until release (REF 11.1.11): a
+// completion's session counts against the same share as the native API's
+// sessions while its turn runs. A session of key the tenant holds open
+// through the native API takes no second place.
+func (s *Server) reserveChatSession(tenant string, key session.Key) (release func(), err error) {
+	open, release, err := s.reserveSession(tenant, key)
+	if err != nil {
+		return nil, err
+	}
+	if open != nil {
+		return func() {}, nil
+	}
+	return release, nil
+}
+
 // sessionsPerTenant is how many sessions one tenant may hold open
 // (Options.MaxSessionsPerTenant).
 func (s *Server) sessionsPerTenant() int {
@@ -386,7 +326,7 @@ func (s *Server) retire(e *sessionEntry) {
 	}
 	delete(s.sessions, e.id)
 	s.mu.Unlock()
-	if t := e.lease.Session().Turn(); t != nil {
+	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
 	}
 	e.mu.Lock()
@@ -394,7 +334,7 @@ func (s *Server) retire(e *sessionEntry) {
 		te.log.detach()
 	}
 	e.mu.Unlock()
-	_ = e.lease.Close()
+	e.release()
 	s.log.Info("session retired: its agent belongs to another tenant", "tenant", e.tenant, "session", e.id, "agent", e.key.AgentID)
 }
 
@@ -432,29 +372,58 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteSession interrupts the session's turn, removes its durable state
-// and forgets it.
+// and only then forgets it: a delete that fails leaves the session listed
+// and answers with the error, so that it can be retried (REF 11.3.8).
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	e, err := s.session(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if t := e.lease.Session().Turn(); t != nil {
+	e.deleting.Store(true)
+	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session is being deleted"})
 	}
-	s.mu.Lock()
-	delete(s.sessions, e.id)
-	s.mu.Unlock()
-	e.mu.Lock()
-	for _, te := range e.turns {
-		te.log.detach()
-	}
-	e.mu.Unlock()
-	_ = e.lease.Close()
 	if err := s.rt.Sessions().DeleteSession(r.Context(), e.key); err != nil {
+		s.renewLease(e)
+		e.deleting.Store(false)
 		s.writeError(w, r, err)
 		return
 	}
+	s.mu.Lock()
+	forget := s.sessions[e.id] == e
+	delete(s.sessions, e.id)
+	s.mu.Unlock()
+	if forget { // not already forgotten by a delete racing this one
+		e.mu.Lock()
+		for _, te := range e.turns {
+			te.log.detach()
+		}
+		e.mu.Unlock()
+		e.release()
+	}
 	s.log.Info("session deleted", "tenant", e.tenant, "session", e.id)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// renewLease gives e a new lease on its key after a delete that failed:
+// the delete may have closed the live session before the store refused,
+// and the session stays the tenant's to use (REF 11.3.8). When the
+// runtime refuses the open, e keeps its lease and its turns are refused
+// until the delete is tried again.
+func (s *Server) renewLease(e *sessionEntry) {
+	l, err := s.rt.Sessions().Open(context.Background(), e.key)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	keep := !s.closed && s.sessions[e.id] == e
+	old := l
+	if keep {
+		e.mu.Lock()
+		old, e.lease = e.lease, l
+		e.mu.Unlock()
+	}
+	s.mu.Unlock()
+	_ = old.Close()
 }

@@ -69,7 +69,8 @@ func (d Deps) validate(op string) error {
 type Tunables struct {
 	// IdleTimeout is how long an idle, unleased session is kept.
 	IdleTimeout time.Duration `json:"idle_timeout"`
-	// MaxSessions caps the live session entries.
+	// MaxSessions caps the live session entries; an Open past it evicts
+	// the session idle the longest before it refuses (REF 2.1.8).
 	MaxSessions int `json:"max_sessions"`
 	// SinkBuffer is the queue size of a sink whose QueueSize is 0.
 	SinkBuffer int `json:"sink_buffer"`

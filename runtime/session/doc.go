@@ -8,7 +8,10 @@
 // creating it when needed; every lease is independent and Lease.Close is
 // idempotent. A session with no lease that stays idle (no active turn, no
 // pending prompt, no attached sink) for the idle timeout is reclaimed; a
-// later Open creates a fresh one.
+// later Open creates a fresh one. An Open that finds max_sessions live
+// sessions, or its tenant at its sessions quota, evicts the session idle
+// the longest first, as an early reclaim, and refuses only when none is
+// idle: a durable session's history stays in the store.
 //
 // Session.Start runs a request as a Turn: it interrupts the active turn with
 // cause user_input and waits for it, mints a run id ("run-" + 16 hex),

@@ -29,6 +29,7 @@ type Manager struct {
 	tun        Tunables
 	cur        *epoch
 	tenants    *tenants
+	idleSeq    uint64 // the last entry.idleSeq given
 
 	closeOnce sync.Once
 	closeErr  error
@@ -54,6 +55,9 @@ type entry struct {
 	leases   int
 	timer    *time.Timer
 	timerGen uint64
+	// idleSeq orders the idle sessions by when their idle timer was
+	// armed: the smallest is the one idle longest (REF 2.1.8).
+	idleSeq uint64
 }
 
 // epoch is one generation of dependencies with a count of the turns that
@@ -111,39 +115,62 @@ func (m *Manager) Open(ctx context.Context, key Key) (*Lease, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	l, evicted, err := m.openLocked(key)
+	m.mu.Unlock()
+	for _, e := range evicted {
+		m.closeEvicted(e)
+	}
+	return l, err
+}
+
+// openLocked is Open under m.mu; it returns the idle sessions it evicted
+// to make room (REF 2.1.8), for the caller to close after unlocking.
+func (m *Manager) openLocked(key Key) (*Lease, []*entry, error) {
 	switch {
 	case m.closed:
-		return nil, ErrManagerClosed
+		return nil, nil, ErrManagerClosed
 	case m.draining:
-		return nil, ErrManagerDraining
+		return nil, nil, ErrManagerDraining
 	case m.deleting[key] != nil:
-		return nil, fault.New(fault.NotAvailable, "open session", "session %s is being deleted", key)
+		return nil, nil, fault.New(fault.NotAvailable, "open session", "session %s is being deleted", key)
 	case m.tombstones[key.AgentID]:
-		return nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
+		return nil, nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
 	}
 	if e := m.entries[key]; e != nil {
 		if e.s.isClosing() {
-			return nil, fault.New(fault.NotAvailable, "open session", "session %s is closing", key)
+			return nil, nil, fault.New(fault.NotAvailable, "open session", "session %s is closing", key)
 		}
 		e.leases++
 		m.stopTimerLocked(e)
-		return &Lease{m: m, e: e}, nil
+		return &Lease{m: m, e: e}, nil, nil
 	}
-	if len(m.entries) >= m.tun.MaxSessions {
-		return nil, fault.New(fault.RateLimit, "open session", "max sessions reached (%d)", m.tun.MaxSessions)
+	full := fault.New(fault.RateLimit, "open session", "max sessions reached (%d)", m.tun.MaxSessions)
+	if len(m.entries) >= m.tun.MaxSessions && m.oldestIdleLocked(anyEntry) == nil {
+		return nil, nil, full
 	}
 	ag, ok := m.cur.deps.Resolver.Agent(key.AgentID)
 	if !ok {
-		return nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
+		return nil, nil, fault.New(fault.NotFound, "open session", "agent %q is not deployed", key.AgentID)
 	}
 	tenant := ag.Definition.TenantID()
+	var evicted []*entry
 	if err := m.tenantSessionsLocked(tenant); err != nil {
-		return nil, fmt.Errorf("open session %s: %w", key, err)
+		v := m.evictLocked(func(e *entry) bool { return e.tenant == tenant })
+		if v == nil {
+			return nil, nil, fmt.Errorf("open session %s: %w", key, err)
+		}
+		evicted = append(evicted, v)
+	}
+	if len(m.entries) >= m.tun.MaxSessions {
+		v := m.evictLocked(anyEntry)
+		if v == nil {
+			return nil, evicted, full
+		}
+		evicted = append(evicted, v)
 	}
 	e := &entry{s: newSession(m, key, m.tun), tenant: tenant, leases: 1}
 	m.entries[key] = e
-	return &Lease{m: m, e: e}, nil
+	return &Lease{m: m, e: e}, evicted, nil
 }
 
 // GetOrCreate is Open.
@@ -184,9 +211,14 @@ func (m *Manager) stopTimerLocked(e *entry) {
 // idle, unless its agent is tombstoned or its key is being deleted
 // (REF 2.1.5–2.1.7).
 func (m *Manager) armTimerLocked(e *entry) {
+	wasArmed := e.timer != nil
 	m.stopTimerLocked(e)
 	if m.closed || e.leases > 0 || !e.s.idle() || m.tombstones[e.s.key.AgentID] || m.deleting[e.s.key] != nil {
 		return
+	}
+	if !wasArmed { // a restarted timer keeps the session's place in the idle order
+		m.idleSeq++
+		e.idleSeq = m.idleSeq
 	}
 	gen := e.timerGen
 	e.timer = time.AfterFunc(m.tun.IdleTimeout, func() { m.reclaim(e, gen) })
@@ -373,19 +405,6 @@ func (m *Manager) Draining() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.draining
-}
-
-func pollUntil(ctx context.Context, cond func() bool) error {
-	t := time.NewTicker(idlePoll)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // Close stops every idle timer, refuses new leases, interrupts every active
