@@ -192,6 +192,9 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 	}
 	if b.Ephemeral(env.Subject) {
 		if err := b.nc.PublishMsg(b.message(b.ephemeralPrefix()+env.Subject, data)); err != nil {
+			if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
+				return big
+			}
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q over nats", env.Subject)
 		}
 		return nil
@@ -211,10 +214,25 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		if err == nil {
 			return nil
 		}
+		if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
+			return big // the same message cannot fit when asked again
+		}
 		if pctx.Err() != nil || b.closed.Load() {
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
 		}
 	}
+}
+
+// oversize is the error of a message of n bytes on behalf of what (a
+// subject, an exec id) that the server refused because it is larger than
+// its max_payload, or nil when err is another error. Bad input, not an
+// unreachable server: asking again cannot help.
+func (b *Bus) oversize(err error, op, what string, n int) error {
+	if !errors.Is(err, natsgo.ErrMaxPayload) {
+		return nil
+	}
+	return fault.Wrap(fault.Validation, err, op, "%q is %d bytes, over the server's max_payload of %d",
+		what, n, b.nc.MaxPayload())
 }
 
 // originHeader names the node that published a message. A node's live

@@ -401,6 +401,9 @@ func (o *Ownership) putAt(ctx context.Context, k string, rev uint64, key string,
 	msg := &natsgo.Msg{Subject: o.subject(key), Data: value}
 	ack, err := o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(rev, o.subject(k)))
 	if err != nil {
+		if big := o.b.oversize(err, "fenced write", key, len(value)); big != nil {
+			return 0, big
+		}
 		if wrongSequence(err) {
 			return 0, fault.Wrap(fault.NotAvailable, err, "fenced write", "%s: the lease moved", key)
 		}

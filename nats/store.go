@@ -181,7 +181,7 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 	if c == nil {
 		ack, err := s.b.js.PublishMsg(ctx, msg)
 		if err != nil {
-			return 0, s.publishErr(ctx, err)
+			return 0, s.publishErr(ctx, err, execID, len(msg.Data))
 		}
 		return ack.Sequence, nil
 	}
@@ -195,7 +195,7 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 			return ack.Sequence, nil
 		}
 		if !wrongSequence(err) {
-			return 0, s.publishErr(ctx, err)
+			return 0, s.publishErr(ctx, err, execID, len(msg.Data))
 		}
 		// The lease's revision moved (a renewal), or the leader refused
 		// while a renewal was in flight; a renewal says whether the lease
@@ -224,7 +224,10 @@ func (s *Store) publishCtx(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, s.b.cfg.PublishTimeout)
 }
 
-func (s *Store) publishErr(ctx context.Context, err error) error {
+func (s *Store) publishErr(ctx context.Context, err error, execID string, n int) error {
+	if big := s.b.oversize(err, "checkpoint store", execID, n); big != nil {
+		return big
+	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return fault.FromContext(ctx.Err(), "checkpoint store")
 	}
