@@ -54,6 +54,8 @@ type Store struct {
 	mu     sync.Mutex
 	chains map[string]*storeChain
 	stream jetstream.Stream
+
+	afterDeletion func() // tests: a stall between a deletion entry and its purge
 }
 
 // storeChain is one exec id's chain, under its own lock.
@@ -444,13 +446,20 @@ func (s *Store) Delete(ctx context.Context, execID string) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	next := sc.chain.Seq() + 1
-	if _, err := s.publish(ctx, execID, entryDeleted, next, nil); err != nil {
+	seq, err := s.publish(ctx, execID, entryDeleted, next, nil)
+	if err != nil {
 		return fmt.Errorf("delete checkpoint %q: %w", execID, err)
 	}
 	sc.chain = checkpoint.ResumeChain(s.policy, next)
+	if s.afterDeletion != nil {
+		s.afterDeletion()
+	}
+	// The purge is not fenced: it removes what came up to the deletion
+	// entry and no more, so that a node that stalled here while another
+	// took the session over leaves the new owner's entries alone.
 	st, err := s.jsStream(ctx)
 	if err == nil {
-		err = st.Purge(ctx, jetstream.WithPurgeSubject(s.filter(execID)))
+		err = st.Purge(ctx, jetstream.WithPurgeSubject(s.filter(execID)), jetstream.WithPurgeSequence(seq+1))
 	}
 	if err != nil {
 		return fault.Wrap(fault.NotAvailable, err, "delete checkpoint", "%q", execID)
