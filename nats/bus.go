@@ -109,6 +109,9 @@ func newBus(ctx context.Context, cfg Config, nc *natsgo.Conn) (*Bus, error) {
 }
 
 func (b *Bus) ensureStream(ctx context.Context) error {
+	if err := b.checkDeployment(ctx, b.cfg.Stream, "stream"); err != nil {
+		return err
+	}
 	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        b.cfg.Stream,
 		Description: "corral events",
@@ -118,11 +121,57 @@ func (b *Bus) ensureStream(ctx context.Context) error {
 		MaxAge:      b.cfg.MaxAge,
 		Discard:     jetstream.DiscardOld,
 		Duplicates:  2 * time.Minute,
+		Metadata:    b.deploymentMetadata(),
 	})
+	if overlap(err) {
+		return fault.Wrap(fault.Validation, err, "nats connect",
+			"stream %s: another stream already stores subjects of subject_prefix %q", b.cfg.Stream, b.cfg.SubjectPrefix)
+	}
 	if err != nil {
 		return fault.Wrap(fault.NotAvailable, err, "nats connect", "stream %s", b.cfg.Stream)
 	}
 	return nil
+}
+
+// prefixMetadata is the key, in the metadata of the event stream and of
+// the lease bucket, of the subject prefix of the deployment they serve.
+const prefixMetadata = "corral_subject_prefix"
+
+func (b *Bus) deploymentMetadata() map[string]string {
+	return map[string]string{prefixMetadata: b.cfg.SubjectPrefix}
+}
+
+// checkDeployment refuses the stream name (the event stream, or the
+// stream of the lease bucket) when it serves another deployment: another
+// subject prefix. Updating it would take another deployment's stream over
+// or share its leases and session records. A stream that names no prefix
+// (made before the metadata was kept) serves the prefix its subjects
+// name, or any when they name none of the bus's.
+func (b *Bus) checkDeployment(ctx context.Context, name, setting string) error {
+	st, err := b.js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fault.Wrap(fault.NotAvailable, err, "nats connect", "%s %s", setting, name)
+	}
+	cfg := st.CachedInfo().Config
+	prefix, ok := cfg.Metadata[prefixMetadata]
+	if !ok && setting == "stream" {
+		for _, subj := range cfg.Subjects {
+			prefix, ok = strings.CutSuffix(subj, ".ev.>")
+		}
+	}
+	if ok && prefix != b.cfg.SubjectPrefix {
+		return fault.New(fault.Validation, "nats connect", "%s %s serves the deployment of subject_prefix %q, not %q: give each deployment its own stream and lease_bucket",
+			setting, strings.TrimPrefix(name, "KV_"), prefix, b.cfg.SubjectPrefix)
+	}
+	return nil
+}
+
+func overlap(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10065 // JSStreamSubjectOverlapErr
 }
 
 // The NATS subject of an event is the prefix, "ev" for a durable event or

@@ -53,6 +53,9 @@ type leaseRecord struct {
 }
 
 func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
+	if err := b.checkDeployment(ctx, "KV_"+b.cfg.LeaseBucket, "lease_bucket"); err != nil {
+		return nil, err
+	}
 	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:         b.cfg.LeaseBucket,
 		Description:    "corral session leases",
@@ -60,6 +63,7 @@ func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
 		Storage:        b.cfg.storage(),
 		Replicas:       b.cfg.Replicas,
 		LimitMarkerTTL: b.cfg.LeaseTTL,
+		Metadata:       b.deploymentMetadata(),
 	})
 	if err != nil {
 		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "lease bucket %s", b.cfg.LeaseBucket)
