@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -171,6 +172,12 @@ func TestConnectErrors(t *testing.T) {
 		{"short lease", nats.Config{URL: "nats://127.0.0.1:1", LeaseTTL: 10e6}, fault.Validation},
 		{"bad ephemeral", nats.Config{URL: "nats://127.0.0.1:1", Ephemeral: []string{"a.>.b"}}, fault.Validation},
 		{"dotted node", nats.Config{URL: "nats://127.0.0.1:1", Node: "a.b"}, fault.Validation},
+		{"control character in node", nats.Config{URL: "nats://127.0.0.1:1", Node: "a\x01b"}, fault.Validation},
+		{"bucket name nats refuses", nats.Config{URL: "nats://127.0.0.1:1", LeaseBucket: "a:b"}, fault.Validation},
+		{"bucket name not ascii", nats.Config{URL: "nats://127.0.0.1:1", LeaseBucket: "sessions-é"}, fault.Validation},
+		{"long stream name", nats.Config{URL: "nats://127.0.0.1:1", Stream: strings.Repeat("s", 256)}, fault.Validation},
+		{"system prefix", nats.Config{URL: "nats://127.0.0.1:1", SubjectPrefix: "$KV.CORRAL_SESSIONS"}, fault.Validation},
+		{"inbox prefix", nats.Config{URL: "nats://127.0.0.1:1", SubjectPrefix: "_INBOX"}, fault.Validation},
 		{"unreachable", nats.Config{URL: "nats://127.0.0.1:1", ConnectTimeout: 200e6}, fault.NotAvailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
@@ -26,6 +27,10 @@ const (
 	// once a second, so a shorter lease would lapse later than it says.
 	MinLeaseTTL = time.Second
 )
+
+// maxNameLen is the longest node, stream or bucket name; the server
+// refuses longer stream names (a bucket's stream is KV_ and its name).
+const maxNameLen = 250
 
 // DefaultEphemeral are the patterns published on core NATS unless
 // Config.Ephemeral says otherwise: the stream deltas of every run.
@@ -99,10 +104,21 @@ func (c Config) resolve() (Config, error) {
 	}
 	c.Stream = cmp.Or(c.Stream, DefaultStream)
 	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
+	if first, _, _ := strings.Cut(c.SubjectPrefix, "."); strings.HasPrefix(first, "$") || first == "_INBOX" {
+		return c, fault.New(fault.Validation, op, "subject_prefix %q is in the server's namespace ($…, _INBOX)", c.SubjectPrefix)
+	}
 	for _, n := range []struct{ name, v string }{{"node", c.Node}, {"stream", c.Stream}, {"lease_bucket", c.LeaseBucket}} {
-		if strings.ContainsAny(n.v, " \t\r\n.*>/\\") {
-			return c, fault.New(fault.Validation, op, "%s %q must not hold spaces, '.', '*', '>' or slashes", n.name, n.v)
+		if strings.ContainsAny(n.v, " \t\r\n.*>/\\") || strings.ContainsFunc(n.v, unicode.IsControl) {
+			return c, fault.New(fault.Validation, op, "%s %q must not hold spaces, control characters, '.', '*', '>' or slashes", n.name, n.v)
 		}
+		if len(n.v) > maxNameLen {
+			return c, fault.New(fault.Validation, op, "%s %.20q... is %d bytes, over %d", n.name, n.v, len(n.v), maxNameLen)
+		}
+	}
+	if strings.ContainsFunc(c.LeaseBucket, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) {
+		return c, fault.New(fault.Validation, op, "lease_bucket %q must hold only letters A-Z and a-z, digits, '_' and '-'", c.LeaseBucket)
 	}
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	if c.Replicas < 1 || c.Replicas > 5 {
