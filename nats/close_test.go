@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/corral-rt/corral/nats"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/event/eventtest"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
