@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -386,9 +387,14 @@ func (c *Claim) end(ctx context.Context, why error) error {
 // PutFenced writes value under key in the lease bucket only while c holds
 // its lease: the claim must not be lost, and the server checks that the
 // lease is still at the claim's revision. A write refused for either
-// reason is NotAvailable. It returns the write's revision. key must not
-// start with "lease.".
+// reason is NotAvailable. It returns the write's revision. key is a
+// key-value key (tokens of letters, digits, '-', '_', '/' and '=' joined
+// by '.') that does not start with "lease." or "cp." — the leases' and
+// the checkpoint store's — else the write is Validation.
 func (o *Ownership) PutFenced(ctx context.Context, c *Claim, key string, value []byte) (uint64, error) {
+	if err := validFencedKey(key); err != nil {
+		return 0, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -414,4 +420,22 @@ func (o *Ownership) putAt(ctx context.Context, k string, rev uint64, key string,
 		return 0, fault.Wrap(fault.NotAvailable, err, "fenced write", "%s", key)
 	}
 	return ack.Sequence, nil
+}
+
+// validFencedKey refuses a key PutFenced must not write: one the bucket
+// would not take as a key (its subject would hold a wildcard, a space or
+// an empty token), or one of the keys the package keeps itself.
+func validFencedKey(key string) error {
+	const op = "fenced write"
+	for tok := range strings.SplitSeq(key, ".") {
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_/=", r))
+		}) {
+			return fault.New(fault.Validation, op, "key %q is not a key-value key: tokens of letters, digits, '-', '_', '/' and '=' joined by '.'", key)
+		}
+	}
+	if strings.HasPrefix(key, "lease.") || strings.HasPrefix(key, "cp.") {
+		return fault.New(fault.Validation, op, "key %q is the package's own (a lease or a checkpoint entry)", key)
+	}
+	return nil
 }

@@ -146,3 +146,26 @@ func TestPartitionedNodeIsFenced(t *testing.T) {
 	assert.NoError(t, err)
 	t.Logf("partition lasted %s", time.Since(cutAt))
 }
+
+// REF 12.3.8: PutFenced refuses a key that is not a key-value key of its
+// own — another session's lease, a checkpoint entry's subject, a key with
+// wildcards, spaces or an empty token — as Validation, writing nothing:
+// one session's claim cannot overwrite another session's lease.
+func TestPutFencedRefusesForeignKeys(t *testing.T) {
+	srv := server(t)
+	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	other := session.Key{AgentID: "assistant", ContextID: "c2"}
+	cb := acquire(t, b, other)
+	ca := acquire(t, a, sk)
+	for _, key := range []string{
+		nats.LeaseKey(other), "cp.cnVuLXg.1", "", "a b", "a.*", "a.>", "a..b", ".a", "a.", "\u00e9",
+	} {
+		_, err := a.Ownership().PutFenced(t.Context(), ca, key, []byte("x"))
+		assert.ErrorIs(t, err, fault.Validation, "key %q", key)
+	}
+	_, err := a.Ownership().PutFenced(t.Context(), ca, "rec.c1-ok_/=", []byte("x"))
+	require.NoError(t, err)
+	first := cb.Token()
+	eventually(t, "b renews its lease, or loses it", func() bool { return cb.Token() > first || cb.Err() != nil })
+	require.NoError(t, cb.Err(), "b still holds its key")
+}
