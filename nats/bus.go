@@ -169,6 +169,28 @@ func (b *Bus) checkDeployment(ctx context.Context, name, setting string) error {
 	return nil
 }
 
+// restoreStream makes the event stream again when a publish that failed
+// with err finds it gone: a server with storage: memory restarted. The
+// publish is not told so by the server — the other nodes' inbound
+// subscriptions take the subject, so it waits for an acknowledgement
+// that never comes — so a publish that is not answered asks whether the
+// stream exists.
+func (b *Bus) restoreStream(ctx context.Context, err error) {
+	if !missing(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	if _, serr := b.js.Stream(ctx, b.cfg.Stream); errors.Is(serr, jetstream.ErrStreamNotFound) {
+		_ = b.ensureStream(ctx)
+	}
+}
+
+// missing reports whether err says that no stream took a publish: the
+// stream does not exist (any more).
+func missing(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, natsgo.ErrNoResponders)
+}
+
 func overlap(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10065 // JSStreamSubjectOverlapErr
@@ -266,6 +288,7 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
 			return big // the same message cannot fit when asked again
 		}
+		b.restoreStream(pctx, err)
 		if pctx.Err() != nil || b.closed.Load() {
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
 		}

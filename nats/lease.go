@@ -54,6 +54,17 @@ type leaseRecord struct {
 }
 
 func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
+	kv, err := b.ensureBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Ownership{b: b, kv: kv, ttl: b.cfg.LeaseTTL, claims: map[*Claim]struct{}{}}, nil
+}
+
+// ensureBucket makes sure the lease bucket exists with the bus's
+// settings: when the bus connects, and again when a write finds it
+// missing (a server with storage: memory restarted).
+func (b *Bus) ensureBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if err := b.checkDeployment(ctx, "KV_"+b.cfg.LeaseBucket, "lease_bucket"); err != nil {
 		return nil, err
 	}
@@ -69,7 +80,7 @@ func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
 	if err != nil {
 		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "lease bucket %s", b.cfg.LeaseBucket)
 	}
-	return &Ownership{b: b, kv: kv, ttl: b.cfg.LeaseTTL, claims: map[*Claim]struct{}{}}, nil
+	return kv, nil
 }
 
 // Ownership returns the session ownership of the bus's node.
@@ -102,6 +113,12 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 	k := LeaseKey(key)
 	sent := time.Now()
 	rev, err := o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+	if missing(err) { // the bucket is gone (a server with storage: memory restarted): make it again
+		if _, berr := o.b.ensureBucket(ctx); berr == nil {
+			sent = time.Now()
+			rev, err = o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+		}
+	}
 	for attempt := 0; wrongSequence(err) && attempt < 3; attempt++ {
 		// The key changed under Create: the server wrote the delete
 		// marker of a lapsed lease between Create's read and its write,

@@ -182,6 +182,11 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 	c := s.fence(ctx)
 	if c == nil {
 		ack, err := s.b.js.PublishMsg(ctx, msg)
+		if missing(err) { // the bucket is gone (a server with storage: memory restarted): make it again
+			if _, berr := s.b.ensureBucket(ctx); berr == nil {
+				ack, err = s.b.js.PublishMsg(ctx, msg)
+			}
+		}
 		if err != nil {
 			return 0, s.publishErr(ctx, err, execID, len(msg.Data))
 		}
