@@ -143,6 +143,7 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 		return nil, o.owned(ctx, key, k)
 	}
 	if err != nil {
+		o.takeBack(ctx, k, rec)
 		if ctx.Err() != nil {
 			return nil, fault.FromContext(ctx.Err(), "acquire session")
 		}
@@ -160,6 +161,23 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 	o.mu.Unlock()
 	go c.renew()
 	return c, nil
+}
+
+// takeBack deletes the lease k when it holds rec, the record of an
+// Acquire that failed after the server may have stored it (its ctx ended,
+// or the answer was lost): nothing renews it, and it would refuse every
+// turn on the key, this node's own included, until its TTL passed. Best
+// effort, within closeRelease of its own, and only while connected.
+func (o *Ownership) takeBack(ctx context.Context, k string, rec []byte) {
+	if !o.b.nc.IsConnected() {
+		return // what cannot be asked lapses with its TTL
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeRelease)
+	defer cancel()
+	m, err := o.b.lastMsg(ctx, "KV_"+o.b.cfg.LeaseBucket, o.subject(k))
+	if err == nil && m != nil && bytes.Equal(m.data, rec) {
+		_ = o.kv.Delete(ctx, k, jetstream.LastRevision(m.seq))
+	}
 }
 
 // owned builds the error that names the holder of key.
