@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/session"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -248,11 +249,32 @@ func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
 	if errors.Is(localErr, event.ErrBusClosed) {
 		return localErr
 	}
+	if err := b.lostClaim(ctx); err != nil {
+		return errors.Join(localErr, fault.Wrap(fault.NotAvailable, err, "publish", "%q not sent to the other nodes", env.Subject))
+	}
 	sendErr := b.send(ctx, env)
 	if sendErr != nil && b.closed.Load() {
 		sendErr = event.ErrBusClosed // the bus closed while the publish waited
 	}
 	return errors.Join(localErr, sendErr)
+}
+
+// lostClaim returns why the session claim ctx carries (a turn's) is lost,
+// or nil. The events of a turn whose claim is lost — a node that stalled
+// past its lease while another took the key over, whose turn is being
+// stopped — stay on the node: the other nodes and the stream do not get
+// them. A check on this node only: an event sent just before a stall
+// still goes out once the node wakes up.
+func (b *Bus) lostClaim(ctx context.Context) error {
+	sc, ok := session.ClaimFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	c, ok := sc.(*Claim)
+	if !ok || c.o.b.cfg.LeaseBucket != b.cfg.LeaseBucket {
+		return nil
+	}
+	return c.Err()
 }
 
 // send publishes env to NATS.
