@@ -94,6 +94,16 @@ func entrySize(e Entry) int64 {
 	return n
 }
 
+// Bytes returns what the entries hold, as Full counts it.
+func (j *Journal) Bytes() int64 {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.bytes
+}
+
 // Entries returns copies of the entries, in order.
 func (j *Journal) Entries() []Entry {
 	if j == nil {

@@ -48,67 +48,6 @@ type Bus struct {
 
 var _ event.Bus = (*Bus)(nil)
 
-// Connect connects to NATS, makes sure the event stream and the lease
-// bucket exist with cfg's settings, and starts receiving the events of
-// the other nodes. The bus owns the connection; Close closes it. A
-// server that cannot be reached within cfg.ConnectTimeout is
-// NotAvailable; a bad cfg is Validation.
-func Connect(ctx context.Context, cfg Config) (*Bus, error) {
-	if ctx == nil {
-		return nil, fault.New(fault.Validation, "nats connect", "ctx must not be nil")
-	}
-	cfg, err := cfg.resolve()
-	if err != nil {
-		return nil, err
-	}
-	opts := []natsgo.Option{
-		natsgo.Name(cfg.Node),
-		natsgo.NoEcho(), // the node's own events reach its subscriptions locally
-		natsgo.Timeout(cfg.ConnectTimeout),
-		natsgo.MaxReconnects(-1),
-		natsgo.ReconnectWait(100 * time.Millisecond),
-		natsgo.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
-	}
-	if cfg.NoDiscovery {
-		opts = append(opts, natsgo.IgnoreDiscoveredServers())
-	}
-	nc, err := natsgo.Connect(cfg.URL, opts...)
-	if err != nil {
-		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "%s", cfg.URL)
-	}
-	b, err := newBus(ctx, cfg, nc)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-func newBus(ctx context.Context, cfg Config, nc *natsgo.Conn) (*Bus, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "nats connect", "jetstream")
-	}
-	b := &Bus{cfg: cfg, nc: nc, js: js, local: event.NewMemoryBusWithConfig(cfg.Bus),
-		cursors: map[*CursorSubscription]struct{}{}, inDone: make(chan struct{}), seen: newIDWindow(dedupWindow)}
-	for _, p := range cfg.Ephemeral {
-		cp, _ := event.CompilePattern(p) // checked by resolve
-		b.eph = append(b.eph, cp)
-	}
-	if err := b.ensureStream(ctx); err != nil {
-		return nil, err
-	}
-	if b.own, err = newOwnership(ctx, b); err != nil {
-		return nil, err
-	}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
-	if err := b.startInbound(); err != nil {
-		b.cancel()
-		return nil, err
-	}
-	return b, nil
-}
-
 // The NATS subject of an event is the prefix, "ev" for a durable event or
 // "eph" for an ephemeral one, then the event's subject: the grammars are
 // the same, so a pattern maps the same way.
@@ -133,14 +72,15 @@ func (b *Bus) Node() string { return b.cfg.Node }
 func (b *Bus) Conn() *natsgo.Conn { return b.nc }
 
 // Publish delivers env to this node's matching subscriptions as a
-// MemoryBus does, then sends it to the other nodes: a durable event is
+// MemoryBus does, then sends it to the other nodes. A durable event is
 // stored in the stream and Publish waits for the stream's
-// acknowledgement, asking again while the servers fail over, for at most
-// Config.PublishTimeout or until ctx ends; an ephemeral one is handed to
-// the connection. A ctx that a Block subscription used up does not keep
-// the event from the other nodes. A failure to send is
-// NotAvailable, after the local delivery. After Close it returns
-// ErrBusClosed.
+// acknowledgement: an acknowledgement that does not come is asked for
+// again, with the same message id so that the stream stores the event
+// once, for as long as ctx lasts — or for Config.PublishTimeout when ctx
+// cannot end or a Block subscription used it up — and until the bus
+// closes. An ephemeral event is handed to the connection. A failure to
+// send is NotAvailable, returned after the local delivery; after Close,
+// or when the bus closes while Publish waits, it returns ErrBusClosed.
 func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
 	if b.closed.Load() {
 		return event.ErrBusClosed
@@ -166,7 +106,7 @@ func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
 	}
 	sendErr := b.send(ctx, env)
 	if sendErr != nil && b.closed.Load() {
-		sendErr = event.ErrBusClosed // the bus closed while the publish waited
+		return event.ErrBusClosed // the bus closed while the publish waited
 	}
 	return errors.Join(localErr, sendErr)
 }
@@ -204,16 +144,16 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		}
 		return nil
 	}
-	if ctx.Err() != nil { // a Block wait used the ctx up: the event still goes out
-		ctx = context.WithoutCancel(ctx)
-	}
-	pctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	pctx, cancel := b.publishContext(ctx)
 	defer cancel()
 	subject := b.durablePrefix() + env.Subject
+	wait := publishAttempt
 	for {
-		// An acknowledgement lost with a connection (a server failing
-		// over) is asked for again; the stream stores an id once.
-		actx, acancel := context.WithTimeout(pctx, publishAttempt)
+		// An acknowledgement that does not come (a server failing over, a
+		// stream electing its leader, a server too busy to answer in
+		// time) is asked for again with the same message id: the stream
+		// stores an id once, so the event is neither lost nor doubled.
+		actx, acancel := context.WithTimeout(pctx, wait)
 		_, err := b.js.PublishMsg(actx, b.message(subject, data), jetstream.WithMsgID(env.ID))
 		acancel()
 		if err == nil {
@@ -223,9 +163,36 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 			return big // the same message cannot fit when asked again
 		}
 		b.restoreStream(pctx, err)
-		if pctx.Err() != nil || b.closed.Load() {
-			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
+		if pctx.Err() != nil {
+			if b.closed.Load() {
+				return event.ErrBusClosed
+			}
+			return fault.Wrap(fault.NotAvailable, errors.Join(err, context.Cause(pctx)), "publish",
+				"%q to stream %s", env.Subject, b.cfg.Stream)
 		}
+		select { // a refusal that came at once is not asked again in a tight loop
+		case <-pctx.Done():
+		case <-time.After(retryPause):
+		}
+		wait = min(2*wait, maxPublishAttempt)
+	}
+}
+
+// publishContext bounds how long a durable publish asks for the stream's
+// acknowledgement: as long as ctx lasts, or Config.PublishTimeout when
+// ctx cannot end (context.WithoutCancel, Background) or a Block
+// subscription already used it up; and never past the bus's Close.
+func (b *Bus) publishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	var cancel context.CancelFunc
+	if ctx.Done() == nil || ctx.Err() != nil {
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), b.cfg.PublishTimeout)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	stop := context.AfterFunc(b.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
 	}
 }
 
@@ -239,8 +206,13 @@ func (b *Bus) message(subject string, data []byte) *natsgo.Msg {
 	return &natsgo.Msg{Subject: subject, Data: data, Header: natsgo.Header{originHeader: []string{b.cfg.Node}}}
 }
 
-// publishAttempt bounds one wait for the stream's acknowledgement.
-const publishAttempt = time.Second
+// publishAttempt bounds the first wait for the stream's
+// acknowledgement; each next attempt waits twice as long, up to
+// maxPublishAttempt.
+const (
+	publishAttempt    = time.Second
+	maxPublishAttempt = 8 * time.Second
+)
 
 // Subscribe subscribes to pattern on this node: the events this node
 // publishes and those the other nodes publish, durable and ephemeral

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
+	"github.com/corral-rt/corral/nats/natstest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/event/eventtest"
 	"github.com/stretchr/testify/assert"
@@ -225,4 +228,104 @@ func TestDeploymentsSharingNATS(t *testing.T) {
 	defer sub.Close()
 	eventtest.Publish(t, one, "x.y", 1)
 	assert.Equal(t, "x.y", eventtest.Receive(t, sub).Subject, "the first deployment still stores its events")
+}
+
+// REF 12.1.7: a durable publish whose acknowledgement does not come —
+// here the only server is down for longer than publish_timeout — is asked
+// for again for as long as the publisher's ctx lasts, and the stream
+// stores the event once when the server is back.
+func TestPublishOutlastsAnOutage(t *testing.T) {
+	srv := server(t)
+	a := connect(t, srv.URL(), "a", func(c *nats.Config) { c.PublishTimeout = time.Second })
+	local := eventtest.Subscribe(t, a, "out.>")
+	srv.Shutdown()
+	env, err := event.NewEnvelope(t.Context(), "out.e", 1)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Publish(t.Context(), env) }()
+	assert.Equal(t, env.ID, eventtest.Receive(t, local).ID, "delivered locally at once")
+	// the publish waits longer than publish_timeout with no server to
+	// answer it (a lower bound: a busy machine only makes it longer)
+	time.Sleep(3 * time.Second)
+	select {
+	case err := <-done:
+		require.Failf(t, "the publish gave up while its ctx lived", "%v", err)
+	default:
+	}
+	srv.Restart()
+	require.NoError(t, <-done)
+
+	eventtest.Publish(t, a, "out.f", 2)
+	sub, err := a.SubscribeFrom(t.Context(), "out.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, env.ID, eventtest.Receive(t, sub).ID)
+	assert.Equal(t, "out.f", eventtest.Receive(t, sub).Subject, "the event was stored once")
+}
+
+// REF 12.1.7: a durable publish that ultimately fails says so: NotAvailable
+// when its ctx ends (or, for a ctx that cannot end, after publish_timeout),
+// event.ErrBusClosed when the bus closes while it waits; the local
+// subscriptions have the event either way.
+func TestPublishFailureSurfaces(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+		stop func(b *nats.Bus) // ends the wait, or nil
+		want error
+	}{
+		{"ctx ends", func(t *testing.T) context.Context {
+			ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}, nil, fault.NotAvailable},
+		{"ctx cannot end", func(t *testing.T) context.Context { return context.WithoutCancel(t.Context()) }, nil, fault.NotAvailable},
+		{"bus closes", func(t *testing.T) context.Context { return t.Context() }, func(b *nats.Bus) { _ = b.Close() }, event.ErrBusClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := server(t)
+			a := connect(t, srv.URL(), "a", func(c *nats.Config) { c.PublishTimeout = time.Second })
+			local := eventtest.Subscribe(t, a, "out.>")
+			srv.Shutdown()
+			done := make(chan error, 1)
+			go func() {
+				env, _ := event.NewEnvelope(t.Context(), "out.e", 1)
+				done <- a.Publish(tc.ctx(t), env)
+			}()
+			eventtest.Receive(t, local)
+			if tc.stop != nil {
+				tc.stop(a)
+			}
+			err := <-done
+			require.ErrorIs(t, err, tc.want)
+			if tc.want == event.ErrBusClosed {
+				assert.Equal(t, event.ErrBusClosed, err, "exactly ErrBusClosed")
+			}
+		})
+	}
+}
+
+// REF 12.1.4.1: Connect asks again while the cluster cannot answer (no
+// JetStream quorum: two of three servers down, for longer than a
+// JetStream request waits), and succeeds once it can, within its ctx.
+func TestConnectWaitsForTheCluster(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	servers[1].Shutdown()
+	servers[2].Shutdown()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+		defer cancel()
+		b, err := nats.Connect(ctx, nats.Config{URL: servers[0].URL(), Node: "a", Replicas: 3, LeaseTTL: leaseTTL})
+		if err == nil {
+			t.Cleanup(func() { _ = b.Close() })
+		}
+		done <- err
+	}()
+	// longer than one JetStream request waits (5 s): a lower bound
+	time.Sleep(6 * time.Second)
+	var wg sync.WaitGroup
+	wg.Go(servers[1].Restart)
+	wg.Go(servers[2].Restart)
+	wg.Wait()
+	require.NoError(t, <-done)
 }

@@ -85,8 +85,11 @@ type Config struct {
 	NoDiscovery bool
 	// ConnectTimeout bounds the first connection. 0: 5 s.
 	ConnectTimeout time.Duration
-	// PublishTimeout bounds the wait for the stream's acknowledgement of
-	// a durable event. 0: 5 s.
+	// PublishTimeout bounds how long a durable event's publish asks for
+	// the stream's acknowledgement when its ctx cannot end (or a Block
+	// subscription used it up); a publish whose ctx can end asks for as
+	// long as it lasts. It also bounds a checkpoint store's write whose
+	// ctx has no deadline. 0: 5 s.
 	PublishTimeout time.Duration
 }
 

@@ -13,7 +13,8 @@
 //
 //   - durable events (every event but the stream deltas, by default) are
 //     stored in a JetStream stream; Publish waits for the stream's
-//     acknowledgement, and SubscribeFrom reads them again from a cursor,
+//     acknowledgement, asking again with the same message id for as long
+//     as its ctx lasts, and SubscribeFrom reads them again from a cursor,
 //     across reconnects;
 //   - ephemeral events (Config.Ephemeral, the stream deltas by default) go
 //     over core NATS: many, small, and repeated in the run's result, they

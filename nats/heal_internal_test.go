@@ -55,7 +55,9 @@ func otherRecord(c *Claim) []byte {
 func heal(t *testing.T, c *Claim) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.heal(t.Context(), time.Now())
+	kept, err := c.heal(t.Context(), time.Now())
+	require.NoError(t, err)
+	return kept
 }
 
 // lease returns the lease's newest record and its revision.
@@ -67,10 +69,11 @@ func lease(t *testing.T, c *Claim) (uint64, []byte) {
 	return m.seq, m.data
 }
 
-// A renewal refused while the lease is still the claim's keeps the claim;
+// REF 12.3.5.2: a renewal refused while the lease is still the claim's keeps the claim;
 // a refusal because another node holds the lease loses it.
 func TestClaimHeal(t *testing.T) {
 	url := natstest.Run(t).URL()
+	unackedAt := time.Now().Add(-time.Second)
 	for _, tc := range []struct {
 		name string
 		// move changes the lease behind the claim's back
@@ -93,6 +96,24 @@ func TestClaimHeal(t *testing.T) {
 			rev, _ := lease(t, c)
 			assert.Greater(t, rev, before)
 			assert.Equal(t, rev, c.Token(), "the claim takes the newer revision of its own record")
+		},
+	}, {
+		name: "own record stored by a renewal that was not answered",
+		move: func(t *testing.T, c *Claim) {
+			c.mu.Lock()
+			c.unacked = unackedAt // sent, never answered...
+			c.mu.Unlock()
+			putLease(t, c, c.value) // ... and stored
+		},
+		kept: true,
+		check: func(t *testing.T, c *Claim, _ uint64) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// the server counts that record's TTL from its receipt, which
+			// the claim only knows is after its send: the claim's deadline
+			// counts from the send, not from the renewal that found it
+			assert.Equal(t, unackedAt.Add(healTTL), c.deadline)
+			assert.True(t, c.unacked.IsZero(), "answered now")
 		},
 	}, {
 		name: "delete marker within the deadline",
@@ -161,4 +182,21 @@ func TestStoreFencedWriteRetry(t *testing.T) {
 		assert.Nil(t, m, "the refused write was not stored")
 		_ = c.o.kv.Purge(context.WithoutCancel(t.Context()), c.k)
 	})
+}
+
+// REF 12.3.5.2: a refused renewal that cannot read the lease (the server
+// does not answer in time) decides nothing: the claim is neither kept
+// nor lost by it, and its next renewal or its deadline decides.
+func TestClaimHealUndecided(t *testing.T) {
+	_, c := heldClaim(t, natstest.Run(t).URL(), "a")
+	before := c.Token()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no answer can come
+	c.mu.Lock()
+	kept, err := c.heal(ctx, time.Now())
+	c.mu.Unlock()
+	assert.False(t, kept)
+	require.Error(t, err, "undecided, not lost")
+	assert.Equal(t, before, c.Token())
+	require.NoError(t, c.Err(), "the claim still holds")
 }

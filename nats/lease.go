@@ -224,6 +224,7 @@ type Claim struct {
 	mu       sync.Mutex // held by a renewal and a fenced write, so the revision is stable
 	rev      uint64
 	deadline time.Time // the claim is lost past it
+	unacked  time.Time // when the oldest renewal not answered since the last answer was sent; zero: none
 	err      error
 	ended    bool // released or ended by the bus's close: err is final
 	lost     chan struct{}
@@ -303,19 +304,26 @@ func (c *Claim) renewOnce() error {
 	if sent.After(c.deadline) {
 		return c.expiredErr()
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), c.deadline)
+	// One attempt waits a third of the TTL at most: an answer lost or
+	// late is asked for again at the next tick, while the claim lasts,
+	// rather than waited for until the claim's deadline.
+	ctx, cancel := context.WithDeadline(context.Background(), minTime(c.deadline, sent.Add(c.o.ttl/3)))
 	defer cancel()
 	msg := &natsgo.Msg{Subject: c.o.subject(c.k), Data: c.value}
 	ack, err := c.o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(c.rev), jetstream.WithMsgTTL(c.o.ttl))
 	switch {
 	case err == nil:
-		c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
+		c.rev, c.deadline, c.unacked = ack.Sequence, sent.Add(c.o.ttl), time.Time{}
 		return nil
 	case wrongSequence(err):
-		if c.heal(ctx, sent) {
+		kept, herr := c.heal(ctx, sent)
+		if kept || herr != nil { // herr: the lease could not be read or written; the next tick, or the deadline, decides
 			return nil
 		}
 		return fault.Wrap(fault.NotAvailable, err, "session lease", "%s: taken over by another node", c.key)
+	}
+	if c.unacked.IsZero() {
+		c.unacked = sent // it may yet be stored, with a TTL counted from its receipt
 	}
 	return nil
 }
@@ -334,35 +342,49 @@ func (c *Claim) renewOnce() error {
 //     while the claim is within its deadline is no other node's hold,
 //     and the claim writes its record again over it by compare-and-swap.
 //
-// It runs under c.mu.
-func (c *Claim) heal(ctx context.Context, sent time.Time) bool {
+// It reports whether the claim still holds; an error says that the lease
+// could not be read, or written again over a marker (the server did not
+// answer in time): nothing is decided. It runs under c.mu.
+func (c *Claim) heal(ctx context.Context, sent time.Time) (bool, error) {
 	m, err := c.o.b.lastMsg(ctx, "KV_"+c.o.b.cfg.LeaseBucket, c.o.subject(c.k))
-	if err != nil || m == nil || m.seq < c.rev {
-		return false
-	}
-	if m.seq == c.rev {
+	switch {
+	case err != nil:
+		return false, err
+	case m == nil || m.seq < c.rev:
+		return false, nil
+	case m.seq == c.rev:
 		// Still the claim's record: the refusal was the leader's while a
 		// write that names the lease was in flight. The next renewal, or
 		// the deadline, decides.
-		return bytes.Equal(m.data, c.value)
-	}
-	if m.seq <= c.rev {
-		return false
-	}
-	if bytes.Equal(m.data, c.value) {
-		c.rev, c.deadline = m.seq, sent.Add(c.o.ttl)
-		return true
-	}
-	if len(m.data) != 0 {
-		return false // another node's record
+		return bytes.Equal(m.data, c.value), nil
+	case bytes.Equal(m.data, c.value):
+		// An earlier attempt that was not answered was stored: its TTL
+		// started when the server received it, after it was sent.
+		if !c.unacked.IsZero() {
+			sent = c.unacked
+		}
+		c.rev, c.deadline, c.unacked = m.seq, sent.Add(c.o.ttl), time.Time{}
+		return true, nil
+	case len(m.data) != 0:
+		return false, nil // another node's record
 	}
 	msg := &natsgo.Msg{Subject: c.o.subject(c.k), Data: c.value}
 	ack, err := c.o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(m.seq), jetstream.WithMsgTTL(c.o.ttl))
-	if err != nil {
-		return false
+	switch {
+	case wrongSequence(err):
+		return false, nil // another write came first: another node's, or the next look decides
+	case err != nil:
+		return false, err
 	}
-	c.rev, c.deadline = ack.Sequence, sent.Add(c.o.ttl)
-	return true
+	c.rev, c.deadline, c.unacked = ack.Sequence, sent.Add(c.o.ttl), time.Time{}
+	return true, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func wrongSequence(err error) bool {

@@ -149,7 +149,7 @@ func TestPartitionedNodeIsFenced(t *testing.T) {
 	t.Logf("partition lasted %s", time.Since(cutAt))
 }
 
-// REF 12.3.8: PutFenced refuses a key that is not a key-value key of its
+// REF 12.3.11: PutFenced refuses a key that is not a key-value key of its
 // own — another session's lease, a checkpoint entry's subject, a key with
 // wildcards, spaces or an empty token — as Validation, writing nothing:
 // one session's claim cannot overwrite another session's lease.

@@ -18,7 +18,7 @@ import (
 // overPayload is more than the server's default max_payload (1 MiB).
 const overPayload = 1<<20 + 1
 
-// REF 12.1.7: an event larger than the server's max_payload is refused
+// REF 12.1.10: an event larger than the server's max_payload is refused
 // at once as Validation, durable or ephemeral, naming the subject and the
 // limit; it is not asked again as if the server were away. It still
 // reached this node's subscriptions, and the bus carries on.

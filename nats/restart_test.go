@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// REF 12.4.3: with storage: memory, a server that restarts comes back
+// REF 12.4.4: with storage: memory, a server that restarts comes back
 // without the stream and the bucket; the nodes make them again when they
 // find them missing, so that durable publishes, leases and checkpoints
 // work again (what the lost stream held is gone).

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-rt/corral/nats/natstest"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/message"
@@ -67,6 +68,7 @@ func build(t *testing.T, doc *deploy.Document, url, name string) *node {
 	t.Helper()
 	t.Setenv("CORRAL_NATS_URL", url)
 	t.Setenv("CORRAL_NODE", name)
+	t.Setenv("CORRAL_DATA_DIR", t.TempDir())
 	app, err := builtin.NewBuilder().Build(context.Background(), doc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = app.Close() })
@@ -147,6 +149,61 @@ func TestDocumentOnOneMachine(t *testing.T) {
 	assert.Equal(t, agent.StatusCompleted, res.Status)
 	require.NotEmpty(t, res.Output)
 	assert.Contains(t, res.Output[len(res.Output)-1].Text(), "Nice to meet you, Ada.")
+}
+
+// REF 12.5.1, 12.5.2: the same base document shares its sessions between
+// the turns of one machine (the workspace store) and, with the nats
+// layer, between two nodes (the jetstream store): a turn stopped at its
+// question on one node is resumed by the other, under its run id, and
+// finishes with the answer given there.
+func TestDocumentSharesSessions(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		distributed bool
+	}{{"one machine", false}, {"two nodes", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := loadDoc(t, tc.distributed)
+			var a, b *node
+			if tc.distributed {
+				url := natstest.URLs(natstest.Cluster(t, 3))
+				a, b = build(t, doc, url, "a"), build(t, doc, url, "b")
+				store, _ := b.app.Resource("checkpoints")
+				require.IsType(t, &nats.Store{}, store, "the layer replaced the store")
+			} else {
+				a = build(t, doc, "", "")
+				b = a
+				store, _ := a.app.Resource("checkpoints")
+				require.IsType(t, &checkpoint.Store{}, store)
+			}
+			key := session.Key{AgentID: "concierge", ContextID: "shared"}
+			first, err := a.start(t, key)
+			require.NoError(t, err)
+			a.asks(t, first)
+			if b != a { // b saw the question too; the resumed run asks again
+				select {
+				case <-b.prompts(first.RunID()):
+				case <-time.After(wait):
+					t.Fatal("node b never saw the prompt of node a's turn")
+				}
+			}
+			first.Cancel()
+			_, _ = first.Wait(context.Background())
+
+			lease, err := b.app.Sessions().Open(context.Background(), key)
+			require.NoError(t, err)
+			defer lease.Close()
+			runID, ok, err := lease.Session().Resumable(context.Background())
+			require.NoError(t, err)
+			require.True(t, ok, "the stopped run is resumable where the session is opened")
+			assert.Equal(t, first.RunID(), runID)
+			resumed, err := lease.Session().Resume(context.Background())
+			require.NoError(t, err)
+			res := answer(t, b, resumed, "Ada")
+			assert.Equal(t, agent.StatusCompleted, res.Status)
+			require.NotEmpty(t, res.Output)
+			assert.Contains(t, res.Output[len(res.Output)-1].Text(), "Nice to meet you, Ada.")
+		})
+	}
 }
 
 // REF 12.5.1, 12.3.1, 12.3.3, 12.3.6, 12.1.2: the same document with the
@@ -285,4 +342,36 @@ func TestReloadWhileATurnRuns(t *testing.T) {
 	for id, n := range seen {
 		assert.Equal(t, 1, n, "event %s delivered %d times", id, n)
 	}
+}
+
+// REF 12.4.3: tenant quotas are counted per node: with concurrent_turns
+// 1, a second turn of the tenant is refused on the node that runs one,
+// and runs on another node.
+func TestQuotasArePerNode(t *testing.T) {
+	url := natstest.URLs(natstest.Cluster(t, 3))
+	dir := absDir(t)
+	doc, _, err := deploy.LoadLayers([]deploy.Layer{
+		{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"},
+		{Name: "quota", Priority: 2, Data: []byte("runtime: {tenants: {default: {concurrent_turns: 1}}}")},
+	}, deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	a, b := build(t, doc, url, "a"), build(t, doc, url, "b")
+	running, err := a.start(t, session.Key{AgentID: "concierge", ContextID: "q1"})
+	require.NoError(t, err)
+	asked := a.asks(t, running)
+
+	_, err = a.start(t, session.Key{AgentID: "concierge", ContextID: "q2"})
+	var quota *session.QuotaError
+	require.True(t, errors.As(err, &quota), "want a QuotaError, got %v", err)
+	assert.Equal(t, "concurrent_turns", quota.Quota)
+	assert.ErrorIs(t, err, fault.BudgetExceeded)
+
+	// another key: the refused turn had claimed q2 before the quota
+	// refused it, and on a busy cluster the release of that claim may
+	// fail, leaving the lease until it lapses
+	onB, err := b.start(t, session.Key{AgentID: "concierge", ContextID: "q3"})
+	require.NoError(t, err, "node b counts its own turns only")
+	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Bo").Status)
+	assert.Equal(t, agent.StatusCompleted, replyTo(t, running, asked, "Al").Status)
 }

@@ -341,18 +341,32 @@ func (s *Store) entries(ctx context.Context, execID string) ([]checkpoint.Entry,
 const staleReads = 20
 
 // lastEntry asks the stream's leader for the newest message of execID;
-// nil when there is none.
+// nil when there is none. A request that is not answered (lost with a
+// connection, or a leader too busy to answer in time) is asked again,
+// each attempt waiting twice as long as the one before, within the
+// bound of publishCtx.
 func (s *Store) lastEntry(ctx context.Context, execID string) (*storedMsg, error) {
 	ctx, cancel := s.publishCtx(ctx)
 	defer cancel()
-	m, err := s.b.lastMsg(ctx, "KV_"+s.bucket(), s.filter(execID))
-	if err != nil {
-		if ctx.Err() != nil {
+	wait := publishAttempt
+	for {
+		actx, acancel := context.WithTimeout(ctx, wait)
+		m, err := s.b.lastMsg(actx, "KV_"+s.bucket(), s.filter(execID))
+		acancel()
+		switch {
+		case err == nil:
+			return m, nil
+		case ctx.Err() != nil:
 			return nil, fault.FromContext(ctx.Err(), "load checkpoint")
+		case !unanswered(err):
+			return nil, fault.Wrap(fault.KindOr(err, fault.NotAvailable), err, "load checkpoint", "%q", execID)
 		}
-		return nil, fault.Wrap(fault.KindOr(err, fault.NotAvailable), err, "load checkpoint", "%q", execID)
+		wait = min(2*wait, maxPublishAttempt)
+		select {
+		case <-ctx.Done():
+		case <-time.After(retryPause):
+		}
 	}
-	return m, nil
 }
 
 // multiLast reads the last message of each subject of execID up to the

@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -214,4 +215,44 @@ func TestStalledDeleteKeepsSuccessorsRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, got, "the stalled node's purge removed the new owner's record")
 	assert.Equal(t, 2, got.Iteration)
+}
+
+// REF 12.3.8: DeleteSession on one node of a session whose turn runs on
+// another is refused with an OwnedError naming the owner, and removes
+// nothing; once the turn is over the delete takes the key and removes
+// the session's state for every node.
+func TestDeleteSessionOwnedElsewhere(t *testing.T) {
+	url := natstest.URLs(natstest.Cluster(t, 3))
+	dir, err := filepath.Abs(filepath.Join(docDir, "chaos"))
+	require.NoError(t, err)
+	doc, _, err := deploy.LoadLayers([]deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}},
+		deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	a, b := build(t, doc, url, "a"), build(t, doc, url, "b")
+	v, _ := b.app.Resource("checkpoints")
+	store := v.(*nats.Store)
+	key := session.Key{AgentID: chaosAgent, ContextID: "owned"}
+
+	onA, err := a.start(t, key)
+	require.NoError(t, err)
+	asked := a.asks(t, onA)
+	err = b.app.Sessions().DeleteSession(t.Context(), key)
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "want an OwnedError, got %v", err)
+	assert.Equal(t, "a", owned.Owner)
+	assert.ErrorIs(t, err, fault.NotAvailable)
+	assert.Contains(t, err.Error(), "delete session: session")
+	rec, err := store.Load(t.Context(), session.SessionRecordID(key))
+	require.NoError(t, err)
+	require.NotNil(t, rec, "a refused delete removes nothing")
+
+	require.True(t, replyTo(t, onA, asked, "yes").Committed, "the turn on a went on undisturbed")
+	require.NoError(t, b.app.Sessions().DeleteSession(t.Context(), key))
+	rec, err = store.Load(t.Context(), session.SessionRecordID(key))
+	require.NoError(t, err)
+	assert.Nil(t, rec)
+	next, err := a.start(t, key)
+	require.NoError(t, err, "the key is free again: the delete released it")
+	next.Cancel()
+	_, _ = next.Wait(t.Context())
 }

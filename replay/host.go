@@ -51,6 +51,15 @@ func (t *tap) keep(n int) bool {
 	return true
 }
 
+// size is what the tap holds: the bytes of the events and board writes
+// kept, as keep counts them, and of the journal's inputs.
+func (t *tap) size() int64 {
+	t.mu.Lock()
+	n := t.kept
+	t.mu.Unlock()
+	return n + t.journal.Bytes()
+}
+
 var (
 	_ graph.JournalProvider = (*tap)(nil)
 	_ agent.HostUnwrapper   = (*tap)(nil)

@@ -36,9 +36,19 @@ type RecorderConfig struct {
 	// Digests are the documents' digests (Digests), written to each
 	// recording's header.
 	Digests []Digest
-	// MaxTurns bounds the turns kept: the oldest is forgotten past it.
-	// <= 0 means 64.
+	// MaxTurns bounds the turns kept: past it, the oldest turn of the
+	// tenant that keeps the most turns is forgotten (with one tenant, the
+	// oldest turn). <= 0 means 64.
 	MaxTurns int
+	// MaxTenantBytes bounds the bytes the recordings of one tenant's
+	// turns hold (Recorder.TenantBytes): past it, that tenant's oldest
+	// recordings are forgotten, never another tenant's. <= 0 means
+	// DefaultMaxTenantBytes.
+	MaxTenantBytes int64
+	// MaxBytes bounds the bytes of all the recordings kept: past it, the
+	// oldest recording of the tenant that holds the most bytes is
+	// forgotten, until the rest fit. <= 0 means DefaultMaxBytes.
+	MaxBytes int64
 	// MaxTurnBytes bounds the events and board writes kept for one turn
 	// (the inputs are bounded by the run's journal, hostabi.MaxJournalBytes):
 	// past it the turn's recording keeps no more of them and is marked
@@ -47,6 +57,14 @@ type RecorderConfig struct {
 	MaxTurnBytes int64
 }
 
+// DefaultMaxTenantBytes and DefaultMaxBytes are the bytes of recordings a
+// Recorder keeps for one tenant and for all, unless RecorderConfig says
+// otherwise.
+const (
+	DefaultMaxTenantBytes = 64 << 20
+	DefaultMaxBytes       = 256 << 20
+)
+
 // DefaultMaxTurnBytes is the bytes of events and board writes a Recorder
 // keeps for one turn unless RecorderConfig.MaxTurnBytes says otherwise.
 const DefaultMaxTurnBytes = 16 << 20
@@ -54,6 +72,7 @@ const DefaultMaxTurnBytes = 16 << 20
 type recorded struct {
 	tap    *tap
 	key    session.Key
+	tenant string
 	result *Outcome
 	req    *agent.Request
 	start  *Start
@@ -95,6 +114,12 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 	if cfg.MaxTurnBytes <= 0 {
 		cfg.MaxTurnBytes = DefaultMaxTurnBytes
 	}
+	if cfg.MaxTenantBytes <= 0 {
+		cfg.MaxTenantBytes = DefaultMaxTenantBytes
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
 	return &Recorder{cfg: cfg, turns: map[string]*recorded{}}
 }
 
@@ -115,11 +140,8 @@ func (r *Recorder) Decorate(next session.HostFactory) (session.HostFactory, erro
 		if _, ok := r.turns[req.RunID]; !ok {
 			r.order = append(r.order, req.RunID)
 		}
-		r.turns[req.RunID] = &recorded{tap: t, key: req.Key, start: startOf(req)}
-		for len(r.order) > r.cfg.MaxTurns {
-			delete(r.turns, r.order[0])
-			r.order = r.order[1:]
-		}
+		r.turns[req.RunID] = &recorded{tap: t, key: req.Key, tenant: req.Tenant, start: startOf(req)}
+		r.retainLocked()
 		return t, nil
 	}, nil
 }
@@ -137,6 +159,7 @@ func (r *Recorder) Finish(runID string, req agent.Request, res *agent.Result, er
 	req = redactRequest(req)
 	req.RunID = runID
 	t.req, t.result = &req, outcomeOf(res, err)
+	r.retainLocked() // the turn's size is final now
 	return nil
 }
 

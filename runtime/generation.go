@@ -281,6 +281,7 @@ type baseHost struct {
 
 var (
 	_ agent.Host             = (*baseHost)(nil)
+	_ agent.InterruptClock   = (*baseHost)(nil)
 	_ agent.EventBusProvider = (*baseHost)(nil)
 	_ agent.Clock            = (*baseHost)(nil)
 	_ agent.RandomSource     = (*baseHost)(nil)
@@ -327,6 +328,14 @@ func (h *baseHost) Publish(ctx context.Context, env event.Envelope) error {
 }
 
 func (h *baseHost) Interrupts() <-chan agent.Interrupt { return h.req.Interrupts }
+
+// InterruptSent says when the turn was interrupted (agent.InterruptClock).
+func (h *baseHost) InterruptSent() (time.Time, bool) {
+	if h.req.InterruptSent == nil {
+		return time.Time{}, false
+	}
+	return h.req.InterruptSent()
+}
 
 func (h *baseHost) AskUser(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error) {
 	return h.req.AskUser(ctx, p)

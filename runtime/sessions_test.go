@@ -239,3 +239,45 @@ func TestSessionTunablesFromDocument(t *testing.T) {
 		SpeculativeBufferEvents: 5, SpeculativeBufferBytes: 4096,
 	}, rt.Sessions().Tunables())
 }
+
+// REF 5.5.5: the host a deployed agent's turn runs on says when the turn
+// was interrupted (agent.InterruptClock), through every layer the runtime
+// and the session wrap it in, so that an engine's grace runs from
+// Turn.Interrupt.
+func TestTurnHostTellsWhenInterrupted(t *testing.T) {
+	type seen struct {
+		found, ok bool
+		at        time.Time
+	}
+	got := make(chan seen, 1)
+	e := agenttest.New(agenttest.Func(func(ctx context.Context, env *agenttest.Env) error {
+		select {
+		case <-env.Host().Interrupts():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		clock, found := agent.CapabilityFromHost[agent.InterruptClock](env.Host())
+		var s seen
+		if s.found = found; found {
+			s.at, s.ok = clock.InterruptSent()
+		}
+		got <- s
+		return nil
+	}))
+	rt := buildAgent(t, e)
+	lease, err := rt.Sessions().Open(context.Background(), botKey)
+	require.NoError(t, err)
+	defer lease.Close()
+	turn, err := lease.Session().Start(context.Background(), hello())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(e.Runs()) == 1 }, 5*time.Second, time.Millisecond)
+	before := time.Now()
+	require.NoError(t, turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}))
+	after := time.Now()
+	s := <-got
+	require.True(t, s.found, "the turn's host has an InterruptClock")
+	require.True(t, s.ok)
+	assert.WithinRange(t, s.at, before, after)
+	_, err = turn.Wait(context.Background())
+	require.NoError(t, err)
+}

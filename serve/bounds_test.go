@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,4 +153,44 @@ func TestTenantEventBudgetAfterDelete(t *testing.T) {
 	ts.runEcho(acmeKey, sid, "a few words of text")
 	r = ts.do(http.MethodGet, "/api/sessions/"+sid+"/turns/"+first+"/events", acmeKey, "")
 	assert.Equal(t, http.StatusOK, r.status, "the deleted session's logs were not counted: %s", r.body)
+}
+
+// REF 11.8.14
+// A tenant holds at most Options.MaxHeldPerTenant waits and event streams
+// open at once: one more wait or stream is 429 naming the quota, with
+// Retry-After; another tenant's are not counted, and a slot frees when
+// its request ends.
+func TestHeldRequestsBoundedPerTenant(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{MaxHeldPerTenant: 2})
+	done := ts.openSession(acmeKey, "echo")
+	doneTurn := ts.runEcho(acmeKey, done, "already done")
+	sid := ts.openSession(acmeKey, "asker")
+	tid := ts.startTurn(acmeKey, sid, "hold on") // waits for its prompt's answer
+	base := "/api/sessions/" + sid + "/turns/" + tid
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := ts.stream(ctx, base+"/events", acmeKey, "")
+	defer first.close()
+	second := ts.stream(ctx, base+"/events", acmeKey, "")
+	defer second.close()
+
+	for _, path := range []string{base + "/wait?timeout=50ms", base + "/events"} {
+		r := ts.do(http.MethodGet, path, acmeKey, "")
+		require.Equal(t, http.StatusTooManyRequests, r.status, "%s: %s", path, r.body)
+		assert.Equal(t, "held_requests", r.json(t)["error"].(map[string]any)["quota"], "%s", r.body)
+		assert.Equal(t, "1", r.header.Get("Retry-After"))
+	}
+	// A settled turn's wait holds nothing, and another tenant is not counted.
+	r := ts.do(http.MethodGet, "/api/sessions/"+done+"/turns/"+doneTurn+"/wait", acmeKey, "")
+	assert.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	bravo := ts.openSession(bravoKey, "mirror")
+	bravoTurn := ts.startTurn(bravoKey, bravo, "mine")
+	r = ts.do(http.MethodGet, "/api/sessions/"+bravo+"/turns/"+bravoTurn+"/wait", bravoKey, "")
+	assert.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
+	second.close() // its handler ends and frees the slot
+	require.Eventually(t, func() bool {
+		return ts.do(http.MethodGet, base+"/wait?timeout=1ms", acmeKey, "").status == http.StatusOK
+	}, 30*time.Second, 10*time.Millisecond)
 }

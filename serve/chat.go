@@ -57,7 +57,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	writeJSON(w, http.StatusOK, c.completion(te.res)) // with its length: the answer is whole before the session is removed
+	writeJSON(w, http.StatusOK, c.completion(te.res))
 }
 
 // startChatTurn opens the turn's session, starts the turn and returns a
@@ -86,9 +86,7 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 	release := func() {
 		_ = lease.Close()
 		if cfg.Ephemeral {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = mgr.DeleteSession(ctx, key)
+			_ = mgr.DeleteSession(s.cleanupCtx(), key)
 		}
 	}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,

@@ -26,8 +26,9 @@
 // New serves a Runtime it does not own. Drain stops taking sessions and
 // turns and waits, bounded, for the running ones, then interrupts them;
 // Close releases what the Server holds. Close the Runtime after the
-// Server. Each turn started through the Server is watched by one
-// goroutine until it settles; Close waits for them.
+// Server. Each turn started through the Server is watched until it
+// settles, by a goroutine of its own or, for a non-streamed completion,
+// by its request's handler; Close waits for them.
 //
 // # Concurrency
 //
@@ -37,7 +38,8 @@
 // repeats nothing. The log never waits for a stream: a client that stops
 // reading loses its stream after Options.StreamWriteTimeout. A tenant's
 // kept logs share Options.MaxTenantEventBytes; past it the oldest
-// finished turns' logs are freed.
+// finished turns' logs are freed. A tenant holds at most
+// Options.MaxHeldPerTenant waits and streams open at once.
 //
 // # Errors
 //

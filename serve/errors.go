@@ -42,6 +42,11 @@ func errorOf(err error) apiError {
 		e.status, e.quota, e.kind = http.StatusTooManyRequests, "sessions", fault.BudgetExceeded.String()
 		return e
 	}
+	var he *heldError
+	if errors.As(err, &he) {
+		return apiError{status: http.StatusTooManyRequests, kind: fault.RateLimit.String(), message: he.Error(),
+			quota: quotaHeldRequests, retryAfter: 1}
+	}
 	var qe *session.QuotaError
 	if errors.As(err, &qe) {
 		e.status, e.quota = http.StatusTooManyRequests, qe.Quota
@@ -139,9 +144,7 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // writeJSON writes v as the body with status. The body is encoded first
-// and sent with its Content-Length, so that a client has the whole answer
-// without waiting for the handler to return (a completion's handler
-// removes its ephemeral session after answering).
+// and sent with its Content-Length, in one write once the handler returns.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	buf.Reset()

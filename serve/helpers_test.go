@@ -70,10 +70,16 @@ type testServer struct {
 
 func newTestServer(t testing.TB, opts serve.Options) *testServer {
 	t.Helper()
+	return newTestServerAt(t, copyTestdata(t), opts)
+}
+
+// newTestServerAt serves the deployment at path with the keys.yaml beside
+// it.
+func newTestServerAt(t testing.TB, path string, opts serve.Options) *testServer {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	path := copyTestdata(t)
 	var rt *runtime.Runtime
 	if rec, ok := opts.Recordings.(*replay.Recorder); ok {
 		rt = buildRuntime(t, path, rec)

@@ -129,9 +129,22 @@ func (s *Server) waitTurn(w http.ResponseWriter, r *http.Request) {
 		}
 		d = min(v, d)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), d)
-	defer cancel()
-	te.wait(ctx)
+	select {
+	case <-te.done: // settled: nothing to hold
+	default:
+		if d == 0 {
+			break
+		}
+		release, err := s.hold(tenantOf(r.Context()))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		te.wait(ctx)
+	}
 	writeJSON(w, http.StatusOK, te.view())
 }
 
@@ -183,6 +196,12 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer te.streams.Add(-1)
+	release, err := s.hold(tenantOf(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	s.sse(w, r, te, after)
 }
 

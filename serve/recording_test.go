@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,51 @@ func TestRecordingNotKept(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, r.status, "the first turn's recording was forgotten")
 	r = ts.do(http.MethodGet, "/api/sessions/"+sid+"/turns/"+tids[1]+"/recording", acmeKey, "")
 	assert.Equal(t, http.StatusOK, r.status, "%s", r.body)
+}
+
+// REF 11.7.3
+// The recorder keeps each tenant's recordings within its byte bound and
+// forgets the heaviest tenant's first past a shared bound (turns or
+// bytes): tenant acme's many big turns forget acme's oldest recordings,
+// never bravo's.
+func TestRecordingsBoundedPerTenant(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat(strings.Repeat("x", 1000)+" ", 30) // about 100 kB of events and board writes a turn
+	for _, tc := range []struct {
+		name string
+		cfg  replay.RecorderConfig
+	}{
+		{"a tenant over its own bound", replay.RecorderConfig{MaxTurns: 4, MaxTenantBytes: 250 << 10}},
+		{"the turns over the shared bound", replay.RecorderConfig{MaxTurns: 4}},
+		{"the bytes over the shared bound", replay.RecorderConfig{MaxBytes: 250 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := replay.NewRecorder(tc.cfg)
+			ts := newTestServer(t, serve.Options{Recordings: rec})
+			bravo := ts.openSession(bravoKey, "mirror")
+			bravoTurn := ts.runEcho(bravoKey, bravo, "small")
+			require.Positive(t, rec.TenantBytes("bravo"))
+			var acme, acmeTurns []string // a session a turn, so that each turn's recording is alike
+			for range 8 {
+				sid := ts.openSession(acmeKey, "echo")
+				acme, acmeTurns = append(acme, sid), append(acmeTurns, ts.runEcho(acmeKey, sid, big))
+			}
+			recording := func(key, sid, tid string) int {
+				return ts.do(http.MethodGet, "/api/sessions/"+sid+"/turns/"+tid+"/recording", key, "").status
+			}
+			assert.Equal(t, http.StatusOK, recording(bravoKey, bravo, bravoTurn), "bravo's recording is kept")
+			assert.Equal(t, http.StatusOK, recording(acmeKey, acme[7], acmeTurns[7]), "acme's newest recording is kept")
+			assert.Equal(t, http.StatusNotFound, recording(acmeKey, acme[0], acmeTurns[0]), "acme's oldest recording is forgotten")
+			if tc.cfg.MaxTenantBytes > 0 {
+				assert.LessOrEqual(t, rec.TenantBytes("acme"), tc.cfg.MaxTenantBytes)
+			}
+			if tc.cfg.MaxBytes > 0 {
+				assert.LessOrEqual(t, rec.TenantBytes("acme")+rec.TenantBytes("bravo"), tc.cfg.MaxBytes)
+			}
+			if tc.cfg.MaxTurns > 0 {
+				assert.LessOrEqual(t, len(rec.RunIDs()), tc.cfg.MaxTurns)
+			}
+		})
+	}
 }

@@ -46,6 +46,11 @@ type Options struct {
 	// MaxStreamsPerTurn bounds the event streams open on one turn at
 	// once; one more is refused with 429. 0: 16.
 	MaxStreamsPerTurn int
+	// MaxHeldPerTenant bounds the requests of one tenant held open at
+	// once waiting for a turn: waits (GET .../wait on a running turn) and
+	// event streams (GET .../events). One more is refused with 429, quota
+	// "held_requests" and Retry-After, until one of them ends. 0: 128.
+	MaxHeldPerTenant int
 	// StreamWriteTimeout bounds the write of one event to a stream's
 	// client: a client that does not read for that long loses its
 	// stream (it may resume with Last-Event-ID). 0: 30 seconds.
@@ -102,6 +107,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxStreamsPerTurn <= 0 {
 		o.MaxStreamsPerTurn = 16
 	}
+	if o.MaxHeldPerTenant <= 0 {
+		o.MaxHeldPerTenant = 128
+	}
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = time.Minute
 	}
@@ -129,9 +137,16 @@ type Server struct {
 	running  map[*turnEntry]struct{}  // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
-	starting    int            // turns admitted and not yet running
-	settled     chan struct{}  // closed and replaced when a turn settles
-	watchers    sync.WaitGroup // one per turn, until it settles
+	held        map[string]int // the requests each tenant holds open (hold)
+	// cleanup is the context of the clean-ups started since cleanupFrom
+	// (cleanupCtx), cleanupCancel its cancel and cleanupPrev the previous
+	// window's.
+	cleanup                    context.Context
+	cleanupFrom                time.Time
+	cleanupCancel, cleanupPrev context.CancelFunc
+	starting                   int            // turns admitted and not yet running
+	settled                    chan struct{}  // closed and replaced when a turn settles
+	watchers                   sync.WaitGroup // one per turn, until it settles
 }
 
 // New returns a Server of rt for the tenants of keys. rt and keys must not
@@ -143,7 +158,7 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
 		sessions: map[string]*sessionEntry{}, opening: map[string]int{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
-		tenantBytes: map[string]*atomic.Int64{}}
+		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}}
 	s.h = s.routes()
 	return s, nil
 }
@@ -293,4 +308,59 @@ func (s *Server) beginStart() (end func(), err error) {
 		s.settled = make(chan struct{})
 		s.mu.Unlock()
 	}, nil
+}
+
+// quotaHeldRequests names Options.MaxHeldPerTenant in a refusal.
+const quotaHeldRequests = "held_requests"
+
+// heldError refuses a request a tenant would hold open past
+// Options.MaxHeldPerTenant (REF 11.8.14).
+type heldError struct{ err error }
+
+func (e *heldError) Error() string { return e.err.Error() }
+func (e *heldError) Unwrap() error { return e.err }
+
+// hold counts a request the tenant holds open until the returned release
+// is called, or refuses it with a heldError when the tenant holds
+// Options.MaxHeldPerTenant already.
+func (s *Server) hold(tenant string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[tenant] >= s.opts.MaxHeldPerTenant {
+		return nil, &heldError{err: fault.New(fault.RateLimit, "serve",
+			"tenant %q holds %d waits and streams open already (quota %s of %d); retry when one ends",
+			tenant, s.held[tenant], quotaHeldRequests, s.opts.MaxHeldPerTenant)}
+	}
+	s.held[tenant]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held[tenant]--; s.held[tenant] <= 0 {
+			delete(s.held, tenant)
+		}
+	}, nil
+}
+
+// cleanupWindow is how long clean-ups share one context in cleanupCtx; a
+// clean-up is bounded by one to two of it.
+const cleanupWindow = 30 * time.Second
+
+// cleanupCtx returns the context that bounds a clean-up after a request
+// was answered (removing a completion's ephemeral session): it ends one
+// to two cleanupWindows from now. The clean-ups that start within one
+// window share it, so that each is bounded without a timer of its own
+// (arming a timer wakes the network poller, which a completion feels).
+func (s *Server) cleanupCtx() context.Context {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cleanup == nil || now.Sub(s.cleanupFrom) >= cleanupWindow {
+		if s.cleanupPrev != nil {
+			s.cleanupPrev() // its deadline, two windows after its start, has passed
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(2*cleanupWindow))
+		s.cleanupPrev, s.cleanupCancel = s.cleanupCancel, cancel
+		s.cleanup, s.cleanupFrom = ctx, now
+	}
+	return s.cleanup
 }

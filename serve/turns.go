@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,13 @@ type turnEntry struct {
 	log     *eventLog
 	req     agent.Request // what the turn was started with
 	started time.Time
-	streams atomic.Int32  // event streams open on the turn
-	kept    bool          // a native turn, kept by its session
-	done    chan struct{} // closed once res and err are set
-	res     *agent.Result
-	err     error
+	streams atomic.Int32 // event streams open on the turn
+	kept    bool         // a native turn, kept by its session
+	// unstreamed: nothing reads the turn's log (turnSpec.unstreamed).
+	unstreamed bool
+	done       chan struct{} // closed once res and err are set
+	res        *agent.Result
+	err        error
 }
 
 // turnSpec is what starting a turn needs besides the session.
@@ -56,7 +59,8 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 		log.acct, log.budget = s.eventBytes(spec.tenant), int64(s.opts.MaxTenantEventBytes)
 		log.trim = func() { s.trimEvents(spec.tenant) }
 	}
-	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(), done: make(chan struct{})}
+	te := &turnEntry{tenant: spec.tenant, agentID: sess.Key().AgentID, log: log, req: spec.req, started: time.Now(),
+		unstreamed: spec.unstreamed, done: make(chan struct{})}
 	cfg := spec.cfg
 	if !spec.unstreamed {
 		cfg.Sinks = append(cfg.Sinks, log.sinkSpec())
@@ -74,7 +78,9 @@ func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turn
 	s.running[te] = struct{}{}
 	s.watchers.Add(1)
 	s.mu.Unlock()
-	s.log.Info("turn started", "tenant", te.tenant, "agent", te.agentID, "context", sess.Key().ContextID, "run", t.RunID())
+	if s.log.Enabled(ctx, slog.LevelInfo) {
+		s.log.Info("turn started", "tenant", te.tenant, "agent", te.agentID, "context", sess.Key().ContextID, "run", t.RunID())
+	}
 	if !spec.unstreamed {
 		go s.watch(te)
 	}
@@ -96,7 +102,9 @@ func (s *Server) watch(te *turnEntry) {
 	if err != nil {
 		errText = err.Error()
 	}
-	te.log.end(status, errText)
+	if !te.unstreamed { // no one reads the log of an unstreamed turn
+		te.log.end(status, errText)
+	}
 	if s.opts.Recordings != nil {
 		_ = s.opts.Recordings.Finish(te.turn.RunID(), te.req, res, err) // a recording already forgotten is no loss here
 	}
@@ -109,6 +117,9 @@ func (s *Server) watch(te *turnEntry) {
 	s.settled = make(chan struct{})
 	s.mu.Unlock()
 	close(te.done)
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
 	s.log.Info("turn settled", "tenant", te.tenant, "agent", te.agentID, "run", te.turn.RunID(),
 		"status", status, "duration_ms", time.Since(te.started).Milliseconds(), "error", clipLog(errText))
 }

@@ -53,9 +53,10 @@ DOC): an OpenAI-compatible API under /v1 and the native session API under
 Prometheus metrics at /metrics on a listener of its own (loopback when the
 address names no host; off without it). Traces follow the OTEL_*
 environment (off unless it asks). The last --record-turns turns are
-recorded for GET .../recording (0: none). A connection idle for
---idle-timeout between requests is closed. hash-key prints the form a
-keys file stores a key in.
+recorded for GET .../recording (0: none), within 64 MiB of one tenant's
+recordings and 256 MiB of all; the tenant that holds the most loses its
+oldest first. A connection idle for --idle-timeout between requests is
+closed. hash-key prints the form a keys file stores a key in.
 `
 
 // parseServeFlags parses the arguments of corral serve.
@@ -107,8 +108,8 @@ func parseServeFlags(args []string) (serveOptions, error) {
 	return o, nil
 }
 
-// defaultRecordTurns is --record-turns' default: the recordings of the
-// latest 64 turns, whichever tenant ran them.
+// defaultRecordTurns is --record-turns' default: the recordings of at most
+// 64 turns, the tenant that keeps the most losing its oldest first.
 const defaultRecordTurns = 64
 
 // loopbackDefault makes an address that names no host (":9464", "9464")

@@ -128,16 +128,20 @@ func (r *runState) saveContext(ctx context.Context) *saveCtx {
 	return &r.own.save
 }
 
-// arm readies the context for one save of at most d. A context that ran
-// out of time in an earlier save is made live again.
-func (s *saveCtx) arm(d time.Duration) context.Context { return s.armAt(time.Now(), d) }
+// arm readies a context for one save of at most d: s itself, or a fresh
+// one with the same values when s ran out of time in an earlier save. A
+// context that ended stays ended — a context derived from it (a store's
+// WithCancel) reads its Err once its Done is closed, perhaps only after
+// the next save began — so the caller keeps the returned one for the
+// saves after.
+func (s *saveCtx) arm(d time.Duration) *saveCtx { return s.armAt(time.Now(), d) }
 
 // armAt is arm for a save that starts at now.
-func (s *saveCtx) armAt(now time.Time, d time.Duration) context.Context {
+func (s *saveCtx) armAt(now time.Time, d time.Duration) *saveCtx {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		s.done, s.err = nil, nil
+		s = &saveCtx{values: s.values}
 	}
 	s.armed, s.deadline = true, now.Add(d)
 	return s
@@ -241,7 +245,8 @@ func (r *runState) checkpoint(ctx context.Context, steps []string) {
 	}
 	// A wave that completed is worth saving even when the run is being
 	// cancelled: the save gets a ctx of its own.
-	err := r.host.Checkpoint(r.save.armAt(now, r.e.opts.RunEndPublishTimeout), cp)
+	r.save = r.save.armAt(now, r.e.opts.RunEndPublishTimeout)
+	err := r.host.Checkpoint(r.save, cp)
 	r.save.disarm()
 	r.changes.saved(err == nil)
 	if err != nil {

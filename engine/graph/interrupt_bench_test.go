@@ -83,7 +83,7 @@ func TestInterruptStopsSpinningNodesOfBothRuntimes(t *testing.T) {
 
 // BenchmarkInterruptSpinningNode prints how long after a turn's
 // interrupt a spinning node's run returns, past the 10ms interrupt_grace:
-// p50, p99 and the most, per runtime, each run after the last one's
+// p50, p90, p99 and the most, per runtime, each run after the last one's
 // aftermath (a replacement VM) is done.
 func BenchmarkInterruptSpinningNode(b *testing.B) {
 	for name, e := range spinners(b) {
@@ -101,8 +101,38 @@ func BenchmarkInterruptSpinningNode(b *testing.B) {
 			slices.Sort(over)
 			at := func(q float64) float64 { return float64(over[int(q*float64(len(over)-1))].Microseconds()) / 1000 }
 			b.ReportMetric(at(0.5), "p50-ms-past-grace")
+			b.ReportMetric(at(0.9), "p90-ms-past-grace")
 			b.ReportMetric(at(0.99), "p99-ms-past-grace")
 			b.ReportMetric(at(1), "max-ms-past-grace")
 		})
 	}
+}
+
+// clockHost is a test host whose interrupts, it says, were sent an hour
+// ago (agent.InterruptClock).
+type clockHost struct{ *agenttest.Host }
+
+func (clockHost) InterruptSent() (time.Time, bool) { return time.Now().Add(-time.Hour), true }
+
+// The grace after an interrupt runs from when the host sent it, not from
+// when the engine's watcher woke up: a host that says its interrupt came
+// an hour ago, past a grace of a minute, has its spinning node stopped
+// at once, as Interrupted, rather than at the node's wall time.
+// REF 5.5.5
+func TestInterruptGraceRunsFromTheHostsClock(t *testing.T) {
+	t.Parallel()
+	e, err := graph.Build(context.Background(), parseDoc(t, "name: spinner\nentry: spin\nnodes: [{id: spin, type: script, config: {source: 'for (;;) {}'}}]"),
+		graph.Options{InterruptGrace: time.Minute, Logger: slog.New(slog.DiscardHandler),
+			Runtimes: map[string]sandbox.Runtime{"js": newJS(t)}})
+	require.NoError(t, err)
+	host := clockHost{agenttest.NewHost()}
+	host.SetPublishError(func(_ context.Context, env event.Envelope) error {
+		if strings.HasSuffix(env.Subject, ".start") && strings.Contains(env.Subject, ".step.") {
+			host.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel})
+		}
+		return nil
+	})
+	board, err := e.Execute(context.Background(), testRun(), host, nil)
+	require.ErrorIs(t, err, fault.Interrupted, "stopped by the interrupt, not by the wall time")
+	require.Equal(t, "spin", board.Vars[graph.VarInterruptedNode])
 }

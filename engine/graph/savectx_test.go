@@ -30,16 +30,40 @@ func TestSaveCtx(t *testing.T) {
 	}
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
 
-	ctx = s.arm(time.Hour)
-	require.NoError(t, ctx.Err(), "a new save is live again")
-	s.disarm()
-	s.expire() // a late firing of an earlier timer
-	require.NoError(t, ctx.Err(), "a firing before the deadline changes nothing")
+	ended := ctx
+	next := s.arm(time.Hour)
+	require.NoError(t, next.Err(), "a new save is live again")
+	require.ErrorIs(t, ended.Err(), context.DeadlineExceeded, "a context that ended stays ended")
+	next.disarm()
+	next.expire() // a late firing of an earlier timer
+	require.NoError(t, next.Err(), "a firing before the deadline changes nothing")
 	select {
-	case <-ctx.Done():
+	case <-next.Done():
 		t.Fatal("a disarmed save ended")
 	default:
 	}
+	next.stop()
+}
+
+// A context derived from a save's context (a store's WithCancel) may see
+// the save's Done closed only after the next save began; the save it
+// derived from must still say why it ended, or the context package
+// panics ("missing cancel error").
+func TestSaveCtxDerivedAfterRearm(t *testing.T) {
+	t.Parallel()
+	s := &saveCtx{values: context.Background()}
+	ctx := s.arm(time.Nanosecond)
+	<-ctx.Done()
+	next := s.arm(time.Hour)
+	defer next.stop()
+	derived, cancel := context.WithCancel(ctx) // the parent is done: derived ends at once, with its Err
+	defer cancel()
+	select {
+	case <-derived.Done():
+	default:
+		t.Fatal("a context derived from an ended save is live")
+	}
+	require.ErrorIs(t, derived.Err(), context.DeadlineExceeded)
 }
 
 // A save that never asks for Done still runs out of time: Err reads the
@@ -58,6 +82,7 @@ func TestSaveCtxErrWithoutDone(t *testing.T) {
 	}
 	s.disarm()
 	ctx = s.arm(time.Hour)
+	defer ctx.stop()
 	require.NoError(t, ctx.Err())
 	select {
 	case <-ctx.Done():

@@ -359,6 +359,7 @@ func (r *runState) watchInterrupts(ctx context.Context) (_ context.Context, stop
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	r.watch = &waveWatch{latch: r.latch, ch: ch, grace: r.e.opts.InterruptGrace, cancel: cancel}
+	r.watch.clock, _ = agent.CapabilityFromHost[agent.InterruptClock](r.host)
 	return wctx, func() {
 		r.watch.end()
 		cancel(errRunEnded)
@@ -381,6 +382,7 @@ type waveWatch struct {
 	ch     <-chan agent.Interrupt
 	grace  time.Duration
 	cancel context.CancelCauseFunc
+	clock  agent.InterruptClock // when the host sent its interrupt; nil: it cannot tell
 
 	mu      sync.Mutex
 	running bool
@@ -452,7 +454,7 @@ func (w *waveWatch) watchWave() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running && w.quit == quit && w.stop == nil {
-		w.stop = afterFuncPrecise(w.grace, func() {
+		w.stop = afterFuncPrecise(w.graceLeft(), func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if w.running && w.quit == quit {
@@ -460,6 +462,19 @@ func (w *waveWatch) watchWave() {
 			}
 		})
 	}
+}
+
+// graceLeft is what is left of the grace of the interrupt the watcher
+// took, which runs from when the host sent it when the host can tell
+// (agent.InterruptClock): neither watchDelay nor the watcher's wake-up
+// is added to it.
+func (w *waveWatch) graceLeft() time.Duration {
+	if w.clock != nil {
+		if sent, ok := w.clock.InterruptSent(); ok {
+			return min(w.grace, time.Until(sent.Add(w.grace)))
+		}
+	}
+	return w.grace
 }
 
 // timerSlack is how late the Go runtime's timers fire when every thread

@@ -130,8 +130,9 @@ func (r *runState) end(parent context.Context, runErr error) error {
 	if r.save == nil {
 		r.save = r.saveContext(parent)
 	}
-	defer r.save.stop()
-	ctx := r.save.arm(r.e.opts.RunEndPublishTimeout)
+	r.save = r.save.arm(r.e.opts.RunEndPublishTimeout)
+	ctx := r.save
+	defer ctx.stop()
 	var p any = r.e.runPayload
 	if runErr != nil {
 		p = event.RunPayload{Graph: r.e.doc.Name, Error: runErr.Error(), ErrorKind: fault.KindOf(runErr).String()}

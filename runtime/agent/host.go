@@ -53,6 +53,17 @@ type UsageReporter interface {
 	ReportUsage(ctx context.Context, u Usage) error
 }
 
+// InterruptClock is a host capability (CapabilityFromHost) that says when
+// the interrupt a run took from Interrupts was sent: InterruptSent returns
+// the time of the last interrupt delivered to the channel, and false
+// before one. An engine that gives a running node a grace after an
+// interrupt measures it from then, not from when its watcher of the
+// channel was scheduled, which on a busy machine can be milliseconds
+// later.
+type InterruptClock interface {
+	InterruptSent() (time.Time, bool)
+}
+
 // Meter is a host capability (CapabilityFromHost) through which an engine
 // charges the work of a turn to its tenant's quotas: ChargeCPU after each
 // script call with the CPU time the call took (or its duration when the

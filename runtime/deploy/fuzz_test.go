@@ -114,3 +114,38 @@ func quoteJSON(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// FuzzLoadLayers checks that merging any overlay over a valid base never
+// panics, that every error is a *deploy.Error, and that an accepted
+// document validates again;
+// the seeds include overlays that replace a component (REF 3.4.6.1).
+func FuzzLoadLayers(f *testing.F) {
+	for _, s := range []string{
+		"resources:\n  store: {kind: test.Store, impl: other, settings: {url: x}}\n",
+		"resources:\n  store: {impl: other}\n",
+		"resources:\n  store: {settings: {note: top}}\n",
+		"agents:\n  qa:\n    engine: {kind: agent.Engine, impl: other}\n",
+		"resources: {bus: null}\n",
+		"version: v2\n",
+		"- a\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, over []byte) {
+		doc, _, err := deploy.LoadLayers([]deploy.Layer{
+			{Name: "base", Data: []byte(baseLayer), File: "base.yaml"},
+			{Name: "top", Priority: 1, Data: over, File: "top.yaml"},
+		}, deploy.ParseConfig{})
+		if err != nil {
+			var de *deploy.Error
+			if !errors.As(err, &de) {
+				t.Fatalf("error is not a *deploy.Error: %v", err)
+			}
+			return
+		}
+		if err := doc.Validate(); err != nil {
+			t.Fatalf("accepted document does not validate again: %v", err)
+		}
+	})
+}

@@ -64,7 +64,7 @@ func LoadLayers(layers []Layer, cfg ParseConfig) (*Document, Provenance, error) 
 			return nil, nil, syntaxError(file, root.Line, "a layer must be a mapping, got %s", describe(root))
 		}
 		m.mark(root, file, l.Name, 0)
-		if merged, err = m.merge(merged, root); err != nil {
+		if merged, err = m.merge(merged, root, atRoot); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -117,9 +117,12 @@ func (m *merger) mark(n *yaml.Node, file, layer string, depth int) {
 }
 
 // merge returns base with over applied: mappings merge key by key,
-// anything else in over replaces what base has.
-func (m *merger) merge(base, over *yaml.Node) (*yaml.Node, error) {
-	if base == nil || base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode {
+// anything else in over replaces what base has, and so does a component
+// whose kind or impl over changes (replacesComponent). at says what the
+// two nodes are in the document.
+func (m *merger) merge(base, over *yaml.Node, at place) (*yaml.Node, error) {
+	if base == nil || base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode ||
+		(at == atComponent && replacesComponent(base, over)) {
 		return over, nil
 	}
 	overAt := make(map[string]int, len(over.Content)/2)
@@ -144,9 +147,12 @@ func (m *merger) merge(base, over *yaml.Node) (*yaml.Node, error) {
 		used[k.Value] = true
 		ov := over.Content[j+1]
 		if v.Kind == yaml.MappingNode && ov.Kind == yaml.MappingNode {
-			mv, err := m.merge(v, ov)
+			mv, err := m.merge(v, ov, at.child(k.Value))
 			if err != nil {
 				return nil, err
+			}
+			if mv == ov { // replaced whole: the layer that wrote it names its place
+				k = over.Content[j]
 			}
 			out.Content = append(out.Content, k, mv)
 			continue
@@ -159,6 +165,68 @@ func (m *merger) merge(base, over *yaml.Node) (*yaml.Node, error) {
 		}
 	}
 	return out, nil
+}
+
+// place is what a node is in a document, as far as merging cares.
+type place int
+
+const (
+	atOther     place = iota
+	atRoot            // the document
+	atResources       // resources
+	atAgents          // agents
+	atAgent           // agents.<id>
+	atComponent       // resources.<name> or agents.<id>.engine: kind, impl, deps, settings
+)
+
+// child returns the place of the value of key under a node at p.
+func (p place) child(key string) place {
+	switch {
+	case p == atRoot && key == "resources":
+		return atResources
+	case p == atRoot && key == "agents":
+		return atAgents
+	case p == atResources:
+		return atComponent
+	case p == atAgents:
+		return atAgent
+	case p == atAgent && key == "engine":
+		return atComponent
+	}
+	return atOther
+}
+
+// replacesComponent reports whether over declares another component than
+// base: it names a kind or an impl that base does not have. Its deps and
+// settings are then those of another factory, which base's would only
+// spoil, so over replaces base whole.
+func replacesComponent(base, over *yaml.Node) bool {
+	for _, key := range []string{"kind", "impl"} {
+		if ov, ok := mappingValue(over, key); ok {
+			if bv, _ := mappingValue(base, key); scalarText(bv) != scalarText(ov) || isNull(ov) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mappingValue returns the value of key in mapping n.
+func mappingValue(n *yaml.Node, key string) (*yaml.Node, bool) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1], true
+		}
+	}
+	return nil, false
+}
+
+// scalarText is the text of a scalar node, "" for anything else.
+func scalarText(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode || isNull(n) {
+		return ""
+	}
+	return n.Value
 }
 
 // provenance records the layer of every leaf under n.

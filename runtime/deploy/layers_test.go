@@ -1,8 +1,11 @@
 package deploy_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -176,4 +179,88 @@ func TestLoadLayersTestdata(t *testing.T) {
 	assert.Equal(t, "overlay", prov["resources.plain.settings.note"])
 	assert.Equal(t, "full", prov["resources.plain.settings.graph.nodes[1].id"])
 	assert.Equal(t, "overlay", prov["runtime.sessions.max_sessions"])
+}
+
+// REF 3.4.6.1: a layer that changes a resource's or an engine's kind or
+// impl replaces it whole — the deps and settings below belong to another
+// factory — while a layer that keeps them merges key by key.
+func TestLoadLayersReplaceComponent(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		overlay   string
+		path      string // the component
+		want      string // its kind, impl, deps and settings after the merge, as JSON
+		overlayed []string
+	}{
+		{"impl changed: replaced whole", "resources:\n  store: {kind: test.Store, impl: other, settings: {url: x}}\n",
+			"resources.store", `{"kind":"test.Store","impl":"other","settings":{"url":"x"}}`,
+			[]string{"resources.store.kind", "resources.store.impl", "resources.store.settings.url"}},
+		{"kind changed: replaced whole", "resources:\n  store: {kind: test.Other, impl: deps}\n",
+			"resources.store", `{"kind":"test.Other","impl":"deps"}`, []string{"resources.store.kind", "resources.store.impl"}},
+		{"same impl written again: merged", "resources:\n  store: {kind: test.Store, impl: deps, settings: {note: top}}\n",
+			"resources.store", `{"kind":"test.Store","impl":"deps","deps":{"bus":"bus"},"settings":{"note":"top","items":["a","b"]}}`,
+			[]string{"resources.store.kind", "resources.store.impl", "resources.store.settings.note"}},
+		{"no impl: merged", "resources:\n  store: {settings: {note: top}}\n",
+			"resources.store", `{"kind":"test.Store","impl":"deps","deps":{"bus":"bus"},"settings":{"note":"top","items":["a","b"]}}`,
+			[]string{"resources.store.settings.note"}},
+		{"engine impl changed: replaced whole", "agents:\n  qa:\n    engine: {kind: agent.Engine, impl: other}\n",
+			"agents.qa.engine", `{"kind":"agent.Engine","impl":"other"}`, []string{"agents.qa.engine.kind", "agents.qa.engine.impl"}},
+		{"engine settings only: merged", "agents:\n  qa:\n    engine: {settings: {more: 1}}\n",
+			"agents.qa.engine", `{"kind":"agent.Engine","impl":"fake","settings":{"note":"base","more":1}}`,
+			[]string{"agents.qa.engine.settings.more"}},
+		{"impl inside settings is a setting: merged", "resources:\n  store: {settings: {impl: x}}\n",
+			"resources.store", `{"kind":"test.Store","impl":"deps","deps":{"bus":"bus"},"settings":{"note":"base","items":["a","b"],"impl":"x"}}`,
+			[]string{"resources.store.settings.impl"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc, prov, err := deploy.LoadLayers([]deploy.Layer{
+				{Name: "base", Data: []byte(baseLayer), File: "base.yaml"},
+				{Name: "top", Priority: 1, Data: []byte(tc.overlay), File: "top.yaml"},
+			}, deploy.ParseConfig{})
+			require.NoError(t, err)
+			var got any
+			if tc.path == "agents.qa.engine" {
+				got = doc.Agents["qa"].Engine
+			} else {
+				got = doc.Resources["store"]
+			}
+			b, err := json.Marshal(got)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(b))
+			for _, leaf := range tc.overlayed {
+				assert.Equal(t, "top", prov[leaf], leaf)
+			}
+			for leaf, layer := range prov {
+				if strings.HasPrefix(leaf, tc.path+".") && !slices.Contains(tc.overlayed, leaf) && layer == "top" {
+					t.Errorf("%s comes from the top layer", leaf)
+				}
+			}
+		})
+	}
+}
+
+// REF 3.4.6.1: a component a layer replaces must be complete in that
+// layer; what is missing or wrong is an error at the layer's file and
+// line.
+func TestLoadLayersReplaceComponentErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, overlay, msg string }{
+		{"no kind", "\nresources:\n  store: {impl: other}\n", "top.yaml:3: resources.store: kind is required"},
+		{"unknown field", "\nresources:\n  store:\n    kind: test.Store\n    impl: other\n    setings: {url: x}\n",
+			`top.yaml:6: resources.store: unknown field "setings"`},
+		{"engine without kind", "agents:\n  qa:\n    engine: {impl: other}\n", "top.yaml:3: agents.qa"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := deploy.LoadLayers([]deploy.Layer{
+				{Name: "base", Data: []byte(baseLayer), File: "base.yaml"},
+				{Name: "top", Priority: 1, Data: []byte(tc.overlay), File: "top.yaml"},
+			}, deploy.ParseConfig{})
+			require.ErrorIs(t, err, fault.Validation)
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
 }

@@ -42,8 +42,11 @@
 // they read durable state, the turn holds it while it runs (its run's ctx
 // carries it: ClaimFromContext), and releases it once settled; a key that
 // another node holds is refused with an *OwnedError (NotAvailable) naming
-// the owner, and a turn whose claim is lost is cancelled. nil is
-// LocalOwnership: every claim is granted at once and never lost.
+// the owner, and a turn whose claim is lost is cancelled. DeleteSession
+// claims the key the same way before it removes durable state, so it is
+// refused while a turn runs on another node and no turn runs anywhere
+// while it removes. nil is LocalOwnership: every claim is granted at once
+// and never lost.
 //
 // # Delivery
 //

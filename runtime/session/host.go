@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -31,12 +32,18 @@ func (k Key) Validate() error {
 func (k Key) String() string { return k.AgentID + "/" + k.ContextID }
 
 // HostRequest is what a HostFactory gets to build one turn's host. Every
-// field is required.
+// field is required but Tenant, History and ResumeFrom.
 type HostRequest struct {
-	Key        Key
+	Key Key
+	// Tenant is the tenant of the turn's agent ("" for an agent of no
+	// tenant), for factories that account per tenant.
+	Tenant     string
 	RunID      string
 	Interrupts <-chan agent.Interrupt
-	AskUser    func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
+	// InterruptSent says when the interrupt on Interrupts was sent
+	// (agent.InterruptClock); nil when nothing tells.
+	InterruptSent func() (time.Time, bool)
+	AskUser       func(ctx context.Context, p agent.UserPrompt) (agent.UserReply, error)
 	// History is the session history the turn starts from, and ResumeFrom
 	// the checkpoint a resumed turn resumes; nil when there is none. A
 	// factory must not change them (a recorder keeps copies).
@@ -67,7 +74,8 @@ type HostFactory func(ctx context.Context, req HostRequest) (agent.Host, error)
 // steer-source wrapper outermost (REF 1.12.5, 2.2.10, 2.2.11).
 func (t *Turn) buildHost(ctx context.Context, ephemeral bool) (agent.Host, error) {
 	product, err := t.ep.deps.HostFactory(ctx, HostRequest{
-		Key: t.s.key, RunID: t.runID, Interrupts: t.intrCh, AskUser: t.askUser,
+		Key: t.s.key, Tenant: t.tenant(), RunID: t.runID, Interrupts: t.intrCh, InterruptSent: t.interruptSent,
+		AskUser: t.askUser,
 		History: t.history, ResumeFrom: t.resumeFrom,
 	})
 	if err != nil {

@@ -58,16 +58,22 @@ type OwnershipProvider interface {
 	SessionOwnership() Ownership
 }
 
-// OwnedError refuses a turn on a key that another node owns. It matches
+// OwnedError refuses a turn, or a DeleteSession, on a key that another
+// node owns. It matches
 // fault.NotAvailable with errors.Is.
 type OwnedError struct {
 	Key     Key
 	Owner   string // the node that holds the key
 	Address string // where the owner is reached, when it says; may be ""
+	Op      string // what was refused; "": start turn
 }
 
 func (e *OwnedError) Error() string {
-	msg := fmt.Sprintf("start turn: session %s is owned by node %q", e.Key, e.Owner)
+	op := e.Op
+	if op == "" {
+		op = "start turn"
+	}
+	msg := fmt.Sprintf("%s: session %s is owned by node %q", op, e.Key, e.Owner)
 	if e.Address != "" {
 		msg += " at " + e.Address
 	}

@@ -256,3 +256,76 @@ func TestResumeClearsMarkUnderItsClaim(t *testing.T) {
 	defer store.mu.Unlock()
 	assert.Empty(t, store.unclaimed, "every write of the Resume carried its claim")
 }
+
+// claimSeeingStore records the claims its deletes' ctx carried.
+type claimSeeingStore struct {
+	agent.CheckpointStore
+	mu     sync.Mutex
+	claims []session.Claim
+	held   func() bool
+}
+
+func (s *claimSeeingStore) Delete(ctx context.Context, id string) error {
+	c, _ := session.ClaimFromContext(ctx)
+	s.mu.Lock()
+	s.claims = append(s.claims, c)
+	s.mu.Unlock()
+	if !s.held() {
+		return fault.New(fault.Internal, "test store", "delete of %s without the key's claim", id)
+	}
+	return s.CheckpointStore.(agent.CheckpointDeleter).Delete(ctx, id)
+}
+
+// REF 12.3.8: DeleteSession takes the key's claim before it removes the
+// durable state and holds it while it does (the store's deletes carry it,
+// to fence them), then releases it; a key another node holds is refused
+// with an OwnedError naming that node, and nothing is removed.
+func TestDeleteSessionClaimsTheKey(t *testing.T) {
+	own := newFakeOwnership()
+	store := &claimSeeingStore{CheckpointStore: workspaceStore(t, t.TempDir())}
+	store.held = func() bool { return own.holder(key("c1")) != nil }
+	e := newEnvWith(t, store, true, agenttest.New(agenttest.Say("hi")))
+	deps := e.m.Deps()
+	deps.Ownership = own
+	require.NoError(t, e.m.SwapDeps(deps, nil))
+	settle(t, e.start("c1", "hi"))
+	recordID := session.SessionRecordID(key("c1"))
+	cp, err := store.Load(context.Background(), recordID)
+	require.NoError(t, err)
+	require.NotNil(t, cp, "the session has a record")
+
+	own.mu.Lock()
+	own.elsewhere[key("c1")] = true
+	own.mu.Unlock()
+	err = e.m.DeleteSession(context.Background(), key("c1"))
+	var owned *session.OwnedError
+	require.True(t, errors.As(err, &owned), "want an OwnedError, got %v", err)
+	assert.Equal(t, "n2", owned.Owner)
+	isKind(t, err, fault.NotAvailable)
+	assert.Contains(t, err.Error(), `delete session: session`)
+	cp, err = store.Load(context.Background(), recordID)
+	require.NoError(t, err)
+	assert.NotNil(t, cp, "a refused delete removes nothing")
+
+	own.mu.Lock()
+	own.elsewhere[key("c1")] = false
+	own.mu.Unlock()
+	store.mu.Lock()
+	store.claims = nil
+	store.mu.Unlock()
+	require.NoError(t, e.m.DeleteSession(context.Background(), key("c1")))
+	own.mu.Lock()
+	mine := own.claims[len(own.claims)-1]
+	own.mu.Unlock()
+	store.mu.Lock()
+	seen := store.claims
+	store.mu.Unlock()
+	require.NotEmpty(t, seen)
+	for _, c := range seen {
+		assert.True(t, c == session.Claim(mine), "each delete carries the delete's claim")
+	}
+	assert.True(t, mine.wasReleased(), "released once the state is gone")
+	cp, err = store.Load(context.Background(), recordID)
+	require.NoError(t, err)
+	assert.Nil(t, cp)
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 
 	"github.com/corral-rt/corral/fault"
 )
@@ -98,7 +99,11 @@ type deleteMark struct{}
 // runs, the live session is drained (bounded by ctx) before anything durable
 // is removed, and on ctx expiry everything rolls back and the ctx error is
 // returned. It is retryable and idempotent: a key with no live session and
-// no stored state returns nil.
+// no stored state returns nil. With a checkpoint store it takes the
+// key's claim from the session ownership before it removes anything, as a
+// turn does (REF 12.3.8): a key whose turn runs on another node is refused
+// with an *OwnedError naming that node, and no turn starts anywhere while
+// the state is removed.
 func (m *Manager) DeleteSession(ctx context.Context, key Key) error {
 	if ctx == nil {
 		return fault.New(fault.Validation, "delete session", "ctx must not be nil")
@@ -119,11 +124,45 @@ func (m *Manager) DeleteSession(ctx context.Context, key Key) error {
 			return err
 		}
 	}
-	store := m.Deps().Checkpoints
-	if store == nil {
+	deps := m.Deps()
+	if deps.Checkpoints == nil {
 		return nil
 	}
-	return deleteDurable(ctx, store, key)
+	claim, err := claimForDelete(ctx, deps.Ownership, key)
+	if err != nil {
+		return err
+	}
+	defer releaseForDelete(claim)
+	return deleteDurable(ContextWithClaim(ctx, claim), deps.Checkpoints, key)
+}
+
+// claimForDelete acquires key for a delete of its durable state (REF
+// 12.3.8), as a turn does: while the delete holds the claim no turn of the
+// key runs on any node, and the store's writes are fenced by it. A key
+// another node holds is refused with that node's *OwnedError.
+func claimForDelete(ctx context.Context, own Ownership, key Key) (Claim, error) {
+	if own == nil {
+		return newLocalClaim(), nil
+	}
+	c, err := own.Acquire(ctx, key)
+	var owned *OwnedError
+	switch {
+	case errors.As(err, &owned):
+		owned.Op = "delete session"
+		return nil, err
+	case err != nil:
+		return nil, err
+	case c == nil:
+		return nil, fault.New(fault.Internal, "delete session", "ownership returned a nil claim for %s", key)
+	}
+	return c, nil
+}
+
+// releaseForDelete gives a delete's claim up.
+func releaseForDelete(c Claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), durableTimeout)
+	defer cancel()
+	_ = c.Release(ctx) // a lease not deleted lapses after its TTL
 }
 
 // markDeleting marks key as being deleted and returns its live entry

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -74,6 +75,7 @@ type Turn struct {
 	mu      sync.Mutex
 	state   TurnState
 	intr    *agent.Interrupt
+	intrAt  time.Time // when intr was sent (InterruptSent)
 	steer   []message.Message
 	prompts map[string]*prompt
 	res     *agent.Result
@@ -90,6 +92,14 @@ func newTurn(s *Session, ep *epoch, runID string, cfg StartConfig, req agent.Req
 		state:   TurnStarting,
 		prompts: map[string]*prompt{},
 	}
+}
+
+// tenant is the tenant of the turn's agent, as its quotas count it.
+func (t *Turn) tenant() string {
+	if t.quota == nil {
+		return ""
+	}
+	return t.quota.tenant
 }
 
 // prepare builds the host and attaches the stream (REF 2.2.10–2.2.12).
@@ -204,7 +214,7 @@ func (t *Turn) Interrupt(intr agent.Interrupt) error {
 		t.mu.Unlock()
 		return nil
 	}
-	t.intr = &intr
+	t.intr, t.intrAt = &intr, time.Now()
 	t.state = TurnInterrupting
 	pending := t.takePromptsLocked()
 	t.mu.Unlock()
@@ -217,6 +227,14 @@ func (t *Turn) Interrupt(intr agent.Interrupt) error {
 	default:
 	}
 	return nil
+}
+
+// interruptSent returns when the turn was interrupted, for the turn's
+// host (HostRequest.InterruptSent).
+func (t *Turn) interruptSent() (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.intrAt, t.intr != nil
 }
 
 // Cancel cancels the turn's context at once; the run settles as canceled

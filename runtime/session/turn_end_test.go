@@ -314,3 +314,33 @@ func TestStartInFlightIsBusy(t *testing.T) {
 	require.NoError(t, <-deleted)
 	assert.Equal(t, agent.StatusCompleted, settle(t, tr).Status, "the turn ran to its end before the delete closed the session")
 }
+
+// The turn's host learns when the turn was interrupted
+// (HostRequest.InterruptSent), so that an engine's grace runs from the
+// interrupt rather than from when its watcher woke.
+// REF 5.5.5
+func TestInterruptSentTellsTheHost(t *testing.T) {
+	t.Parallel()
+	g := agenttest.NewGate()
+	e := newEnv(t, agenttest.New(agenttest.WaitGate(g), agenttest.PollInterrupt(), agenttest.Reply("not reached")))
+	t.Cleanup(g.Open)
+	tr := e.start("c", "hi")
+	reached(t, g)
+	reqs := e.hostRequests()
+	require.Len(t, reqs, 1)
+	require.NotNil(t, reqs[0].InterruptSent)
+	_, ok := reqs[0].InterruptSent()
+	assert.False(t, ok, "not interrupted yet")
+
+	before := time.Now()
+	require.NoError(t, tr.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel}))
+	after := time.Now()
+	at, ok := reqs[0].InterruptSent()
+	require.True(t, ok)
+	assert.WithinRange(t, at, before, after)
+	require.NoError(t, tr.Interrupt(agent.Interrupt{Cause: agent.CauseCustom}))
+	again, _ := reqs[0].InterruptSent()
+	assert.Equal(t, at, again, "the first interrupt's time stays")
+	g.Open()
+	assert.Equal(t, agent.StatusInterrupted, settle(t, tr).Status)
+}

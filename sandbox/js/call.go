@@ -92,9 +92,16 @@ type call struct {
 	hostErrors map[*goja.Object]error // errors thrown into the script by host calls
 	varKeys    []string               // defineVars' scratch, empty between calls
 	joining    []*goja.Object         // arrays being joined, outermost first
+	// nativeDepth counts the native functions running inside one
+	// another (enterNative): a built-in that calls a built-in through a
+	// getter or a method recurses on the Go stack with no frame of the
+	// VM's to count it.
+	nativeDepth int
+	// natives are the functions c.native made, which count themselves.
+	natives map[*goja.Object]bool
 
 	// mem is the memory guard of the call being watched; only the
-	// runtime's watchdog goroutine touches it.
+	// watchdog's looks touch it (under watchdog.looking).
 	mem memoryGuard
 	// wallTimer fires at the call's deadline (wallTimeUp); made at the
 	// VM's first call and reset for each. onParentDone is parentDone as a
@@ -152,6 +159,7 @@ func (c *call) bindOp(parent context.Context, op opName, node string, limits san
 	c.board = sandbox.BoardView{}
 	clear(c.hostErrors)
 	c.joining = c.joining[:0]
+	c.nativeDepth = 0
 }
 
 // stop ends the call with reason (the first reason wins): the VM stops at
@@ -232,6 +240,25 @@ func (c *call) checkStop() {
 	}
 }
 
+// enterNative is the entry of every native function a script can reach
+// (c.native, the guards' wrap, countNatives): it stops a stopped call,
+// since a native function that calls another through a getter or a method
+// runs no instruction of the VM, where an interrupt would land, and it
+// counts how deep native functions run inside one another, which no
+// frame of the VM's counts: Error.prototype.toString as the getter of an
+// object's own name, or Object.prototype.toLocaleString as its toString,
+// recurse in Go alone until the Go stack overflows and ends the process.
+// Past maxNesting the call stops with stack_depth. leaveNative undoes it.
+func (c *call) enterNative() {
+	c.checkStop()
+	c.nativeDepth++
+	if c.nativeDepth > c.maxNesting() {
+		c.abort(c.limitError(sandbox.LimitStack))
+	}
+}
+
+func (c *call) leaveNative() { c.nativeDepth-- }
+
 // limitError returns the *sandbox.LimitError of limit for this call.
 func (c *call) limitError(limit string) *sandbox.LimitError {
 	e := &sandbox.LimitError{Limit: limit, Node: c.node}
@@ -283,13 +310,17 @@ func (c *call) result(err error) error {
 	if err == nil {
 		return nil
 	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
+	// A type switch, not errors.As: unwrapping a *goja.Exception asks
+	// whether the thrown value is an instance of GoError, which runs the
+	// getPrototypeOf trap of a thrown proxy — after the call ended, where
+	// no stop reaches it (a trap that loops hung the caller for ever). No
+	// Exception is wrapped into the error returned either, so no caller's
+	// errors.Is can run one.
+	switch e := err.(type) {
+	case *goja.StackOverflowError:
 		return c.limitError(sandbox.LimitStack)
-	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return c.exceptionError(ex)
+	case *goja.Exception:
+		return c.exceptionError(e)
 	}
 	c.broken = true
 	return fault.Wrap(fault.Internal, err, c.op.String(), "")

@@ -36,9 +36,18 @@ func (c *call) api(methods ...method) *goja.Object {
 // function after its symbol ("github.com/…/js.(*call).hostFunc.func1"),
 // which Function.prototype.toString and stack frames would show; named
 // after the method, toString reads "function publish() { [native code] }".
+// Every call of it passes enterNative.
 func (c *call) native(name string, fn func(goja.FunctionCall) goja.Value) goja.Value {
-	f := c.vm.ToValue(fn).(*goja.Object)
+	f := c.vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		c.enterNative()
+		defer c.leaveNative()
+		return fn(fc)
+	}).(*goja.Object)
 	_ = f.DefineDataProperty("name", c.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	if c.natives == nil {
+		c.natives = map[*goja.Object]bool{}
+	}
+	c.natives[f] = true
 	return f
 }
 

@@ -22,6 +22,9 @@ const (
 	bytesPerStringProp = 256
 	// bytesPerJSONByte is what one byte of JSON text parses into, about.
 	bytesPerJSONByte = 16
+	// bytesPerCollatedChar is what comparing one character by locale
+	// (String.prototype.localeCompare) allocates: measured at about 16.
+	bytesPerCollatedChar = 32
 	// sortsPerElement makes a sort without a comparator (which compares
 	// strings, in one step the VM cannot interrupt) count each element
 	// this many times against the element budget.
@@ -38,6 +41,10 @@ func (c *call) installGuards() {
 	c.guardStrings()
 	c.guardArrays()
 	c.guardObjects()
+	c.guardPrototypes()
+	c.guardProxies()
+	c.wrap(c.object("String", "prototype"), "localeCompare", c.localeCompare)
+	c.guardEncoders()
 	c.guardBuffers()
 	c.guardRegexp()
 	c.guardRegexpSymbols()
@@ -305,7 +312,9 @@ func (c *call) bufferCheck(bytesPer float64) func([]goja.Value) {
 		}
 		if o, ok := args[0].(*goja.Object); ok {
 			if o.ClassName() != "ArrayBuffer" {
-				c.need(float64(c.arrayLength(o)) * bytesPer)
+				v, n := c.pinLength(o)
+				c.need(float64(n) * bytesPer)
+				args[0] = v
 			}
 			return
 		}
@@ -426,10 +435,13 @@ func (c *call) guardBigInt() {
 	c.wrap(c.object("DataView", "prototype"), "getBigUint64", sources)
 	bits := func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 		c.bigSource()
-		if fc.Argument(0).ToFloat() > float64(maxBits()) {
+		// Converted once: a valueOf that answered 1 to the check and 2^34
+		// to the built-in made it build 4 GiB.
+		n := fc.Argument(0).ToNumber()
+		if n.ToFloat() > float64(maxBits()) {
 			refuse()
 		}
-		return callOrig(orig, fc.This, fc.Arguments...)
+		return callOrig(orig, fc.This, append([]goja.Value{n}, fc.Arguments[min(1, len(fc.Arguments)):]...)...)
 	}
 	c.wrap(c.object("BigInt"), "asIntN", bits)
 	c.wrap(c.object("BigInt"), "asUintN", bits)

@@ -298,7 +298,7 @@ func (c *call) writeCapture(b *goja.StringBuilder, tpl goja.String, i int, captu
 // length, which a script sets freely (a = []; a.length = 1e9): they refuse
 // a length past the budget's element count.
 var loopingArrayMethods = [...]string{
-	"copyWithin", "every", "fill", "filter", "find", "findIndex", "findLast", "findLastIndex", "flatMap",
+	"copyWithin", "every", "fill", "filter", "find", "findIndex", "findLast", "findLastIndex",
 	"forEach", "includes", "indexOf", "lastIndexOf", "map", "reduce", "reduceRight", "reverse", "shift",
 	"slice", "some", "splice", "toLocaleString", "toReversed", "toSpliced", "unshift", "with",
 }
@@ -317,6 +317,7 @@ func (c *call) guardArrays() {
 	c.wrap(proto, "join", c.join)
 	c.wrap(proto, "concat", c.concatArrays)
 	c.wrap(proto, "flat", c.flat)
+	c.wrap(proto, "flatMap", c.flatMap)
 	c.wrap(c.object("Array"), "from", c.arrayFrom)
 	c.wrap(c.object("Function", "prototype"), "apply", c.argsGuard(1))
 	reflect := c.object("Reflect")
@@ -348,20 +349,21 @@ func (c *call) thisLength(this goja.Value) int64 {
 }
 
 func (c *call) lengthGuard(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	c.needElements(c.thisLength(fc.This))
-	return callOrig(orig, fc.This, fc.Arguments...)
+	this, n := c.pinLength(fc.This)
+	c.needElements(n)
+	return unpin(callOrig(orig, this, fc.Arguments...), this, fc.This)
 }
 
 // sortGuard bounds sort and toSorted: without a comparator the whole sort
 // is one native step, so the array may have sortsPerElement times fewer
 // elements.
 func (c *call) sortGuard(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	n := c.thisLength(fc.This)
+	this, n := c.pinLength(fc.This)
 	if _, ok := goja.AssertFunction(fc.Argument(0)); !ok {
 		n *= sortsPerElement
 	}
 	c.needElements(n)
-	return callOrig(orig, fc.This, fc.Arguments...)
+	return unpin(callOrig(orig, this, fc.Arguments...), this, fc.This)
 }
 
 // join is Array.prototype.join, written here so that the result is
@@ -409,84 +411,4 @@ func (c *call) join(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	}
 	c.need(total * bytesPerChar)
 	return b.String()
-}
-
-// spreadable reports whether concat spreads v (an array, or an object with
-// Symbol.isConcatSpreadable true).
-func (c *call) spreadable(v goja.Value) (*goja.Object, bool) {
-	o, ok := v.(*goja.Object)
-	if !ok {
-		return nil, false
-	}
-	if s := o.GetSymbol(goja.SymIsConcatSpreadable); s != nil && !goja.IsUndefined(s) {
-		return o, s.ToBoolean()
-	}
-	return o, c.isArray(o)
-}
-
-func (c *call) concatArrays(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	total := int64(0)
-	for _, v := range append([]goja.Value{fc.This}, fc.Arguments...) {
-		if o, ok := c.spreadable(v); ok {
-			total += c.arrayLength(o)
-		} else {
-			total++
-		}
-		c.needElements(total)
-	}
-	return callOrig(orig, fc.This, fc.Arguments...)
-}
-
-// flat bounds Array.prototype.flat: the depth is capped at the nesting
-// limit and the flattened size is counted before the built-in runs (an
-// array may hold one large array many times).
-func (c *call) flat(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	if isNullish(fc.This) {
-		return callOrig(orig, fc.This, fc.Arguments...)
-	}
-	depth := float64(1)
-	if a := fc.Argument(0); !goja.IsUndefined(a) {
-		depth = a.ToNumber().ToFloat()
-	}
-	depth = min(depth, float64(c.maxNesting()))
-	o := fc.This.ToObject(c.vm)
-	var size int64
-	c.flatSize(o, int(max(depth, 0)), &size)
-	return callOrig(orig, o, c.vm.ToValue(int64(max(depth, 0))))
-}
-
-func (c *call) flatSize(o *goja.Object, depth int, size *int64) {
-	n := c.arrayLength(o)
-	c.needElements(n)
-	for i := int64(0); i < n; i++ {
-		v := o.Get(strconv.FormatInt(i, 10))
-		if sub, ok := v.(*goja.Object); ok && depth > 0 && c.isArray(sub) {
-			c.flatSize(sub, depth-1, size)
-			continue
-		}
-		if v != nil {
-			*size++
-			c.needElements(*size)
-		}
-	}
-}
-
-func (c *call) arrayFrom(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-	if o, ok := fc.Argument(0).(*goja.Object); ok {
-		if _, iterable := goja.AssertFunction(o.GetSymbol(goja.SymIterator)); !iterable {
-			c.needElements(c.arrayLength(o))
-		}
-	}
-	return callOrig(orig, fc.This, fc.Arguments...)
-}
-
-// argsGuard bounds a call that spreads an array-like argument (argument
-// number i) into an argument list.
-func (c *call) argsGuard(i int) guardFunc {
-	return func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
-		if o, ok := fc.Argument(i).(*goja.Object); ok {
-			c.needElements(c.arrayLength(o))
-		}
-		return callOrig(orig, fc.This, fc.Arguments...)
-	}
 }

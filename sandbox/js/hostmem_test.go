@@ -196,6 +196,41 @@ func TestChildDoublingString(t *testing.T) {
 	fmt.Println("bomb stopped: memory_bytes")
 }
 
+// The memory guards do not wait for the watchdog's goroutine to be
+// scheduled: on a starved machine its timer went unserved for seconds
+// while a doubling string grew past 2 GiB beside innocent calls that kept
+// running. With that goroutine stopped outright, the doubling string is
+// still stopped for memory, by the looks the innocent calls take as they
+// start and end, and the process stays within its bound.
+// REF 9.M16
+func TestDoublingStringIsStoppedWithoutTheWatchdogsTicks(t *testing.T) {
+	// Not parallel: its child would double a string beside the children
+	// of the other tests that do, and their copies compete for the
+	// machine's memory bandwidth, which starves every child's guards.
+	// The bound keeps a guard that fails from taking the machine: without
+	// the calls' looks nothing stops the string before it; with them, on a
+	// starved machine, the copy in flight when the stop comes can take the
+	// child to about 2 GiB (docs/sandbox.md).
+	out := runChild(t, "TestChildDoublingStringNoTicks", 5*time.Minute, rssBound+3<<30)
+	require.Contains(t, out, "bomb stopped: memory_bytes")
+}
+
+func TestChildDoublingStringNoTicks(t *testing.T) {
+	if !inChild(t.Name()) {
+		t.Skip("the child of TestDoublingStringIsStoppedWithoutTheWatchdogsTicks")
+	}
+	rt, err := js.New(js.Options{PoolSize: 4, HostMemoryBytes: -1, Limits: sandbox.Limits{WallTime: time.Minute}})
+	require.NoError(t, err)
+	defer rt.Close()
+	js.StopWatchdogTicks(rt)
+	for round := range 3 {
+		bombErr, calls, stopped, _ := mixRound(rt, bombScripts[0], round)
+		requireMemoryStop(t, bombErr, "the doubling string")
+		fmt.Printf("round %d: innocent calls stopped: %d of %d\n", round, stopped, calls)
+	}
+	fmt.Println("bomb stopped: memory_bytes")
+}
+
 // When the process as a whole nears the host memory ceiling, the
 // runtime stops its calls (memory_bytes, naming the ceiling) rather than
 // let the process grow past it, even when each call is within its own

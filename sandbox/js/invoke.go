@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -187,6 +188,97 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 		return c.result(nil)
 	}
 	return c.result(body())
+}
+
+// watchStart registers the call with the runtime's watchdog (memory,
+// host ceiling, Close) and arms its stops on the event: the wall-time
+// timer, and context.AfterFunc on the caller's context when it can end.
+// Neither callback carries the call's generation: each checks the call
+// the VM runs when it fires (its deadline, its caller's context), so
+// that one that comes late never stops the next call. watchEnd must
+// follow.
+func (c *call) watchStart() {
+	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
+	if c.wallTimer == nil {
+		c.mu.Lock() // wallTimeUp reads it under the lock
+		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
+		c.mu.Unlock()
+	} else {
+		c.wallTimer.Reset(c.limits.WallTime)
+	}
+	if done := c.parent.Done(); done != nil {
+		c.mu.Lock()
+		if done != c.afterDone {
+			c.watchParentLocked(done)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// watchParentLocked registers parentDone with the caller's context,
+// whose Done channel is done, in place of the registration the VM held;
+// c.mu is held.
+func (c *call) watchParentLocked(done <-chan struct{}) {
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	if c.onParentDone == nil {
+		c.onParentDone = c.parentDone
+	}
+	c.afterDone, c.stopAfter = done, context.AfterFunc(c.parent, c.onParentDone)
+}
+
+// unwatchParent ends the VM's registration with a caller's context: the
+// VM is dropped, and must not stay reachable from a context that lives on.
+func (c *call) unwatchParent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopAfter != nil {
+		c.stopAfter()
+	}
+	c.afterDone, c.stopAfter = nil, nil
+}
+
+// watchEnd undoes watchStart once the call ended, but for the context
+// registration, which the VM's next call may share.
+func (c *call) watchEnd() {
+	c.rt.watchdog.remove(c)
+	c.wallTimer.Stop()
+}
+
+// wallTimeUp stops the running call once its deadline has passed; a
+// timer that fires early is set again for the rest.
+func (c *call) wallTimeUp() {
+	c.mu.Lock()
+	if c.parent == nil || c.ended {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(c.deadline); left > 0 {
+		c.wallTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.limitError(sandbox.LimitWallTime))
+}
+
+// parentDone runs when a context the VM registered with ends: the
+// registration is over, and the running call is stopped if that context
+// is its caller's.
+func (c *call) parentDone() {
+	c.mu.Lock()
+	if c.afterDone != nil {
+		select {
+		case <-c.afterDone:
+			c.afterDone, c.stopAfter = nil, nil
+		default:
+		}
+	}
+	if c.parent == nil || c.parent.Err() == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.stopLocked(c.contextStop(c.parent.Err()))
 }
 
 // afterStop asks for a GC once a call stopped for memory ended: what it

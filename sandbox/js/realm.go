@@ -81,6 +81,7 @@ func (r *Runtime) prepare() (*call, error) {
 		c.template = vm.GlobalObject()
 		c.installGlobalThis()
 		roots := c.hiddenIntrinsics()
+		c.countNatives(append(roots, c.template)...)
 		c.enableOverrides()
 		c.deepFreezeAll(append(roots, c.template)...)
 	}); ex != nil {
@@ -202,6 +203,89 @@ func (c *call) guardSymbolRegistry() {
 		c.symbolKeyBytes += int64(key.Length())*bytesPerChar + symbolEntryBytes
 		return callOrig(orig, fc.This, key)
 	})
+}
+
+// countNatives replaces every built-in function reachable from roots
+// (through own properties' values, getters and setters, and prototypes)
+// that is not a constructor with a function of the same name and length
+// that passes enterNative and calls it: a recursion through built-ins
+// alone is then counted and stops. The same built-in reached twice gets
+// the same replacement. Constructors are left alone: called as a getter
+// or a method they build from their arguments, not from this.
+func (c *call) countNatives(roots ...*goja.Object) {
+	made := map[*goja.Object]*goja.Object{}
+	counted := func(v goja.Value) (*goja.Object, bool) {
+		f, ok := v.(*goja.Object)
+		if !ok || c.natives[f] {
+			return nil, false
+		}
+		if w, ok := made[f]; ok {
+			return w, true
+		}
+		orig, ok := goja.AssertFunction(f)
+		if !ok {
+			return nil, false
+		}
+		if _, ok := goja.AssertConstructor(f); ok {
+			return nil, false
+		}
+		name := ""
+		if n := f.Get("name"); n != nil {
+			name = n.String()
+		}
+		w := c.native(name, func(fc goja.FunctionCall) goja.Value { return callOrig(orig, fc.This, fc.Arguments...) }).(*goja.Object)
+		if l := f.Get("length"); l != nil {
+			_ = w.DefineDataProperty("length", l, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
+		made[f] = w
+		return w, true
+	}
+	flag := func(d *goja.Object, name string) goja.Flag {
+		if d.Get(name).ToBoolean() {
+			return goja.FLAG_TRUE
+		}
+		return goja.FLAG_FALSE
+	}
+	seen := map[*goja.Object]bool{}
+	queue := roots
+	for len(queue) > 0 {
+		o := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if o == nil || seen[o] || made[o] != nil || c.natives[o] {
+			continue
+		}
+		seen[o] = true
+		for _, k := range c.ownKeys(o) {
+			d, err := c.in.descriptor(goja.Undefined(), o, k)
+			dobj, ok := d.(*goja.Object)
+			if err != nil || !ok {
+				continue
+			}
+			for _, part := range []string{"value", "get", "set"} {
+				if v, ok := dobj.Get(part).(*goja.Object); ok {
+					queue = append(queue, v)
+				}
+			}
+			if v := dobj.Get("value"); v != nil {
+				if w, ok := counted(v); ok {
+					c.defineData(o, k, w, flag(dobj, "writable"), flag(dobj, "enumerable"), flag(dobj, "configurable"))
+				}
+				continue
+			}
+			get, gok := counted(dobj.Get("get"))
+			set, sok := counted(dobj.Get("set"))
+			if gok || sok {
+				if !gok {
+					get, _ = dobj.Get("get").(*goja.Object)
+				}
+				if !sok {
+					set, _ = dobj.Get("set").(*goja.Object)
+				}
+				c.defineAccessor(o, k, get, set, flag(dobj, "enumerable"), flag(dobj, "configurable"))
+			}
+		}
+		queue = append(queue, o.Prototype())
+	}
 }
 
 // deepFreezeAll freezes every object reachable from roots through own

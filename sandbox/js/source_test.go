@@ -182,6 +182,9 @@ func TestSourceTooDeep(t *testing.T) {
 // a built-in driven by a count the script sets.
 type stepAttack struct {
 	name, src string
+	// grow, when set, bounds how far the peak RSS may rise above where it
+	// was: a step refused before it runs leaves no trace of its output.
+	grow int64
 }
 
 func stepAttacks() []stepAttack {
@@ -199,6 +202,13 @@ func stepAttacks() []stepAttack {
 		{name: "String.raw of a huge length", src: `String.raw({raw: {length: 1e9}})`},
 		{name: "String.raw of a repeated string", src: `String.raw({raw: Array(4096).fill("x".repeat(1 << 20))})`},
 		{name: "normalize", src: `"\uFDFA".repeat(1 << 21).normalize("NFKD")`},
+		{name: "localeCompare", src: `const s = "a".repeat(1 << 22); s.localeCompare(s + "b")`},
+		// The input fits the budget (32 MiB); unguarded, one step wrote
+		// 144 Mi characters (96 Mi for escape), the RSS rising by 330–470
+		// MiB before the heap watchdog stopped the call after it.
+		{name: "encodeURIComponent", src: `encodeURIComponent("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
+		{name: "encodeURI", src: `encodeURI("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
+		{name: "escape", src: `escape("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
 	}
 }
 
@@ -219,15 +229,20 @@ func TestNativeStepsBounded(t *testing.T) {
 			require.NoError(t, err)
 			defer rt.Close()
 			resetPeak()
+			before, _ := rss()
 			err = sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "attacker",
 				Script: sandbox.Script{Source: a.src}}, agent.NewBoard())
 			sandboxtest.RequireLimit(t, err, sandbox.LimitMemory, "attacker")
 			_, peak := rss()
 			assert.Less(t, peak, int64(rssBound), "peak RSS")
+			if a.grow > 0 && before > 0 {
+				assert.Less(t, peak-before, a.grow, "peak RSS above where it was")
+			}
 			next := agent.NewBoard()
 			require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "next",
-				Script: sandbox.Script{Source: `board.setVar("ok", String(3n ** 40n) + String.raw` + "`a${1}b`" + `)`}}, next))
-			assert.Equal(t, "12157665459056928801a1b", next.Vars["ok"])
+				Script: sandbox.Script{Source: `board.setVar("ok", String(3n ** 40n) + String.raw` + "`a${1}b`" +
+					` + encodeURIComponent("€ /") + encodeURI("a?b") + escape("é"))`}}, next))
+			assert.Equal(t, "12157665459056928801a1b%E2%82%AC%20%2Fa?b%E9", next.Vars["ok"])
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package js
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -32,7 +31,24 @@ const idleTicks = 64
 // waits for a goroutine copying a huge string to reach a safe point). When
 // a guard needs the live heap measured it asks for a GC, which runs on a
 // goroutine of its own (requestGC), and decides at a later tick.
+//
+// The ticks do not have to come from the goroutine. Its timer can sit
+// unserved for seconds on a starved machine: a Go timer is run by the
+// processor it was set on, which a call busy copying huge strings keeps,
+// while the other processor serves the runnable calls beside it. So a
+// call that starts or ends looks at the guards itself when no look came
+// for lateLook (lookIfLate): a doubling string beside other calls is
+// seen by their goroutines, which run, whatever becomes of the watchdog's.
 type watchdog struct {
+	// looking serializes the looks (check): the goroutine's ticks and
+	// the late looks calls take. lastLook is when the last one began, in
+	// nanoseconds since born.
+	looking  sync.Mutex
+	born     time.Time
+	lastLook atomic.Int64
+	// lastRead is the heap the last look read, and when.
+	lastRead atomic.Pointer[heapReading]
+
 	mu sync.Mutex
 	// calls are the watched calls, in no order; a call's watchAt is its
 	// index. A slice rather than a map: registering a call, once per
@@ -43,13 +59,13 @@ type watchdog struct {
 	wake   chan struct{} // a call was registered
 	quit   chan struct{} // closed by shutdown
 	exited chan struct{} // closed when the goroutine ends
-	snap   []watched     // the goroutine's copy of calls
+	snap   []watched     // a look's copy of calls (under looking)
 
 	// ceiling is the host memory ceiling (Options.HostMemoryBytes), 0 for
 	// none; the goroutine stops every call once the process's heap passes
 	// ceilingShare of it.
 	ceiling int64
-	heap    heapReader // the goroutine's reader of runtime/metrics
+	heap    heapReader // the looks' reader of runtime/metrics (under looking)
 	// gcBusy is set while the goroutine of requestGC runs; gcs waits for
 	// it. gcAsked counts the GCs asked for, and gcServed is the count of
 	// asks made before the start of the last GC that goroutine completed.
@@ -70,6 +86,11 @@ type watch struct {
 	gen    uint64
 	budget int64  // memory_bytes; 0 means no memory guard
 	epoch  uint64 // the watchdog's epoch at registration
+	// base is the heap as a look read it at most lateLook before the
+	// call began, or nil: the guard's baseline, so that a first look
+	// that comes late does not count what the call built by then as
+	// where it started.
+	base *heapStats
 }
 
 type watched struct {
@@ -78,7 +99,7 @@ type watched struct {
 }
 
 func newWatchdog(ceiling int64) *watchdog {
-	d := &watchdog{wake: make(chan struct{}, 1),
+	d := &watchdog{wake: make(chan struct{}, 1), born: time.Now(),
 		quit: make(chan struct{}), exited: make(chan struct{}), ceiling: ceiling}
 	go d.loop()
 	return d
@@ -87,6 +108,10 @@ func newWatchdog(ceiling int64) *watchdog {
 // add starts watching c's current call; remove must follow. A call added
 // after closeAll is stopped at once.
 func (d *watchdog) add(c *call, w watch) {
+	now := d.sinceBorn()
+	if r := d.lastRead.Load(); r != nil && now-r.at < int64(lateLook) {
+		w.base = &r.heap
+	}
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
@@ -103,10 +128,16 @@ func (d *watchdog) add(c *call, w watch) {
 	case d.wake <- struct{}{}:
 	default:
 	}
+	d.lookIfLate(now)
 }
 
 // remove stops watching c; a call not watched is ignored.
 func (d *watchdog) remove(c *call) {
+	d.removeCall(c)
+	d.lookIfLate(d.sinceBorn())
+}
+
+func (d *watchdog) removeCall(c *call) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	i := c.watchAt
@@ -163,7 +194,7 @@ func (d *watchdog) loop() {
 		for idle := 0; idle < idleTicks; {
 			select {
 			case <-t.C:
-				if d.check() == 0 {
+				if d.look() == 0 {
 					idle++
 				} else {
 					idle = 0
@@ -176,9 +207,46 @@ func (d *watchdog) loop() {
 	}
 }
 
+// lateLook is how long after the last look at the guards a call that
+// starts or ends takes one itself: a few ticks, so that while the
+// watchdog's goroutine keeps up no call pays for a look.
+const lateLook = 4 * memorySampleInterval
+
+// look is a tick: check, one at a time. A tick that comes while a call
+// looks counts as a busy one and does not wait: the look in progress may
+// be held up (its goroutine preempted), and the next tick comes anyway.
+func (d *watchdog) look() int {
+	if !d.looking.TryLock() {
+		return 1
+	}
+	defer d.looking.Unlock()
+	d.lastLook.Store(d.sinceBorn())
+	return d.check()
+}
+
+// sinceBorn is the monotonic time since d was made, in nanoseconds.
+func (d *watchdog) sinceBorn() int64 { return int64(time.Since(d.born)) }
+
+// lookIfLate is the look a call takes on its own goroutine when the last
+// one is older than lateLook at now (sinceBorn): the watchdog's goroutine
+// is starved, or asleep for want of calls. It never waits for a look in
+// progress.
+func (d *watchdog) lookIfLate(now int64) {
+	if now-d.lastLook.Load() < int64(lateLook) || !d.looking.TryLock() {
+		return
+	}
+	defer d.looking.Unlock()
+	now = d.sinceBorn()
+	if now-d.lastLook.Load() < int64(lateLook) {
+		return // another look came meanwhile
+	}
+	d.lastLook.Store(now)
+	d.check()
+}
+
 // check reads the heap once, stops every watched call when the process
 // nears the host ceiling, else looks at each call's guard; it returns how
-// many calls there were.
+// many calls there were. d.looking is held.
 func (d *watchdog) check() int {
 	d.mu.Lock()
 	d.snap = append(d.snap[:0], d.calls...)
@@ -189,6 +257,7 @@ func (d *watchdog) check() int {
 		return 0
 	}
 	now := d.heap.read()
+	d.lastRead.Store(&heapReading{heap: now, at: d.sinceBorn()})
 	over := d.ceiling > 0 && now.inUse() > int64(float64(d.ceiling)*ceilingShare)
 	// The heap the last stop left is garbage until a GC measures it: the
 	// calls that started since then are not stopped for it.
@@ -220,8 +289,11 @@ func (d *watchdog) check() int {
 // it trips; it reports whether the guard wants the live heap measured.
 func (d *watchdog) checkMemory(now heapStats, c *call, w watch) bool {
 	if c.mem.gen != w.gen {
-		c.mem.reset(w.gen, w.budget, now)
-		return false
+		if w.base == nil {
+			c.mem.reset(w.gen, w.budget, now)
+			return false
+		}
+		c.mem.reset(w.gen, w.budget, *w.base) // and look at now
 	}
 	exceeded, wantGC := c.mem.exceeded(now, d.gcServed.Load())
 	if wantGC {
@@ -261,97 +333,6 @@ func (d *watchdog) requestGC() {
 	}()
 }
 
-// watchStart registers the call with the runtime's watchdog (memory,
-// host ceiling, Close) and arms its stops on the event: the wall-time
-// timer, and context.AfterFunc on the caller's context when it can end.
-// Neither callback carries the call's generation: each checks the call
-// the VM runs when it fires (its deadline, its caller's context), so
-// that one that comes late never stops the next call. watchEnd must
-// follow.
-func (c *call) watchStart() {
-	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
-	if c.wallTimer == nil {
-		c.mu.Lock() // wallTimeUp reads it under the lock
-		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
-		c.mu.Unlock()
-	} else {
-		c.wallTimer.Reset(c.limits.WallTime)
-	}
-	if done := c.parent.Done(); done != nil {
-		c.mu.Lock()
-		if done != c.afterDone {
-			c.watchParentLocked(done)
-		}
-		c.mu.Unlock()
-	}
-}
-
-// watchParentLocked registers parentDone with the caller's context,
-// whose Done channel is done, in place of the registration the VM held;
-// c.mu is held.
-func (c *call) watchParentLocked(done <-chan struct{}) {
-	if c.stopAfter != nil {
-		c.stopAfter()
-	}
-	if c.onParentDone == nil {
-		c.onParentDone = c.parentDone
-	}
-	c.afterDone, c.stopAfter = done, context.AfterFunc(c.parent, c.onParentDone)
-}
-
-// unwatchParent ends the VM's registration with a caller's context: the
-// VM is dropped, and must not stay reachable from a context that lives on.
-func (c *call) unwatchParent() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopAfter != nil {
-		c.stopAfter()
-	}
-	c.afterDone, c.stopAfter = nil, nil
-}
-
-// watchEnd undoes watchStart once the call ended, but for the context
-// registration, which the VM's next call may share.
-func (c *call) watchEnd() {
-	c.rt.watchdog.remove(c)
-	c.wallTimer.Stop()
-}
-
-// wallTimeUp stops the running call once its deadline has passed; a
-// timer that fires early is set again for the rest.
-func (c *call) wallTimeUp() {
-	c.mu.Lock()
-	if c.parent == nil || c.ended {
-		c.mu.Unlock()
-		return
-	}
-	if left := time.Until(c.deadline); left > 0 {
-		c.wallTimer.Reset(left)
-		c.mu.Unlock()
-		return
-	}
-	c.stopLocked(c.limitError(sandbox.LimitWallTime))
-}
-
-// parentDone runs when a context the VM registered with ends: the
-// registration is over, and the running call is stopped if that context
-// is its caller's.
-func (c *call) parentDone() {
-	c.mu.Lock()
-	if c.afterDone != nil {
-		select {
-		case <-c.afterDone:
-			c.afterDone, c.stopAfter = nil, nil
-		default:
-		}
-	}
-	if c.parent == nil || c.parent.Err() == nil {
-		c.mu.Unlock()
-		return
-	}
-	c.stopLocked(c.contextStop(c.parent.Err()))
-}
-
 // ceilingError is the error of a call stopped because the process neared
 // the host memory ceiling: a memory_bytes LimitError.
 func (c *call) ceilingError(ceiling int64) error {
@@ -374,6 +355,13 @@ const (
 	metricGCCycles    = "/gc/cycles/total:gc-cycles"         // GC cycles completed
 	metricStacks      = "/memory/classes/heap/stacks:bytes"  // goroutine stacks
 )
+
+// heapReading is a heapStats read at, in nanoseconds since the
+// watchdog was made.
+type heapReading struct {
+	heap heapStats
+	at   int64
+}
 
 // heapStats is one reading of the heap.
 type heapStats struct {
@@ -417,9 +405,9 @@ func (r *heapReader) read() heapStats {
 // allocates until that GC ends. Should that GC be held up (a GC waits for
 // a goroutine inside a huge copy), the guard trips without it once
 // runawayFactor times the budget was allocated since the last GC ended.
-// Only the runtime's watchdog goroutine uses it; its first look at a call
-// is at its first tick after the call began (within
-// memorySampleInterval).
+// Only the watchdog's looks use it (one at a time); its first look at a
+// call is at the first tick after the call began (within
+// memorySampleInterval), or at the call's start when the ticks are late.
 //
 // A GC that was running at the first look measured the heap before it;
 // the guard trusts the live heap only from the second GC after that.

@@ -66,9 +66,11 @@
 //
 // Besides the runner's own errors, a call fails when its worker dies under
 // it, and only that call: a memory_bytes *sandbox.LimitError
-// (BudgetExceeded) when the worker's memory cap stopped it (its stderr
-// says out of memory, a refused thread or the race detector's refused
-// shadow), a wall_time *sandbox.LimitError (Timeout) when the parent
+// (BudgetExceeded) when the worker's memory cap stopped it (it did not
+// exit cleanly, and its crash report, read whole rather than by its last
+// line, says out of memory, a refused thread or mapping, the race
+// detector's refused shadow, or opens with a fault in the C code beneath
+// it), a wall_time *sandbox.LimitError (Timeout) when the parent
 // killed it for running past its wall time plus a grace (the worker stops
 // its own calls first), the kind of the caller's context when it ignored a
 // cancel, Aborted when the runtime closes, Internal for anything else

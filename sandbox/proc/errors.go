@@ -162,11 +162,17 @@ func (e *remoteError) Unwrap() []error {
 var oomMarkers = []string{"fatal error: runtime: out of memory", "fatal error: out of memory",
 	"runtime: out of memory", "fatal error: runtime: cannot allocate memory",
 	"runtime/cgo: pthread_create failed", "runtime: failed to create new OS thread",
-	"ThreadSanitizer failed to allocate"}
+	"ThreadSanitizer failed to allocate", "runtime: cannot map pages in arena address space",
+	"errno=12)", "errno: 12)"}
 
 // isOOMLine reports whether a line of a worker's stderr says its memory
 // cap stopped it.
 func isOOMLine(line string) bool {
+	// The runtime's own structures throw their own words: "pageAlloc: out
+	// of memory", "out of memory allocating heap arena map"...
+	if strings.HasPrefix(line, "fatal error:") && strings.Contains(line, "out of memory") {
+		return true
+	}
 	for _, m := range oomMarkers {
 		if strings.Contains(line, m) {
 			return true
@@ -180,5 +186,21 @@ func isOOMLine(line string) bool {
 func isCauseLine(line string) bool {
 	return strings.HasPrefix(line, "fatal error:") || strings.HasPrefix(line, "panic:") ||
 		strings.HasPrefix(line, "runtime:") || strings.HasPrefix(line, "runtime/cgo:") ||
-		strings.Contains(line, "ThreadSanitizer") || strings.HasPrefix(line, "fatal ")
+		strings.Contains(line, "ThreadSanitizer") || strings.HasPrefix(line, "fatal ") ||
+		isSignalHeader(line)
+}
+
+// isSignalHeader reports whether line opens the Go runtime's report of a
+// fatal signal ("SIGSEGV: segmentation violation", "SIGABRT: abort").
+func isSignalHeader(line string) bool {
+	name, _, ok := strings.Cut(line, ": ")
+	return ok && len(name) > 3 && strings.HasPrefix(name, "SIG") && strings.ToUpper(name) == name &&
+		!strings.ContainsAny(name, " \t")
+}
+
+// isForeignFault reports whether line opens the report of a signal that
+// the cap explains when no Go fatal error came before it: an abort, a
+// segmentation fault or a bus error in the C code beneath the worker.
+func isForeignFault(line string) bool {
+	return strings.HasPrefix(line, "SIGABRT: ") || strings.HasPrefix(line, "SIGSEGV: ") || strings.HasPrefix(line, "SIGBUS: ")
 }

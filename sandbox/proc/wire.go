@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
@@ -300,14 +301,41 @@ func (m *resultMsg) check() error {
 		return errors.New("negative cpu time")
 	}
 	for _, w := range m.Writes {
-		if w.Op < sandbox.SetVar || w.Op > sandbox.AppendChannel {
-			return fmt.Errorf("write op %d", w.Op)
-		}
-		if w.Op == sandbox.AppendChannel && len(w.Messages) == 0 {
-			return errors.New("appendChannel without messages")
+		if err := w.check(); err != nil {
+			return err
 		}
 	}
 	return m.Err.check()
+}
+
+// check refuses a write no runner makes, whatever the worker claims: an
+// unknown op, an empty name, a name of the kernel's (a var starting with
+// "__", a channel but the main one), an append of nothing, an invalid
+// message. A worker whose script escaped its runner could otherwise have
+// the parent apply such writes to the board (the runners refuse them in
+// the script's board API, which a worker runs on the worker's side).
+func (w *writeMsg) check() error {
+	switch {
+	case w.Op < sandbox.SetVar || w.Op > sandbox.AppendChannel:
+		return fmt.Errorf("write op %d", w.Op)
+	case w.Name == "":
+		return fmt.Errorf("%s without a name", w.Op)
+	case w.Op == sandbox.AppendChannel && len(w.Messages) == 0:
+		return errors.New("appendChannel without messages")
+	}
+	kernel := strings.HasPrefix(w.Name, "__")
+	if w.Op == sandbox.SetChannel || w.Op == sandbox.AppendChannel {
+		kernel = kernel && w.Name != agent.MainChannel
+		for i, msg := range w.Messages {
+			if err := msg.Validate(); err != nil {
+				return fmt.Errorf("%s %q: message %d: %w", w.Op, w.Name, i, err)
+			}
+		}
+	}
+	if kernel {
+		return fmt.Errorf("%s %q: the name is reserved for the kernel", w.Op, w.Name)
+	}
+	return nil
 }
 
 // writes returns the result's writes as sandbox.Writes.

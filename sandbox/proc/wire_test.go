@@ -136,7 +136,9 @@ func TestFrameBound(t *testing.T) {
 
 // REF 9.M12
 // Malformed frames are errors, never panics: unknown types, bad JSON, a
-// write of an unknown op, an unknown error kind, negative numbers.
+// write of an unknown op, an unknown error kind, negative numbers, a write
+// the board API would refuse.
+// REF 9.M14 (a worker's writes are checked as the board API checks them)
 func TestMalformedFrames(t *testing.T) {
 	for name, f := range map[string]frame{
 		"bad json":        {frameHost, []byte(`{`)},
@@ -181,6 +183,13 @@ func TestMalformedFrames(t *testing.T) {
 			b[len(b)-1] = 2
 			return b
 		}()},
+		// A worker whose script escaped its runner writes nothing the
+		// board API refuses.
+		"kernel var":         {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.SetVar, Name: "__iterations", Value: 0.0}}})},
+		"kernel var deleted": {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.DeleteVar, Name: "__x"}}})},
+		"kernel channel":     {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.SetChannel, Name: "__other", Messages: []message.Message{}}}})},
+		"empty var name":     {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.SetVar, Name: "", Value: 1.0}}})},
+		"invalid message":    {frameResult, fields(t, &resultMsg{ID: 1, Writes: []writeMsg{{Op: sandbox.AppendChannel, Name: "c", Messages: []message.Message{{Role: "wizard"}}}}})},
 	} {
 		assert.ErrorIs(t, decodeAny(f), errFrame, name)
 	}
@@ -273,6 +282,8 @@ func TestStderrWatch(t *testing.T) {
 		"runtime: out of memory: cannot allocate 4194304-byte block\nfatal error: out of memory\n": true,
 		"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n":   true,
 		"==1==ERROR: ThreadSanitizer failed to allocate 0x1ff000 (2093056) bytes (errno: 12)\n":    true,
+		"fatal error: pageAlloc: out of memory\n\nruntime stack:\n":                                true,
+		"fatal error: out of memory allocating heap arena map\n":                                   true,
 		"SIGABRT: abort\nPC=0x7f0 m=3 sigcode=18446744073709551610\n":                              true,
 		"fatal error: sync: unlock of unlocked mutex\n\ngoroutine 1\n":                             false,
 		"panic: boom\n\ngoroutine 1 [running]:\n":                                                  false,

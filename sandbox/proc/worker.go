@@ -187,44 +187,63 @@ func (w *worker) alive() bool {
 	}
 }
 
-// cause names why an exited worker died: the first fatal line of its
-// stderr, else its exit status.
+// cause names why an exited worker died: its exit status, and the first
+// line of its crash report that names a cause (a fatal error, a panic, the
+// signal of a fault), else its first line on stderr; never a line from
+// the middle of a dump (a goroutine, a register).
 func (w *worker) cause() string {
-	if line := w.stderr.cause(); line != "" {
-		return line
-	}
+	status := "exited"
 	if w.waitErr != nil {
-		return w.waitErr.Error() + ", nothing on stderr"
+		status = w.waitErr.Error()
 	}
-	return "exited, nothing on stderr"
+	if line := w.stderr.cause(); line != "" {
+		return status + ": " + line
+	}
+	return status + ", nothing on stderr"
+}
+
+// diedOfMemory reports whether the worker's memory cap ended it: it had a
+// cap, it did not exit cleanly, and its crash report, read whole, says
+// the kernel refused it memory (stderrWatch.oom).
+func (w *worker) diedOfMemory() bool {
+	if w.memory <= 0 || (w.cmd.ProcessState != nil && w.cmd.ProcessState.Success()) {
+		return false
+	}
+	return w.stderr.oom()
 }
 
 // deathError is the error of a call whose worker died under it: a
 // memory_bytes *sandbox.LimitError when its memory cap stopped it,
 // Internal otherwise. It names the node and the tenant.
 func (w *worker) deathError(op, node string) error {
-	if w.stderr.oom() && w.memory > 0 {
-		return fmt.Errorf("%s: tenant %q: worker %d stopped by its memory cap (%s): %w", op, w.tenant, w.pid, w.caps,
+	if w.diedOfMemory() {
+		return fmt.Errorf("%s: tenant %q: worker %d stopped by its memory cap (%s; %s): %w", op, w.tenant, w.pid, w.caps, w.cause(),
 			&sandbox.LimitError{Limit: sandbox.LimitMemory, Node: node, Max: w.memory})
 	}
 	return fault.New(fault.Internal, op, "tenant %q: worker %d died: %s", w.tenant, w.pid, w.cause())
 }
 
 // stderrWatch keeps what a worker's stderr says about its death: the
-// first line that names a cause, and whether a line said out of memory.
-// It reads lines as they pass, keeping at most one partial line.
+// first line that names a cause, and whether the report says the kernel
+// refused memory. It reads lines as they pass, keeping at most one
+// partial line, and decides from the report's headers wherever they are,
+// not from where the report ends (a dump ends in goroutine frames or
+// registers).
 type stderrWatch struct {
 	also io.Writer
 
 	mu      sync.Mutex
 	partial []byte
 	first   string // the first line that names a cause
-	last    string // the last non-empty line
+	opening string // the first non-empty line
 	outOfMe bool
-	// cAbort is a SIGABRT raised outside Go code with no Go fatal error or
-	// panic before it: the C library aborting when the cap refused it
-	// memory (a thread's stack or its malloc arena in a cgo build).
-	cAbort, goFatal bool
+	// foreign is a fatal signal raised outside Go code (Go's report of it
+	// opens with "SIGSEGV: segmentation violation" and the like) with no
+	// Go fatal error or panic before it: the C code beneath a Go worker
+	// (the C library, the race detector's runtime) aborting or faulting
+	// when the cap refused it memory (a thread's stack, a malloc arena,
+	// shadow memory).
+	foreign, goFatal bool
 }
 
 const maxStderrLine = 1024
@@ -255,8 +274,8 @@ func (s *stderrWatch) Write(p []byte) (int, error) {
 }
 
 func (s *stderrWatch) line(l string) {
-	if l != "" {
-		s.last = l
+	if s.opening == "" && l != "" {
+		s.opening = l
 	}
 	if isOOMLine(l) {
 		s.outOfMe = true
@@ -264,8 +283,8 @@ func (s *stderrWatch) line(l string) {
 	switch {
 	case strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:"):
 		s.goFatal = true
-	case strings.HasPrefix(l, "SIGABRT: abort") && !s.goFatal:
-		s.cAbort = true
+	case isForeignFault(l) && !s.goFatal:
+		s.foreign = true
 	}
 	if s.first == "" && isCauseLine(l) {
 		s.first = l
@@ -278,14 +297,14 @@ func (s *stderrWatch) cause() string {
 	switch {
 	case s.first != "":
 		return s.first
-	case len(s.partial) > 0:
-		return string(s.partial)
+	case s.opening != "":
+		return s.opening
 	}
-	return s.last
+	return string(s.partial)
 }
 
 func (s *stderrWatch) oom() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.outOfMe || s.cAbort || isOOMLine(string(s.partial))
+	return s.outOfMe || s.foreign || isOOMLine(string(s.partial))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -20,6 +21,7 @@ type Host struct {
 
 	mu          sync.Mutex
 	interrupts  chan agent.Interrupt
+	intrSent    time.Time // when the last interrupt was delivered
 	envs        []event.Envelope
 	checkpoints []agent.Checkpoint
 	usage       []agent.Usage
@@ -34,6 +36,7 @@ var (
 	_ agent.Host             = (*Host)(nil)
 	_ agent.SteerSource      = (*Host)(nil)
 	_ agent.EventBusProvider = (*Host)(nil)
+	_ agent.InterruptClock   = (*Host)(nil)
 )
 
 // NewHost returns a host that accepts everything. Its interrupt channel
@@ -107,12 +110,23 @@ func (h *Host) SetUsageError(err error) {
 // Interrupt delivers intr on the interrupt channel. It reports false when
 // an earlier interrupt is still waiting there (the first one wins).
 func (h *Host) Interrupt(intr agent.Interrupt) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	select {
 	case h.interrupts <- intr:
+		h.intrSent = time.Now()
 		return true
 	default:
 		return false
 	}
+}
+
+// InterruptSent returns when the last interrupt Interrupt delivered was
+// sent (agent.InterruptClock).
+func (h *Host) InterruptSent() (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.intrSent, !h.intrSent.IsZero()
 }
 
 // Steer queues messages for DrainSteer.
