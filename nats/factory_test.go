@@ -70,7 +70,7 @@ func TestBadSettingNamedAtItsLine(t *testing.T) {
 		{"bad replicas", "replicas: 9", "replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			layer := "resources:\n  events:\n    impl: nats\n    settings:\n      url: nats://127.0.0.1:1\n      " + tc.line + "\n"
+			layer := "resources:\n  events:\n    kind: event.Bus\n    impl: nats\n    settings:\n      url: nats://127.0.0.1:1\n      " + tc.line + "\n"
 			doc, _, err := deploy.LoadLayers([]deploy.Layer{
 				{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
 				{Name: "nats", Priority: 1, Data: []byte(layer), File: "bad.yaml"},
@@ -78,7 +78,7 @@ func TestBadSettingNamedAtItsLine(t *testing.T) {
 			require.NoError(t, err)
 			_, err = builtin.NewBuilder().Build(t.Context(), doc)
 			require.ErrorIs(t, err, fault.Validation)
-			assert.Contains(t, err.Error(), "bad.yaml:6", "names the setting's line")
+			assert.Contains(t, err.Error(), "bad.yaml:7", "names the setting's line")
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
