@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/session"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -100,11 +101,32 @@ func (b *Bus) Publish(ctx context.Context, env event.Envelope) error {
 	if errors.Is(localErr, event.ErrBusClosed) {
 		return localErr
 	}
+	if err := b.lostClaim(ctx); err != nil {
+		return errors.Join(localErr, fault.Wrap(fault.NotAvailable, err, "publish", "%q not sent to the other nodes", env.Subject))
+	}
 	sendErr := b.send(ctx, env)
 	if sendErr != nil && b.closed.Load() {
 		return event.ErrBusClosed // the bus closed while the publish waited
 	}
 	return errors.Join(localErr, sendErr)
+}
+
+// lostClaim returns why the session claim ctx carries (a turn's) is lost,
+// or nil. The events of a turn whose claim is lost — a node that stalled
+// past its lease while another took the key over, whose turn is being
+// stopped — stay on the node: the other nodes and the stream do not get
+// them. A check on this node only: an event sent just before a stall
+// still goes out once the node wakes up.
+func (b *Bus) lostClaim(ctx context.Context) error {
+	sc, ok := session.ClaimFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	c, ok := sc.(*Claim)
+	if !ok || c.o.b.cfg.LeaseBucket != b.cfg.LeaseBucket {
+		return nil
+	}
+	return c.Err()
 }
 
 // send publishes env to NATS.
@@ -115,6 +137,9 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 	}
 	if b.Ephemeral(env.Subject) {
 		if err := b.nc.PublishMsg(b.message(b.ephemeralPrefix()+env.Subject, data)); err != nil {
+			if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
+				return big
+			}
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q over nats", env.Subject)
 		}
 		return nil
@@ -134,6 +159,10 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		if err == nil {
 			return nil
 		}
+		if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
+			return big // the same message cannot fit when asked again
+		}
+		b.restoreStream(pctx, err)
 		if pctx.Err() != nil {
 			if b.closed.Load() {
 				return event.ErrBusClosed
@@ -347,47 +376,4 @@ func (b *Bus) Close() error {
 		b.nc.Close()
 	})
 	return b.closeErr
-}
-
-// storedMsg is one message read back.
-type storedMsg struct {
-	subject string
-	seq     uint64
-	data    []byte
-}
-
-// lastMsg asks the leader of stream for the newest message on subject (a
-// consistent read, where a direct get may be answered by a replica that
-// lags); nil when there is none.
-func (b *Bus) lastMsg(ctx context.Context, stream, subject string) (*storedMsg, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
-	reply, err := b.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return nil, err
-	}
-	var resp struct {
-		Message *struct {
-			Subject string `json:"subject"`
-			Seq     uint64 `json:"seq"`
-			Data    []byte `json:"data"`
-		} `json:"message"`
-		Error *struct {
-			Code        int    `json:"code"`
-			ErrCode     int    `json:"err_code"`
-			Description string `json:"description"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fault.Wrap(fault.Internal, err, "read stream "+stream, "the server's answer")
-	}
-	if resp.Error != nil {
-		if resp.Error.Code == 404 {
-			return nil, nil
-		}
-		return nil, fault.New(fault.NotAvailable, "read stream "+stream, "%s (%d)", resp.Error.Description, resp.Error.ErrCode)
-	}
-	if resp.Message == nil {
-		return nil, nil
-	}
-	return &storedMsg{subject: resp.Message.Subject, seq: resp.Message.Seq, data: resp.Message.Data}, nil
 }

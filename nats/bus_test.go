@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,11 +25,12 @@ func TestBusConformance(t *testing.T) {
 	var next atomic.Int64
 	eventtest.RunBusSuite(t, func(t *testing.T) event.Bus {
 		n := next.Add(1)
-		// each case gets a bus of its own prefix, so that the cases,
-		// which run in parallel, do not see each other's events
+		// each case gets a deployment of its own prefix, so that the
+		// cases, which run in parallel, do not see each other's events
 		return connect(t, srv.URL(), fmt.Sprintf("node%d", n), func(c *nats.Config) {
 			c.SubjectPrefix = fmt.Sprintf("conf%d", n)
 			c.Stream = fmt.Sprintf("CONF%d", n)
+			c.LeaseBucket = fmt.Sprintf("CONF%d_SESSIONS", n)
 		})
 	})
 }
@@ -173,6 +175,12 @@ func TestConnectErrors(t *testing.T) {
 		{"short lease", nats.Config{URL: "nats://127.0.0.1:1", LeaseTTL: 10e6}, fault.Validation},
 		{"bad ephemeral", nats.Config{URL: "nats://127.0.0.1:1", Ephemeral: []string{"a.>.b"}}, fault.Validation},
 		{"dotted node", nats.Config{URL: "nats://127.0.0.1:1", Node: "a.b"}, fault.Validation},
+		{"control character in node", nats.Config{URL: "nats://127.0.0.1:1", Node: "a\x01b"}, fault.Validation},
+		{"bucket name nats refuses", nats.Config{URL: "nats://127.0.0.1:1", LeaseBucket: "a:b"}, fault.Validation},
+		{"bucket name not ascii", nats.Config{URL: "nats://127.0.0.1:1", LeaseBucket: "sessions-é"}, fault.Validation},
+		{"long stream name", nats.Config{URL: "nats://127.0.0.1:1", Stream: strings.Repeat("s", 256)}, fault.Validation},
+		{"system prefix", nats.Config{URL: "nats://127.0.0.1:1", SubjectPrefix: "$KV.CORRAL_SESSIONS"}, fault.Validation},
+		{"inbox prefix", nats.Config{URL: "nats://127.0.0.1:1", SubjectPrefix: "_INBOX"}, fault.Validation},
 		{"unreachable", nats.Config{URL: "nats://127.0.0.1:1", ConnectTimeout: 200e6}, fault.NotAvailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +188,46 @@ func TestConnectErrors(t *testing.T) {
 			assert.ErrorIs(t, err, tc.kind)
 		})
 	}
+}
+
+// REF 12.1.8: deployments share one NATS by their subject prefixes only
+// when each has its own stream and lease bucket: a node whose prefix
+// differs from the one a stream or bucket serves is refused (Validation,
+// naming the setting), instead of taking the stream over — the first
+// deployment's durable events would go nowhere — or sharing its leases
+// and session records.
+func TestDeploymentsSharingNATS(t *testing.T) {
+	srv := server(t)
+	one := connect(t, srv.URL(), "a", func(c *nats.Config) { c.SubjectPrefix = "one" })
+	for _, tc := range []struct {
+		name, setting string
+		cfg           nats.Config
+	}{
+		{"the stream", "stream", nats.Config{SubjectPrefix: "two", LeaseBucket: "TWO_SESSIONS"}},
+		{"the lease bucket", "lease_bucket", nats.Config{SubjectPrefix: "two", Stream: "TWO_EVENTS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.URL, cfg.Node = srv.URL(), "b"
+			b, err := nats.Connect(t.Context(), cfg)
+			if err == nil {
+				_ = b.Close()
+			}
+			require.ErrorIs(t, err, fault.Validation)
+			assert.Contains(t, err.Error(), tc.setting)
+			assert.Contains(t, err.Error(), `"one"`, "names the deployment that uses it")
+		})
+	}
+	connect(t, srv.URL(), "b", func(c *nats.Config) {
+		c.SubjectPrefix, c.Stream, c.LeaseBucket = "two", "TWO_EVENTS", "TWO_SESSIONS"
+	})
+	connect(t, srv.URL(), "c", func(c *nats.Config) { c.SubjectPrefix = "one" }) // the same deployment's next node
+
+	sub, err := one.SubscribeFrom(t.Context(), "x.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	defer sub.Close()
+	eventtest.Publish(t, one, "x.y", 1)
+	assert.Equal(t, "x.y", eventtest.Receive(t, sub).Subject, "the first deployment still stores its events")
 }
 
 // REF 12.1.7: a durable publish whose acknowledgement does not come —

@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,6 +29,10 @@ const (
 	// once a second, so a shorter lease would lapse later than it says.
 	MinLeaseTTL = time.Second
 )
+
+// maxNameLen is the longest node, stream or bucket name; the server
+// refuses longer stream names (a bucket's stream is KV_ and its name).
+const maxNameLen = 250
 
 // DefaultEphemeral are the patterns published on core NATS unless
 // Config.Ephemeral says otherwise: the stream deltas of every run.
@@ -91,25 +98,36 @@ func (c Config) resolve() (Config, error) {
 	const op = "nats config"
 	c.URL = strings.TrimSpace(c.URL)
 	if c.URL == "" {
-		return c, fault.New(fault.Validation, op, "url is required")
+		return c, invalidf(op, "url", "required")
 	}
 	if c.Node == "" {
 		c.Node = defaultNode()
 	}
 	c.SubjectPrefix = cmp.Or(c.SubjectPrefix, DefaultSubjectPrefix)
 	if err := event.ValidateSubject(c.SubjectPrefix); err != nil {
-		return c, fault.Wrap(fault.Validation, err, op, "subject_prefix")
+		return c, invalid(op, "subject_prefix", err)
 	}
 	c.Stream = cmp.Or(c.Stream, DefaultStream)
 	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
+	if first, _, _ := strings.Cut(c.SubjectPrefix, "."); strings.HasPrefix(first, "$") || first == "_INBOX" {
+		return c, invalidf(op, "subject_prefix", "%q is in the server's namespace ($…, _INBOX)", c.SubjectPrefix)
+	}
 	for _, n := range []struct{ name, v string }{{"node", c.Node}, {"stream", c.Stream}, {"lease_bucket", c.LeaseBucket}} {
-		if strings.ContainsAny(n.v, " \t\r\n.*>/\\") {
-			return c, fault.New(fault.Validation, op, "%s %q must not hold spaces, '.', '*', '>' or slashes", n.name, n.v)
+		if strings.ContainsAny(n.v, " \t\r\n.*>/\\") || strings.ContainsFunc(n.v, unicode.IsControl) {
+			return c, invalidf(op, n.name, "%q must not hold spaces, control characters, '.', '*', '>' or slashes", n.v)
 		}
+		if len(n.v) > maxNameLen {
+			return c, invalidf(op, n.name, "%.20q... is %d bytes, over %d", n.v, len(n.v), maxNameLen)
+		}
+	}
+	if strings.ContainsFunc(c.LeaseBucket, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) {
+		return c, invalidf(op, "lease_bucket", "%q must hold only letters A-Z and a-z, digits, '_' and '-'", c.LeaseBucket)
 	}
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	if c.Replicas < 1 || c.Replicas > 5 {
-		return c, fault.New(fault.Validation, op, "replicas %d is outside 1..5", c.Replicas)
+		return c, invalidf(op, "replicas", "%d is outside 1..5", c.Replicas)
 	}
 	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
@@ -120,21 +138,32 @@ func (c Config) resolve() (Config, error) {
 		v    time.Duration
 	}{{"max_age", c.MaxAge}, {"lease_ttl", c.LeaseTTL}, {"connect_timeout", c.ConnectTimeout}, {"publish_timeout", c.PublishTimeout}} {
 		if d.v < 0 {
-			return c, fault.New(fault.Validation, op, "%s %s must not be negative", d.name, d.v)
+			return c, invalidf(op, d.name, "%s must not be negative", d.v)
 		}
 	}
 	if c.LeaseTTL < MinLeaseTTL {
-		return c, fault.New(fault.Validation, op, "lease_ttl %s is below %s", c.LeaseTTL, MinLeaseTTL)
+		return c, invalidf(op, "lease_ttl", "%s is below %s", c.LeaseTTL, MinLeaseTTL)
 	}
 	if c.Ephemeral == nil {
 		c.Ephemeral = DefaultEphemeral
 	}
 	for i, p := range c.Ephemeral {
 		if err := event.ValidatePattern(p); err != nil {
-			return c, fault.Wrap(fault.Validation, err, op, "ephemeral[%d]", i)
+			return c, invalid(op, fmt.Sprintf("ephemeral[%d]", i), err)
 		}
 	}
 	return c, nil
+}
+
+// invalid is the Validation error of the setting key: a
+// *resource.FieldError at key, so that a deployment document names the
+// file and line of the setting, wherever the layers put it.
+func invalid(op, key string, cause error) error {
+	return fault.Wrap(fault.Validation, &resource.FieldError{Path: key, Msg: cause.Error()}, op, "")
+}
+
+func invalidf(op, key, format string, args ...any) error {
+	return invalid(op, key, fmt.Errorf(format, args...))
 }
 
 func (c Config) storage() jetstream.StorageType {

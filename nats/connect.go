@@ -80,23 +80,6 @@ func newBus(ctx context.Context, cfg Config, nc *natsgo.Conn) (*Bus, error) {
 	return b, nil
 }
 
-func (b *Bus) ensureStream(ctx context.Context) error {
-	_, err := b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.cfg.Stream,
-		Description: "corral events",
-		Subjects:    []string{b.durablePrefix() + ">"},
-		Storage:     b.cfg.storage(),
-		Replicas:    b.cfg.Replicas,
-		MaxAge:      b.cfg.MaxAge,
-		Discard:     jetstream.DiscardOld,
-		Duplicates:  2 * time.Minute,
-	})
-	if err != nil {
-		return fault.Wrap(fault.NotAvailable, err, "nats connect", "stream %s", b.cfg.Stream)
-	}
-	return nil
-}
-
 // SetupTimeout bounds how long Connect, given a ctx without a deadline,
 // asks the servers to make sure of the stream and the bucket: a
 // replicated stream is placed by a cluster that may be electing its

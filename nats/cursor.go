@@ -26,6 +26,7 @@ type CursorSubscription struct {
 	b       *Bus
 	pattern string
 	ch      chan event.Envelope
+	cons    jetstream.Consumer
 	iter    jetstream.MessagesContext
 	stop    chan struct{}
 	done    chan struct{}
@@ -68,11 +69,11 @@ func (b *Bus) SubscribeFrom(ctx context.Context, pattern string, after uint64, c
 		return nil, fault.Wrap(fault.NotAvailable, err, "subscribe from", "%q after %d", pattern, after)
 	}
 	s := &CursorSubscription{b: b, pattern: pattern, ch: make(chan event.Envelope, cfg.BufferSize),
-		iter: iter, stop: make(chan struct{}), done: make(chan struct{})}
+		cons: cons, iter: iter, stop: make(chan struct{}), done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed.Load() {
 		b.mu.Unlock()
-		iter.Stop()
+		s.stopConsumer()
 		return nil, event.ErrBusClosed
 	}
 	b.cursors[s] = struct{}{}
@@ -143,13 +144,28 @@ func (s *CursorSubscription) Pattern() string { return s.pattern }
 func (s *CursorSubscription) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
-		s.iter.Stop()
+		s.stopConsumer()
 		s.b.mu.Lock()
 		delete(s.b.cursors, s)
 		s.b.mu.Unlock()
 	})
 	<-s.done
 	return nil
+}
+
+// stopConsumer stops reading and deletes the subscription's consumer
+// from the server, which would otherwise keep it (and its goroutines and
+// state) until it had been idle for minutes. Best effort: a consumer that
+// cannot be deleted now (the connection is away) is left to the server.
+func (s *CursorSubscription) stopConsumer() {
+	s.iter.Stop()
+	info := s.cons.CachedInfo()
+	if info == nil || !s.b.nc.IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeRelease)
+	defer cancel()
+	_ = s.b.js.DeleteConsumer(ctx, s.b.cfg.Stream, info.Name)
 }
 
 // Cursor returns the cursor an envelope of a CursorSubscription carries,

@@ -199,3 +199,27 @@ func receiveLive(t *testing.T, sub event.Subscription, n int) ([]int, error) {
 	}
 	return vals, nil
 }
+
+// REF 12.2.2, 12.4.1: on a cluster of three, a cursor subscription reads
+// every event once while the stream's leader changes under it (no server
+// goes away, no connection is lost), and so does a durable publish.
+func TestCursorAcrossLeaderChanges(t *testing.T) {
+	servers := natstest.Cluster(t, 3)
+	urls := natstest.URLs(servers)
+	replicated := func(c *nats.Config) { c.Replicas = 3 }
+	pub, reader := connect(t, urls, "pub", replicated), connect(t, urls, "reader", replicated)
+	sub, err := reader.SubscribeFrom(t.Context(), "jobs.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	for round := range 3 {
+		publishN(t, pub, "jobs.done", round*5, round*5+5)
+		ctx, cancel := context.WithTimeout(t.Context(), wait)
+		_, err := pub.Conn().RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+nats.DefaultStream, nil)
+		cancel()
+		require.NoError(t, err)
+	}
+	publishN(t, pub, "jobs.done", 15, 20)
+	vals, _ := receiveN(t, sub, 20)
+	assert.Equal(t, seq(0, 20), vals)
+	require.NoError(t, pub.Conn().Flush())
+	eventtest.AssertEmpty(t, sub)
+}

@@ -47,3 +47,8 @@ func PurgeAll(ctx context.Context, s *Store) error {
 	s.mu.Unlock()
 	return st.Purge(ctx, jetstream.WithPurgeSubject(s.filter("")))
 }
+
+// PauseAfterDeletion makes s call f between a Delete's deletion entry
+// and its purge: a node that stalls there (a GC pause, a busy machine)
+// while another node takes its session over.
+func PauseAfterDeletion(s *Store, f func()) { s.afterDeletion = f }

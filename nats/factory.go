@@ -38,8 +38,11 @@ type Settings struct {
 func (s Settings) Config() (Config, error) {
 	const op = "nats settings"
 	mem := event.MemorySettings{BufferSize: s.BufferSize, RouteCacheSize: s.RouteCacheSize}
+	if err := (event.MemorySettings{BufferSize: s.BufferSize}).Validate(); err != nil {
+		return Config{}, invalid(op, "buffer_size", err)
+	}
 	if err := mem.Validate(); err != nil {
-		return Config{}, err
+		return Config{}, invalid(op, "route_cache_size", err)
 	}
 	cfg := Config{URL: s.URL, Node: s.Node, Advertise: s.Advertise, SubjectPrefix: s.SubjectPrefix,
 		Stream: s.Stream, Replicas: s.Replicas, Ephemeral: s.Ephemeral, Bus: mem.BusConfig(), LeaseBucket: s.LeaseBucket,
@@ -49,7 +52,7 @@ func (s Settings) Config() (Config, error) {
 	case "memory":
 		cfg.Memory = true
 	default:
-		return Config{}, fault.New(fault.Validation, op, "storage %q is neither file nor memory", s.Storage)
+		return Config{}, invalidf(op, "storage", "%q is neither file nor memory", s.Storage)
 	}
 	for _, d := range []struct {
 		name string
@@ -64,7 +67,7 @@ func (s Settings) Config() (Config, error) {
 		}
 		v, err := time.ParseDuration(d.v)
 		if err != nil || v <= 0 {
-			return Config{}, fault.New(fault.Validation, op, "%s %q is not a positive duration", d.name, d.v)
+			return Config{}, invalidf(op, d.name, "%q is not a positive duration", d.v)
 		}
 		*d.out = v
 	}
@@ -147,7 +150,7 @@ func newStoreResource(ctx context.Context, in resource.Input) (any, error) {
 		return nil, fault.Wrap(fault.Validation, err, op, "resource %q: settings", in.Name)
 	}
 	if s.MaxDeltas < 0 {
-		return nil, fault.New(fault.Validation, op, "resource %q: max_deltas %d is negative", in.Name, s.MaxDeltas)
+		return nil, fault.Wrap(fault.Validation, invalidf(op, "max_deltas", "%d is negative", s.MaxDeltas), op, "resource %q", in.Name)
 	}
 	v, ok := in.Dep(BusDep)
 	if !ok || v == nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/corral-rt/corral/builtin"
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
+	"github.com/corral-rt/corral/runtime/deploy"
 	"github.com/corral-rt/corral/runtime/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +31,7 @@ func TestBusFactory(t *testing.T) {
 			"stream": "CORP", "replicas": 1, "storage": "memory", "max_age": "1h", "ephemeral": [],
 			"buffer_size": 8, "route_cache_size": 0, "lease_bucket": "CORP_LEASES", "lease_ttl": "3s",
 			"no_discovery": true, "connect_timeout": "2s", "publish_timeout": "2s"}`, ""},
-		{"no url", `{}`, "url is required"},
+		{"no url", `{}`, "url: required"},
 		{"unknown key", `{"url": ` + string(url) + `, "urls": "x"}`, "unknown field"},
 		{"bad storage", `{"url": ` + string(url) + `, "storage": "disk"}`, "neither file nor memory"},
 		{"bad duration", `{"url": ` + string(url) + `, "lease_ttl": "soon"}`, "lease_ttl"},
@@ -51,6 +53,33 @@ func TestBusFactory(t *testing.T) {
 			require.ErrorIs(t, err, fault.Validation)
 			assert.Contains(t, err.Error(), tc.err)
 			assert.Contains(t, err.Error(), `resource "events"`)
+		})
+	}
+}
+
+// REF 12.1.4: in a deployment document, a setting the nats bus refuses is
+// named at its own file and line.
+func TestBadSettingNamedAtItsLine(t *testing.T) {
+	dir := absDir(t)
+	for _, tc := range []struct{ name, line, want string }{
+		{"short lease", "lease_ttl: 500ms", "lease_ttl"},
+		{"bad storage", "storage: disk", "storage"},
+		{"bad bucket", "lease_bucket: a:b", "lease_bucket"},
+		{"bad pattern", "ephemeral: [a.b, a.>.b]", "ephemeral[1]"},
+		{"bad buffer", "buffer_size: 0", "buffer_size"},
+		{"bad replicas", "replicas: 9", "replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			layer := "resources:\n  events:\n    kind: event.Bus\n    impl: nats\n    settings:\n      url: nats://127.0.0.1:1\n      " + tc.line + "\n"
+			doc, _, err := deploy.LoadLayers([]deploy.Layer{
+				{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
+				{Name: "nats", Priority: 1, Data: []byte(layer), File: "bad.yaml"},
+			}, deploy.ParseConfig{BaseDir: dir})
+			require.NoError(t, err)
+			_, err = builtin.NewBuilder().Build(t.Context(), doc)
+			require.ErrorIs(t, err, fault.Validation)
+			assert.Contains(t, err.Error(), "bad.yaml:7", "names the setting's line")
+			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,20 @@ type leaseRecord struct {
 }
 
 func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
+	kv, err := b.ensureBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Ownership{b: b, kv: kv, ttl: b.cfg.LeaseTTL, claims: map[*Claim]struct{}{}}, nil
+}
+
+// ensureBucket makes sure the lease bucket exists with the bus's
+// settings: when the bus connects, and again when a write finds it
+// missing (a server with storage: memory restarted).
+func (b *Bus) ensureBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	if err := b.checkDeployment(ctx, "KV_"+b.cfg.LeaseBucket, "lease_bucket"); err != nil {
+		return nil, err
+	}
 	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:         b.cfg.LeaseBucket,
 		Description:    "corral session leases",
@@ -60,11 +75,12 @@ func newOwnership(ctx context.Context, b *Bus) (*Ownership, error) {
 		Storage:        b.cfg.storage(),
 		Replicas:       b.cfg.Replicas,
 		LimitMarkerTTL: b.cfg.LeaseTTL,
+		Metadata:       b.deploymentMetadata(),
 	})
 	if err != nil {
 		return nil, fault.Wrap(fault.NotAvailable, err, "nats connect", "lease bucket %s", b.cfg.LeaseBucket)
 	}
-	return &Ownership{b: b, kv: kv, ttl: b.cfg.LeaseTTL, claims: map[*Claim]struct{}{}}, nil
+	return kv, nil
 }
 
 // Ownership returns the session ownership of the bus's node.
@@ -97,6 +113,12 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 	k := LeaseKey(key)
 	sent := time.Now()
 	rev, err := o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+	if missing(err) { // the bucket is gone (a server with storage: memory restarted): make it again
+		if _, berr := o.b.ensureBucket(ctx); berr == nil {
+			sent = time.Now()
+			rev, err = o.kv.Create(ctx, k, rec, jetstream.KeyTTL(o.ttl))
+		}
+	}
 	for attempt := 0; wrongSequence(err) && attempt < 3; attempt++ {
 		// The key changed under Create: the server wrote the delete
 		// marker of a lapsed lease between Create's read and its write,
@@ -121,6 +143,7 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 		return nil, o.owned(ctx, key, k)
 	}
 	if err != nil {
+		o.takeBack(ctx, k, rec)
 		if ctx.Err() != nil {
 			return nil, fault.FromContext(ctx.Err(), "acquire session")
 		}
@@ -138,6 +161,23 @@ func (o *Ownership) Acquire(ctx context.Context, key session.Key) (session.Claim
 	o.mu.Unlock()
 	go c.renew()
 	return c, nil
+}
+
+// takeBack deletes the lease k when it holds rec, the record of an
+// Acquire that failed after the server may have stored it (its ctx ended,
+// or the answer was lost): nothing renews it, and it would refuse every
+// turn on the key, this node's own included, until its TTL passed. Best
+// effort, within closeRelease of its own, and only while connected.
+func (o *Ownership) takeBack(ctx context.Context, k string, rec []byte) {
+	if !o.b.nc.IsConnected() {
+		return // what cannot be asked lapses with its TTL
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeRelease)
+	defer cancel()
+	m, err := o.b.lastMsg(ctx, "KV_"+o.b.cfg.LeaseBucket, o.subject(k))
+	if err == nil && m != nil && bytes.Equal(m.data, rec) {
+		_ = o.kv.Delete(ctx, k, jetstream.LastRevision(m.seq))
+	}
 }
 
 // owned builds the error that names the holder of key.
@@ -404,9 +444,14 @@ func (c *Claim) end(ctx context.Context, why error) error {
 // PutFenced writes value under key in the lease bucket only while c holds
 // its lease: the claim must not be lost, and the server checks that the
 // lease is still at the claim's revision. A write refused for either
-// reason is NotAvailable. It returns the write's revision. key must not
-// start with "lease.".
+// reason is NotAvailable. It returns the write's revision. key is a
+// key-value key (tokens of letters, digits, '-', '_', '/' and '=' joined
+// by '.') that does not start with "lease." or "cp." — the leases' and
+// the checkpoint store's — else the write is Validation.
 func (o *Ownership) PutFenced(ctx context.Context, c *Claim, key string, value []byte) (uint64, error) {
+	if err := validFencedKey(key); err != nil {
+		return 0, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -423,10 +468,31 @@ func (o *Ownership) putAt(ctx context.Context, k string, rev uint64, key string,
 	msg := &natsgo.Msg{Subject: o.subject(key), Data: value}
 	ack, err := o.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(rev, o.subject(k)))
 	if err != nil {
+		if big := o.b.oversize(err, "fenced write", key, len(value)); big != nil {
+			return 0, big
+		}
 		if wrongSequence(err) {
 			return 0, fault.Wrap(fault.NotAvailable, err, "fenced write", "%s: the lease moved", key)
 		}
 		return 0, fault.Wrap(fault.NotAvailable, err, "fenced write", "%s", key)
 	}
 	return ack.Sequence, nil
+}
+
+// validFencedKey refuses a key PutFenced must not write: one the bucket
+// would not take as a key (its subject would hold a wildcard, a space or
+// an empty token), or one of the keys the package keeps itself.
+func validFencedKey(key string) error {
+	const op = "fenced write"
+	for tok := range strings.SplitSeq(key, ".") {
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_/=", r))
+		}) {
+			return fault.New(fault.Validation, op, "key %q is not a key-value key: tokens of letters, digits, '-', '_', '/' and '=' joined by '.'", key)
+		}
+	}
+	if strings.HasPrefix(key, "lease.") || strings.HasPrefix(key, "cp.") {
+		return fault.New(fault.Validation, op, "key %q is the package's own (a lease or a checkpoint entry)", key)
+	}
+	return nil
 }

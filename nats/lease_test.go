@@ -9,6 +9,8 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
 	"github.com/corral-rt/corral/nats/natstest"
+	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/event/eventtest"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,4 +147,65 @@ func TestPartitionedNodeIsFenced(t *testing.T) {
 	_, err = b.Ownership().PutFenced(t.Context(), cb, "rec.c1", []byte("3"))
 	assert.NoError(t, err)
 	t.Logf("partition lasted %s", time.Since(cutAt))
+}
+
+// REF 12.3.11: PutFenced refuses a key that is not a key-value key of its
+// own — another session's lease, a checkpoint entry's subject, a key with
+// wildcards, spaces or an empty token — as Validation, writing nothing:
+// one session's claim cannot overwrite another session's lease.
+func TestPutFencedRefusesForeignKeys(t *testing.T) {
+	srv := server(t)
+	a, b := connect(t, srv.URL(), "a"), connect(t, srv.URL(), "b")
+	other := session.Key{AgentID: "assistant", ContextID: "c2"}
+	cb := acquire(t, b, other)
+	ca := acquire(t, a, sk)
+	for _, key := range []string{
+		nats.LeaseKey(other), "cp.cnVuLXg.1", "", "a b", "a.*", "a.>", "a..b", ".a", "a.", "\u00e9",
+	} {
+		_, err := a.Ownership().PutFenced(t.Context(), ca, key, []byte("x"))
+		assert.ErrorIs(t, err, fault.Validation, "key %q", key)
+	}
+	_, err := a.Ownership().PutFenced(t.Context(), ca, "rec.c1-ok_/=", []byte("x"))
+	require.NoError(t, err)
+	first := cb.Token()
+	eventually(t, "b renews its lease, or loses it", func() bool { return cb.Token() > first || cb.Err() != nil })
+	require.NoError(t, cb.Err(), "b still holds its key")
+}
+
+// REF 12.3.10: an event published under a claim that is lost (a node that
+// stalled past its lease, whose turn is about to be stopped) reaches the
+// node's own subscriptions but not the other nodes nor the stream: the
+// node that took the key over, and the clients that follow the session
+// from the stream, never see what the stalled turn did after its lease.
+// Publish says so (NotAvailable).
+func TestLostClaimPublishesNothingAcross(t *testing.T) {
+	srv := server(t)
+	short := func(c *nats.Config) { c.LeaseTTL = time.Second }
+	a, b := connect(t, srv.URL(), "a", short), connect(t, srv.URL(), "b", short)
+	onA, onB := eventtest.Subscribe(t, a, "agent.run.r1.>"), eventtest.Subscribe(t, b, "agent.run.r1.>")
+	cursor, err := b.SubscribeFrom(t.Context(), "agent.run.r1.>", 0, event.SubConfig{})
+	require.NoError(t, err)
+	defer cursor.Close()
+	ca := acquire(t, a, sk)
+	held := session.ContextWithClaim(t.Context(), ca)
+	publish := func(ctx context.Context, subject string) error {
+		env, err := event.NewEnvelope(ctx, subject, nil)
+		require.NoError(t, err)
+		return a.Publish(ctx, env)
+	}
+	require.NoError(t, publish(held, "agent.run.r1.step.one"))
+
+	nats.Abandon(ca) // a stalls: nothing renews its lease
+	eventually(t, "a's claim is lost", func() bool { return ca.Err() != nil })
+	err = publish(held, "agent.run.r1.step.two")
+	require.ErrorIs(t, err, fault.NotAvailable)
+	require.NoError(t, publish(t.Context(), "agent.run.r1.end"))
+
+	for _, want := range []string{"agent.run.r1.step.one", "agent.run.r1.step.two", "agent.run.r1.end"} {
+		assert.Equal(t, want, eventtest.Receive(t, onA).Subject, "the node's own subscriptions get everything")
+	}
+	for _, sub := range []event.Subscription{onB, cursor} {
+		assert.Equal(t, "agent.run.r1.step.one", eventtest.Receive(t, sub).Subject)
+		assert.Equal(t, "agent.run.r1.end", eventtest.Receive(t, sub).Subject, "nothing of the lost claim's crossed")
+	}
 }

@@ -54,6 +54,8 @@ type Store struct {
 	mu     sync.Mutex
 	chains map[string]*storeChain
 	stream jetstream.Stream
+
+	afterDeletion func() // tests: a stall between a deletion entry and its purge
 }
 
 // storeChain is one exec id's chain, under its own lock.
@@ -180,8 +182,13 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 	c := s.fence(ctx)
 	if c == nil {
 		ack, err := s.b.js.PublishMsg(ctx, msg)
+		if missing(err) { // the bucket is gone (a server with storage: memory restarted): make it again
+			if _, berr := s.b.ensureBucket(ctx); berr == nil {
+				ack, err = s.b.js.PublishMsg(ctx, msg)
+			}
+		}
 		if err != nil {
-			return 0, s.publishErr(ctx, err)
+			return 0, s.publishErr(ctx, err, execID, len(msg.Data))
 		}
 		return ack.Sequence, nil
 	}
@@ -195,7 +202,7 @@ func (s *Store) publish(ctx context.Context, execID string, kind byte, seq uint6
 			return ack.Sequence, nil
 		}
 		if !wrongSequence(err) {
-			return 0, s.publishErr(ctx, err)
+			return 0, s.publishErr(ctx, err, execID, len(msg.Data))
 		}
 		// The lease's revision moved (a renewal), or the leader refused
 		// while a renewal was in flight; a renewal says whether the lease
@@ -224,7 +231,10 @@ func (s *Store) publishCtx(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, s.b.cfg.PublishTimeout)
 }
 
-func (s *Store) publishErr(ctx context.Context, err error) error {
+func (s *Store) publishErr(ctx context.Context, err error, execID string, n int) error {
+	if big := s.b.oversize(err, "checkpoint store", execID, n); big != nil {
+		return big
+	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return fault.FromContext(ctx.Err(), "checkpoint store")
 	}
@@ -455,13 +465,20 @@ func (s *Store) Delete(ctx context.Context, execID string) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	next := sc.chain.Seq() + 1
-	if _, err := s.publish(ctx, execID, entryDeleted, next, nil); err != nil {
+	seq, err := s.publish(ctx, execID, entryDeleted, next, nil)
+	if err != nil {
 		return fmt.Errorf("delete checkpoint %q: %w", execID, err)
 	}
 	sc.chain = checkpoint.ResumeChain(s.policy, next)
+	if s.afterDeletion != nil {
+		s.afterDeletion()
+	}
+	// The purge is not fenced: it removes what came up to the deletion
+	// entry and no more, so that a node that stalled here while another
+	// took the session over leaves the new owner's entries alone.
 	st, err := s.jsStream(ctx)
 	if err == nil {
-		err = st.Purge(ctx, jetstream.WithPurgeSubject(s.filter(execID)))
+		err = st.Purge(ctx, jetstream.WithPurgeSubject(s.filter(execID)), jetstream.WithPurgeSequence(seq+1))
 	}
 	if err != nil {
 		return fault.Wrap(fault.NotAvailable, err, "delete checkpoint", "%q", execID)

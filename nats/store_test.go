@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/nats"
@@ -188,6 +189,32 @@ func TestDeleteSessionOnJetStream(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, rec)
 	require.NoError(t, n.app.Sessions().DeleteSession(t.Context(), key), "deleting again")
+}
+
+// REF 12.6.6: a node that stalls between a fenced delete's deletion entry
+// and its purge, while another node takes the session over and saves,
+// purges only what came up to its deletion entry: the new owner's record
+// stays.
+func TestStalledDeleteKeepsSuccessorsRecord(t *testing.T) {
+	url := server(t).URL()
+	short := func(c *nats.Config) { c.LeaseTTL = time.Second }
+	ba, bb := connect(t, url, "a", short), connect(t, url, "b", short)
+	a, b := ba.Checkpoints(checkpoint.Policy{}), bb.Checkpoints(checkpoint.Policy{})
+	ca := acquire(t, ba, sk)
+	actx := session.ContextWithClaim(t.Context(), ca)
+	require.NoError(t, a.Save(actx, checkpointtest.NewCheckpoint("run-stalled", 1)))
+
+	nats.PauseAfterDeletion(a, func() {
+		nats.Abandon(ca) // a stalls: it renews nothing meanwhile
+		cb, _ := takeOver(t, bb, sk)
+		bctx := session.ContextWithClaim(t.Context(), cb)
+		require.NoError(t, b.Save(bctx, checkpointtest.NewCheckpoint("run-stalled", 2)))
+	})
+	require.NoError(t, a.Delete(actx, "run-stalled"))
+	got, err := b.Load(t.Context(), "run-stalled")
+	require.NoError(t, err)
+	require.NotNil(t, got, "the stalled node's purge removed the new owner's record")
+	assert.Equal(t, 2, got.Iteration)
 }
 
 // REF 12.3.8: DeleteSession on one node of a session whose turn runs on

@@ -222,12 +222,13 @@ func (s *Session) ResumeWithConfig(ctx context.Context, cfg StartConfig) (*Turn,
 		return nil, err
 	}
 	// The key is claimed before the parked run is read, so that no other
-	// node changes it in between.
+	// node changes it in between; what resumeState writes (the mark of a
+	// run whose checkpoint is gone) carries the claim, so a store fences it.
 	c, err := s.claim(ctx, s.m.Deps().Ownership)
 	if err != nil {
 		return nil, err
 	}
-	req, rs, err := s.resumeState(ctx)
+	req, rs, err := s.resumeState(ContextWithClaim(ctx, c))
 	if err != nil {
 		_ = c.Release(context.WithoutCancel(ctx))
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/agent/agenttest"
+	"github.com/corral-rt/corral/runtime/checkpoint"
 	"github.com/corral-rt/corral/runtime/session"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -209,6 +210,51 @@ func TestResumeClaimsBeforeReading(t *testing.T) {
 	require.Len(t, own.claims, 1)
 	assert.True(t, own.claims[0].wasReleased(), "the claim of a refused Resume is released")
 	assert.Nil(t, own.holder(key("c1")))
+}
+
+// claimSeen is a checkpoint store that records the exec ids of the saves
+// whose ctx carried no claim: writes a store could not fence.
+type claimSeen struct {
+	*checkpoint.Store
+	mu        sync.Mutex
+	unclaimed []string
+}
+
+func (s *claimSeen) Save(ctx context.Context, cp agent.Checkpoint) error {
+	if _, ok := session.ClaimFromContext(ctx); !ok {
+		s.mu.Lock()
+		s.unclaimed = append(s.unclaimed, cp.ExecID)
+		s.mu.Unlock()
+	}
+	return s.Store.Save(ctx, cp)
+}
+
+// REF 12.3.2: a Resume that finds its parked run's checkpoint gone
+// clears the session's mark under the claim it took first, so that a
+// store fences that write too: a node that stalled after its claim was
+// lost cannot overwrite the record of the node that took the key over.
+func TestResumeClearsMarkUnderItsClaim(t *testing.T) {
+	base := workspaceStore(t, t.TempDir())
+	store := &claimSeen{Store: base}
+	e := newEnvWith(t, store, true, resumable{Engine: agenttest.New(agenttest.WaitInterrupt())})
+	tr := parkRun(t, e, "c")
+	require.NoError(t, base.Delete(context.Background(), tr.RunID()), "the parked run's checkpoint is gone")
+	own := newFakeOwnership()
+	deps := e.m.Deps()
+	deps.Ownership = own
+	require.NoError(t, e.m.SwapDeps(deps, nil))
+	store.mu.Lock()
+	store.unclaimed = nil
+	store.mu.Unlock()
+
+	_, err := tr.Session().Resume(context.Background())
+	isKind(t, err, fault.NotFound)
+	_, ok, err := tr.Session().Resumable(context.Background())
+	require.NoError(t, err)
+	assert.False(t, ok, "the mark is cleared")
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	assert.Empty(t, store.unclaimed, "every write of the Resume carried its claim")
 }
 
 // claimSeeingStore records the claims its deletes' ctx carried.
