@@ -162,6 +162,11 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		if big := b.oversize(err, "publish", env.Subject, len(data)); big != nil {
 			return big // the same message cannot fit when asked again
 		}
+		if refused(err) {
+			// The stream answered and said no (its limits, its
+			// configuration): asking again gets the same answer.
+			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
+		}
 		b.restoreStream(pctx, err)
 		if pctx.Err() != nil {
 			if b.closed.Load() {

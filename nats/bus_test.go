@@ -14,6 +14,7 @@ import (
 	"github.com/corral-rt/corral/nats/natstest"
 	"github.com/corral-rt/corral/runtime/event"
 	"github.com/corral-rt/corral/runtime/event/eventtest"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -328,4 +329,38 @@ func TestConnectWaitsForTheCluster(t *testing.T) {
 	wg.Go(servers[2].Restart)
 	wg.Wait()
 	require.NoError(t, <-done)
+}
+
+// REF 12.1.7: a durable publish the stream refuses outright (here a
+// stream that takes no more messages) fails at once with the stream's
+// answer; only a publish nobody answered is asked again.
+func TestPublishRefusedIsNotAskedAgain(t *testing.T) {
+	srv := server(t)
+	a := connect(t, srv.URL(), "a")
+	js, err := jetstream.New(a.Conn())
+	require.NoError(t, err)
+	st, err := js.Stream(t.Context(), nats.DefaultStream)
+	require.NoError(t, err)
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	_, err = js.UpdateStream(t.Context(), cfg)
+	require.NoError(t, err)
+
+	publish := func() error {
+		env, _ := event.NewEnvelope(t.Context(), "out.e", 1)
+		done := make(chan error, 1)
+		go func() { done <- a.Publish(t.Context(), env) }() // a ctx that lasts the test
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(wait):
+			t.Fatal("a publish the stream refused is still being asked again")
+			return nil
+		}
+	}
+	require.NoError(t, publish())
+	err = publish()
+	require.ErrorIs(t, err, fault.NotAvailable)
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr, "the stream's own answer is kept")
 }

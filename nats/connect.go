@@ -126,8 +126,28 @@ func untilAnswered(ctx context.Context, step func(context.Context) error) error 
 func unanswered(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.Code == 503 || apiErr.ErrorCode == 10008 || apiErr.ErrorCode == 10005
+		// 503 is also the code of a stream's store refusing a message for
+		// its limits (err_code 10077, "maximum messages exceeded"), which
+		// asking again cannot change.
+		return (apiErr.Code == 503 && apiErr.ErrorCode != jsStoreFailed) ||
+			apiErr.ErrorCode == 10008 || apiErr.ErrorCode == 10005
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, natsgo.ErrTimeout) ||
 		errors.Is(err, natsgo.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
+
+// refused reports whether err is an answer that asking again cannot
+// change: the stream's own refusal (a limit it holds, a message it does
+// not take), or a connection closed for good. A refusal for want of a
+// leader or of servers (unanswered) is not one.
+func refused(err error) bool {
+	if errors.Is(err, natsgo.ErrConnectionClosed) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && !unanswered(err) && !missing(err)
+}
+
+// jsStoreFailed is the JetStream error code of a stream's store refusing a
+// message (its limits: maximum messages, bytes, messages per subject).
+const jsStoreFailed = 10077
