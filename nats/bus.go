@@ -165,6 +165,9 @@ func (b *Bus) send(ctx context.Context, env event.Envelope) error {
 		if refused(err) {
 			// The stream answered and said no (its limits, its
 			// configuration): asking again gets the same answer.
+			if b.closed.Load() {
+				return event.ErrBusClosed
+			}
 			return fault.Wrap(fault.NotAvailable, err, "publish", "%q to stream %s", env.Subject, b.cfg.Stream)
 		}
 		b.restoreStream(pctx, err)
