@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -59,11 +60,12 @@ func WithRemoveTimeout(d time.Duration) UnregisterAgentOption {
 	}
 }
 
-// checkAgentID refuses an empty id or one with surrounding white space
+// checkAgentID refuses an empty id, one with surrounding white space or
+// one holding a control character
 // (REF 1.11.1).
 func checkAgentID(op, id string) error {
-	if id == "" || strings.TrimSpace(id) != id {
-		return fault.New(fault.Validation, op, "agent id %q must be non-empty with no leading or trailing white space", id)
+	if id == "" || strings.TrimSpace(id) != id || strings.ContainsFunc(id, unicode.IsControl) {
+		return fault.New(fault.Validation, op, "agent id %q must be non-empty with no leading or trailing white space and no control character", id)
 	}
 	return nil
 }

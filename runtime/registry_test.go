@@ -52,6 +52,7 @@ func TestRegistryArguments(t *testing.T) {
 		{"empty id", func() error { _, err := rt.RegisterAgent(ctx, "", good); return err }},
 		{"leading space", func() error { _, err := rt.RegisterAgent(ctx, " qa", good); return err }},
 		{"trailing space", func() error { _, err := rt.RegisterAgent(ctx, "qa\t", good); return err }},
+		{"NUL inside", func() error { _, err := rt.RegisterAgent(ctx, "q\x00a", good); return err }},
 		{"nil option", func() error { _, err := rt.RegisterAgent(ctx, "qa", good, nil); return err }},
 		{"empty assembly", func() error { _, err := rt.RegisterAgent(ctx, "qa", good, runtime.WithToolAssembly("")); return err }},
 		{"1.11.2 no card name", func() error { _, err := rt.RegisterAgent(ctx, "qa", agent.Definition{}); return err }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/agent"
@@ -18,11 +19,15 @@ type Key struct {
 }
 
 // Validate checks that both fields are non-empty and carry no surrounding
-// whitespace.
+// whitespace and no control character (NUL among them: stores join the
+// two parts with one, so a part holding it could name another key).
 func (k Key) Validate() error {
 	for _, f := range []struct{ name, v string }{{"agent id", k.AgentID}, {"context id", k.ContextID}} {
 		if f.v == "" || strings.TrimSpace(f.v) != f.v {
 			return fault.New(fault.Validation, "session key", "%s %q must be non-empty with no surrounding whitespace", f.name, f.v)
+		}
+		if strings.ContainsFunc(f.v, unicode.IsControl) {
+			return fault.New(fault.Validation, "session key", "%s %q must hold no control character", f.name, f.v)
 		}
 	}
 	return nil

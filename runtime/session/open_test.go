@@ -51,6 +51,10 @@ func TestKeyValidate(t *testing.T) {
 		{"empty context", session.Key{AgentID: "a"}, false},
 		{"leading space", session.Key{AgentID: " a", ContextID: "c"}, false},
 		{"trailing newline", session.Key{AgentID: "a", ContextID: "c\n"}, false},
+		{"NUL in the agent id", session.Key{AgentID: "a\x00b", ContextID: "c"}, false},
+		{"NUL in the context id", session.Key{AgentID: "a", ContextID: "b\x00c"}, false},
+		{"control character inside", session.Key{AgentID: "a", ContextID: "b\x1bc"}, false},
+		{"unicode and spaces inside", session.Key{AgentID: "a b", ContextID: "é/ü c"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
