@@ -87,6 +87,36 @@ func build(t *testing.T, doc *deploy.Document, url, name string) *node {
 	return n
 }
 
+// hears waits until n receives the live events from's node publishes: a
+// node's subscription reaches the other servers of a cluster a moment
+// after it is made, and core NATS delivers nothing to a subscription a
+// server has not heard of yet (a cursor reads the stream instead).
+func hears(t *testing.T, n, from *node) {
+	t.Helper()
+	got := make(chan struct{}, 1)
+	detach, err := n.app.Attach(context.Background(), "test.probe", event.SinkFunc(func(context.Context, event.Envelope) error {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	defer detach()
+	bus, _ := from.app.Resource("events")
+	eventually(t, "the other node hears this one", func() bool {
+		env, err := event.NewEnvelope(context.Background(), "test.probe", 1)
+		require.NoError(t, err)
+		require.NoError(t, bus.(*nats.Bus).Publish(context.Background(), env))
+		select {
+		case <-got:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	})
+}
+
 func (n *node) prompts(runID string) chan string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -218,6 +248,7 @@ func TestDocumentOnTwoNodes(t *testing.T) {
 	b := build(t, doc, natstest.URLs(servers), "b")
 	busA, _ := a.app.Resource("events")
 	require.IsType(t, &nats.Bus{}, busA)
+	hears(t, b, a) // live delivery starts once b's interest reached a's server
 
 	key := session.Key{AgentID: "concierge", ContextID: "c1"}
 	onA, err := a.start(t, key)
