@@ -188,11 +188,21 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 type dec struct {
 	b   []byte
 	err error
+	// budget, when not nil, is what the values of a result frame may cost
+	// the parent (budget.go); nil for frames the parent sent.
+	budget *budget
 }
 
 func (d *dec) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("truncated or malformed %s", what)
+	}
+}
+
+// refuse sets d's error, unless it has one.
+func (d *dec) refuse(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
 	}
 }
 
@@ -272,6 +282,33 @@ func (d *dec) json(v any) {
 	if err := json.Unmarshal(p, v); err != nil {
 		d.err = err
 	}
+}
+
+// value decodes the next value into v as json does, and returns its
+// measure; with a budget, the value's text is scanned first and its cost
+// charged, so that a value past the budget is refused before it is
+// decoded (the measure is then 0: nothing is measured without a budget).
+func (d *dec) value(v any) int64 {
+	if d.budget == nil {
+		d.json(v)
+		return 0
+	}
+	p := d.raw()
+	if d.err != nil || len(p) == 0 {
+		return 0
+	}
+	measure, cost, err := scanValue(p)
+	if err == nil {
+		err = d.budget.charge(cost)
+	}
+	if err == nil {
+		err = json.Unmarshal(p, v)
+	}
+	if err != nil {
+		d.err = err
+		return 0
+	}
+	return measure
 }
 
 // object decodes the next value, a JSON object or nothing, into *m
@@ -458,10 +495,14 @@ func (m *resultMsg) decodeFrom(d *dec) {
 			}
 			w.Op = sandbox.WriteOp(op)
 			w.Name = d.str()
-			d.json(&w.Value)
-			d.json(&w.Messages)
+			if n := d.value(&w.Value); d.budget != nil && n > d.budget.maxValue {
+				d.refuse("%s %q: a value of %d bytes, past max_value_bytes %d", w.Op, w.Name, n, d.budget.maxValue)
+			}
+			d.value(&w.Messages)
 		}
 	}
-	d.json(&m.Value)
-	d.json(&m.Err)
+	if n := d.value(&m.Value); d.budget != nil && n > d.budget.maxValue {
+		d.refuse("a value of %d bytes, past max_value_bytes %d", n, d.budget.maxValue)
+	}
+	d.value(&m.Err)
 }
