@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -52,6 +53,33 @@ func (b *budget) charge(cost int64) error {
 	}
 	b.left -= cost
 	return nil
+}
+
+// value decodes the next value into v as json does, and returns its
+// measure; with a budget, the value's text is scanned first and its cost
+// charged, so that a value past the budget is refused before it is
+// decoded (the measure is then 0: nothing is measured without a budget).
+func (d *dec) value(v any) int64 {
+	if d.budget == nil {
+		d.json(v)
+		return 0
+	}
+	p := d.raw()
+	if d.err != nil || len(p) == 0 {
+		return 0
+	}
+	measure, cost, err := scanValue(p)
+	if err == nil {
+		err = d.budget.charge(cost)
+	}
+	if err == nil {
+		err = json.Unmarshal(p, v)
+	}
+	if err != nil {
+		d.err = err
+		return 0
+	}
+	return measure
 }
 
 // The estimated heap of a decoded value, each a floor of what Go takes.

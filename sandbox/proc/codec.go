@@ -284,33 +284,6 @@ func (d *dec) json(v any) {
 	}
 }
 
-// value decodes the next value into v as json does, and returns its
-// measure; with a budget, the value's text is scanned first and its cost
-// charged, so that a value past the budget is refused before it is
-// decoded (the measure is then 0: nothing is measured without a budget).
-func (d *dec) value(v any) int64 {
-	if d.budget == nil {
-		d.json(v)
-		return 0
-	}
-	p := d.raw()
-	if d.err != nil || len(p) == 0 {
-		return 0
-	}
-	measure, cost, err := scanValue(p)
-	if err == nil {
-		err = d.budget.charge(cost)
-	}
-	if err == nil {
-		err = json.Unmarshal(p, v)
-	}
-	if err != nil {
-		d.err = err
-		return 0
-	}
-	return measure
-}
-
 // object decodes the next value, a JSON object or nothing, into *m
 // (decoding into an interface builds the map without reflection).
 func (d *dec) object(m *map[string]any) {
