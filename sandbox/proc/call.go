@@ -33,7 +33,9 @@ type conversation struct {
 	op, node string // "invoke" or "eval", and the node's id
 	abi      sandbox.ABI
 	parallel func(nodeID, reason string) bool
-	wall     time.Duration
+	// limits are the call's, as its worker applies them: the wall time,
+	// and what decoding its result may cost (budget.go).
+	limits sandbox.Limits
 }
 
 // opName names the call in its errors (made only for an error).
@@ -60,7 +62,8 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 		}
 		return resultMsg{}, c.fail(w, closing)
 	}
-	deadline := time.Now().Add(c.wall + overrunGrace(c.wall))
+	wall := c.limits.WallTime
+	deadline := time.Now().Add(wall + overrunGrace(wall))
 	k := &killer{w: w}
 	defer k.finish()
 	w.overrun.start(k, deadline)
@@ -85,7 +88,7 @@ func (c *conversation) hold(ctx context.Context, w *worker, t frameType, msg any
 			switch k.reason() {
 			case killedOverrun:
 				<-w.exited
-				return resultMsg{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: c.node, Max: int64(c.wall)}
+				return resultMsg{}, &sandbox.LimitError{Limit: sandbox.LimitWallTime, Node: c.node, Max: int64(wall)}
 			case killedCancel:
 				<-w.exited
 				return resultMsg{}, fault.FromContext(ctx.Err(), c.opName())
@@ -162,7 +165,7 @@ func (c *conversation) answer(ctx context.Context, w *worker, f frame, deadline 
 	switch f.typ {
 	case frameResult:
 		var res resultMsg
-		if err := decode(f, frameResult, &res); err != nil {
+		if err := decodeIn(f, frameResult, &res, newBudget(c.limits, w.memory)); err != nil {
 			return resultMsg{}, false, err
 		}
 		if res.ID != w.nextID {

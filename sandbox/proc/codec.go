@@ -188,11 +188,21 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 type dec struct {
 	b   []byte
 	err error
+	// budget, when not nil, is what the values of a result frame may cost
+	// the parent (budget.go); nil for frames the parent sent.
+	budget *budget
 }
 
 func (d *dec) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("truncated or malformed %s", what)
+	}
+}
+
+// refuse sets d's error, unless it has one.
+func (d *dec) refuse(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
 	}
 }
 
@@ -458,10 +468,14 @@ func (m *resultMsg) decodeFrom(d *dec) {
 			}
 			w.Op = sandbox.WriteOp(op)
 			w.Name = d.str()
-			d.json(&w.Value)
-			d.json(&w.Messages)
+			if n := d.value(&w.Value); d.budget != nil && n > d.budget.maxValue {
+				d.refuse("%s %q: a value of %d bytes, past max_value_bytes %d", w.Op, w.Name, n, d.budget.maxValue)
+			}
+			d.value(&w.Messages)
 		}
 	}
-	d.json(&m.Value)
-	d.json(&m.Err)
+	if n := d.value(&m.Value); d.budget != nil && n > d.budget.maxValue {
+		d.refuse("a value of %d bytes, past max_value_bytes %d", n, d.budget.maxValue)
+	}
+	d.value(&m.Err)
 }

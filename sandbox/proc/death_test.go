@@ -222,6 +222,37 @@ func TestMalformedFrameKillsWorker(t *testing.T) {
 	requireHealthy(t, rt, "acme", 0)
 }
 
+// REF 9.M18
+// A worker that sends a result whose values would cost the parent far
+// more heap than the call may hold, or a var's value past
+// max_value_bytes, fails its call with Internal naming the node, the
+// tenant and the worker, costs the parent about the frame's bytes, and
+// is replaced: the next call succeeds.
+func TestResultPastItsBudgetKillsWorker(t *testing.T) {
+	for name, src := range map[string]string{
+		"decoding budget": "//go-bloat",
+		"max_value_bytes": "//go-long-value 4096",
+	} {
+		t.Run(name, func(t *testing.T) {
+			rt := newCrashy(t, sandbox.Limits{WallTime: 5 * time.Second, MemoryBytes: 8 << 20, MaxValueBytes: 4 << 10})
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, _, err := invoke(context.Background(), rt, "acme", "bloat", src)
+			runtime.ReadMemStats(&after)
+			require.Error(t, err)
+			assert.True(t, fault.Is(err, fault.Internal), "kind: %v", err)
+			assert.ErrorContains(t, err, `node "bloat"`)
+			assert.ErrorContains(t, err, `tenant "acme"`)
+			assert.ErrorContains(t, err, "worker ")
+			assert.ErrorContains(t, err, "malformed")
+			assert.ErrorContains(t, err, name)
+			grew := after.TotalAlloc - before.TotalAlloc
+			assert.Less(t, grew, uint64(40<<20), "the parent allocated %d bytes for a frame of 24 MiB at most", grew)
+			requireHealthy(t, rt, "acme", 0)
+		})
+	}
+}
+
 // The parallel callback crosses: parallel.cancelNode in the worker calls
 // the caller's Parallel and returns its answer.
 func TestParallelCrosses(t *testing.T) {

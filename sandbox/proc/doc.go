@@ -56,7 +56,11 @@
 // (Options.MaxFrameBytes) and decoded into a fixed struct whose fields are
 // checked: a length or count inside a frame is checked against the bytes
 // left before anything is allocated for it, and a frame with bytes left
-// over is refused; FuzzFrame fuzzes the decoders. An invoke that repeats the
+// over is refused; FuzzFrame fuzzes the decoders. A result's values are
+// scanned before they are decoded (budget.go): a var's or an evaluation's
+// value past the call's max_value_bytes, or values whose decoded heap would
+// pass twice the call's memory_bytes, make the frame malformed, so that a
+// worker cannot make the parent hold more than the call could. An invoke that repeats the
 // previous invoke's host functions, run and limits on the same worker
 // leaves them out (invokeMsg.Same), which the worker fills in from that
 // invoke: most calls of a run repeat them, and they were most of what a

@@ -1,12 +1,17 @@
 package proc_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/corral-rt/corral/sandbox"
@@ -52,8 +57,41 @@ func (c crashy) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.Out
 		// worker's output, as a worker taken over by its script could send.
 		_, _ = os.NewFile(4, "out").Write([]byte{0, 0, 0, 4, 10, 0xff, 0xff, 0xff})
 		select {}
+	case strings.HasPrefix(inv.Script.Source, "//go-bloat"):
+		// A result frame whose value, 24 MiB of [[],[],...], would decode
+		// into some fifteen times that in the parent.
+		val := append(append([]byte("["), bytes.Repeat([]byte("[],"), 8<<20)...), "[]]"...)
+		_ = syscall.SetNonblock(4, false) // more than the pipe holds: wait for the parent to read it
+		if _, err := os.NewFile(4, "out").Write(setVarFrame(val)); err != nil {
+			fmt.Fprintln(os.Stderr, "bloat:", err)
+		}
+		select {}
+	case strings.HasPrefix(inv.Script.Source, "//go-long-value"):
+		// A var's value one byte past max_value_bytes, which the runner's
+		// board API would have refused.
+		limit, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(inv.Script.Source, "//go-long-value")))
+		val := strconv.Quote(strings.Repeat("v", limit-1))
+		_, _ = os.NewFile(4, "out").Write(setVarFrame([]byte(val)))
+		select {}
 	}
 	return c.Runtime.Invoke(ctx, inv)
+}
+
+// setVarFrame is a result frame, header included, of one setVar of x to
+// the JSON text val (the fields of the wire's result message).
+func setVarFrame(val []byte) []byte {
+	b := []byte{0, 0, 0, 0, 10}    // the result frame's type
+	b = binary.AppendUvarint(b, 1) // the call's id
+	b = binary.AppendVarint(b, 0)  // its cpu time
+	b = binary.AppendUvarint(b, 1) // one write
+	b = binary.AppendUvarint(b, uint64(sandbox.SetVar))
+	b = binary.AppendUvarint(b, 1)
+	b = append(b, 'x')
+	b = binary.AppendUvarint(b, uint64(len(val)))
+	b = append(b, val...)
+	b = append(b, 0, 0, 0) // no messages, no value, no error
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
 }
 
 //go:noinline

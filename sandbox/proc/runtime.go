@@ -228,7 +228,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 		m.Functions = inv.ABI.Functions()
 	}
 	c := &conversation{op: "invoke", node: inv.Node, abi: inv.ABI, parallel: inv.Parallel,
-		wall: r.wallTime(inv.Limits)}
+		limits: r.callLimits(inv.Limits)}
 	res, err := r.run(ctx, inv.Run.Tenant, c, frameInvoke, func(w *worker) any {
 		m.ID = w.nextID
 		if m.Same = w.sent.equal(m.Functions, m.Run, m.Limits); m.Same {
@@ -249,7 +249,7 @@ func (r *Runtime) Invoke(ctx context.Context, inv sandbox.Invocation) (sandbox.O
 // Eval evaluates ev in a worker of ev.Tenant.
 func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) {
 	m := &evalMsg{Node: ev.Node, Expr: ev.Expr, Vars: ev.Vars, Limits: ev.Limits, Tenant: ev.Tenant}
-	c := &conversation{op: "eval", node: ev.Node, wall: r.wallTime(ev.Limits)}
+	c := &conversation{op: "eval", node: ev.Node, limits: r.callLimits(ev.Limits)}
 	res, err := r.run(ctx, ev.Tenant, c, frameEval, func(w *worker) any { m.ID = w.nextID; return m })
 	if err != nil {
 		return nil, err
@@ -260,12 +260,14 @@ func (r *Runtime) Eval(ctx context.Context, ev sandbox.Evaluation) (any, error) 
 	return res.Value, nil
 }
 
-// wallTime is a call's wall time: the runtime's, tightened by the call's.
-func (r *Runtime) wallTime(l sandbox.Limits) time.Duration {
+// callLimits are a call's limits as its worker applies them: the
+// runtime's, tightened by the call's (the runtime's alone when the call's
+// are invalid, which the worker refuses).
+func (r *Runtime) callLimits(l sandbox.Limits) sandbox.Limits {
 	if l.Validate() != nil {
-		return r.limits.WallTime
+		return r.limits
 	}
-	return r.limits.Tighten(l).WallTime
+	return r.limits.Tighten(l)
 }
 
 // run takes a worker of tenant, holds the conversation of one call on it

@@ -129,12 +129,18 @@ func writeFrame(w *bufio.Writer, t frameType, msg any, max int) error {
 // decode unmarshals a frame's payload into v, a pointer to one of the
 // message structs below, and checks it.
 func decode(f frame, want frameType, v interface{ check() error }) error {
+	return decodeIn(f, want, v, nil)
+}
+
+// decodeIn is decode holding the values of a frame of fields to b (nil:
+// no budget), as the parent reads a worker's result (budget.go).
+func decodeIn(f frame, want frameType, v interface{ check() error }, b *budget) error {
 	if f.typ != want {
 		return fmt.Errorf("%w: got type %d, want %d", errFrame, f.typ, want)
 	}
-	if b, ok := v.(binaryDecoder); ok {
-		d := dec{b: f.payload}
-		b.decodeFrom(&d)
+	if bd, ok := v.(binaryDecoder); ok {
+		d := dec{b: f.payload, budget: b}
+		bd.decodeFrom(&d)
 		if err := d.end(); err != nil {
 			return fmt.Errorf("%w: %v", errFrame, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corral-rt/corral/fault"
@@ -46,7 +47,11 @@ func decodeAny(f frame) error {
 	case frameResult:
 		v = &resultMsg{}
 	}
-	if err := decode(f, f.typ, v); err != nil {
+	var b *budget
+	if f.typ == frameResult { // as the parent reads a worker's result
+		b = newBudget(sandbox.Limits{MemoryBytes: 1 << 20, MaxValueBytes: 4 << 10}.WithDefaults(), 0)
+	}
+	if err := decodeIn(f, f.typ, v, b); err != nil {
 		return err
 	}
 	if r, ok := v.(*resultMsg); ok {
@@ -255,6 +260,12 @@ func FuzzFrame(f *testing.F) {
 	f.Add(frameBytes(f, frameResult, &resultMsg{ID: 4, Value: "v", Writes: []writeMsg{{Op: sandbox.AppendChannel, Name: "c",
 		Messages: []message.Message{message.NewTextMessage(message.RoleUser, "hi")}}}}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
+	// Values that cost the parent more than their bytes, and escapes that
+	// make a value's text longer than its measure (budget.go).
+	f.Add(bloatFrame(f, 4<<10))
+	f.Add(resultFrame(f, []byte(`{"a":[{},{"b":[]}],"c":"\u003c\u2028\ud83d\ude00","d":[1e-07,-0,1.5e+21]}`)))
+	f.Add(resultFrame(f, []byte(`"`+strings.Repeat(`\u003c`, 4<<10)+`"`)))
+	f.Add(frameBytes(f, frameResult, &resultMsg{ID: 5, Value: strings.Repeat("x", 5<<10)}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const bound = 1 << 16
 		r := bytes.NewReader(data)
