@@ -11,9 +11,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/corral-rt/corral/builtin"
 	"github.com/corral-rt/corral/observe"
-	"github.com/corral-rt/corral/runtime/deploy"
+	"github.com/corral-rt/corral/runtime"
 )
 
 // forgerDoc has one agent of tenant acme whose script publishes custom
@@ -60,20 +59,9 @@ runtime:
 // execute_tool span.
 func TestCustomEventsAreNotCalls(t *testing.T) {
 	t.Parallel()
-	doc, err := deploy.Parse([]byte(forgerDoc))
-	require.NoError(t, err)
-	app, err := builtin.NewBuilder().Build(context.Background(), doc)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = app.Close() })
-	reg := prometheus.NewRegistry()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	obs, err := observe.New(context.Background(), app, observe.Options{Registerer: reg, TracerProvider: tp})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = obs.Close() })
+	app, reg, exp := observed(t, forgerDoc)
 
-	_, err = runTurn(t, app, "forger", "c1")
+	_, err := runTurn(t, app, "forger", "c1")
 	require.NoError(t, err)
 	waitFor(t, "the turn's span", func() bool { return len(spansNamed(exp.GetSpans(), "invoke_agent Forger")) == 1 })
 
@@ -131,11 +119,23 @@ runtime:
 // one counts no rejection and puts no corral.quota on its span.
 func TestThrownQuotaTextIsNoQuota(t *testing.T) {
 	t.Parallel()
-	doc, err := deploy.Parse([]byte(liarDoc))
-	require.NoError(t, err)
-	app, err := builtin.NewBuilder().Build(context.Background(), doc)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = app.Close() })
+	app, reg, exp := observed(t, liarDoc)
+
+	_, err := runTurn(t, app, "liar", "c1")
+	require.Error(t, err)
+	waitFor(t, "the turn's span", func() bool { return len(spansNamed(exp.GetSpans(), "invoke_agent Liar")) == 1 })
+	assert.Zero(t, counter(t, reg, observe.MetricQuotaRejected, map[string]string{"tenant": "acme", "quota": "concurrent_turns"}))
+	run := spansNamed(exp.GetSpans(), "invoke_agent Liar")[0]
+	_, has := attrs(run)[observe.KeyQuota]
+	assert.False(t, has, "the span names no quota")
+}
+
+// observed builds the document text and observes it with metrics on a
+// registry of its own and spans kept in memory, all closed when the test
+// ends.
+func observed(t *testing.T, text string) (*runtime.Runtime, *prometheus.Registry, *tracetest.InMemoryExporter) {
+	t.Helper()
+	app := buildApp(t, text)
 	reg := prometheus.NewRegistry()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -143,12 +143,5 @@ func TestThrownQuotaTextIsNoQuota(t *testing.T) {
 	obs, err := observe.New(context.Background(), app, observe.Options{Registerer: reg, TracerProvider: tp})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = obs.Close() })
-
-	_, err = runTurn(t, app, "liar", "c1")
-	require.Error(t, err)
-	waitFor(t, "the turn's span", func() bool { return len(spansNamed(exp.GetSpans(), "invoke_agent Liar")) == 1 })
-	assert.Zero(t, counter(t, reg, observe.MetricQuotaRejected, map[string]string{"tenant": "acme", "quota": "concurrent_turns"}))
-	run := spansNamed(exp.GetSpans(), "invoke_agent Liar")[0]
-	_, has := attrs(run)[observe.KeyQuota]
-	assert.False(t, has, "the span names no quota")
+	return app, reg, exp
 }

@@ -118,7 +118,14 @@ runtime:
 
 func newApp(t testing.TB) *runtime.Runtime {
 	t.Helper()
-	doc, err := deploy.Parse([]byte(testDoc))
+	return buildApp(t, testDoc)
+}
+
+// buildApp builds the deployment document text with the builtin
+// registry, closed when the test ends.
+func buildApp(t testing.TB, text string) *runtime.Runtime {
+	t.Helper()
+	doc, err := deploy.Parse([]byte(text))
 	require.NoError(t, err)
 	app, err := builtin.NewBuilder().Build(context.Background(), doc)
 	require.NoError(t, err)
