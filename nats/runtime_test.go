@@ -31,10 +31,27 @@ var docDir = filepath.Join("..", "testdata", "distributed")
 // distributed is set.
 func loadDoc(t *testing.T, distributed bool) *deploy.Document {
 	t.Helper()
-	dir := absDir(t)
-	layers := []deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}}
 	if distributed {
-		layers = append(layers, deploy.Layer{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"})
+		return loadDocWith(t, "")
+	}
+	dir := absDir(t)
+	doc, _, err := deploy.LoadLayers([]deploy.Layer{{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"}},
+		deploy.ParseConfig{BaseDir: dir})
+	require.NoError(t, err)
+	return doc
+}
+
+// loadDocWith loads deploy.yaml with the nats.yaml layer over it and,
+// unless it is empty, the YAML text extra over both.
+func loadDocWith(t *testing.T, extra string) *deploy.Document {
+	t.Helper()
+	dir := absDir(t)
+	layers := []deploy.Layer{
+		{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
+		{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"},
+	}
+	if extra != "" {
+		layers = append(layers, deploy.Layer{Name: "extra", Priority: 2, Data: []byte(extra)})
 	}
 	doc, _, err := deploy.LoadLayers(layers, deploy.ParseConfig{BaseDir: dir})
 	require.NoError(t, err)
@@ -85,6 +102,26 @@ func build(t *testing.T, doc *deploy.Document, url, name string) *node {
 	require.NoError(t, err)
 	t.Cleanup(detach)
 	return n
+}
+
+// takesOver checks that lost, a turn whose node lost its lease, stops
+// with NotAvailable (why says how it lost it), and that n then takes key
+// over and completes a turn answered with name.
+func takesOver(t *testing.T, lost *session.Turn, n *node, key session.Key, name, why string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := lost.Wait(ctx)
+	require.ErrorIs(t, err, fault.NotAvailable, why)
+	assert.Equal(t, session.TurnCanceled, lost.State())
+
+	var turn *session.Turn
+	eventually(t, "the other node takes the key over", func() bool {
+		var err error
+		turn, err = n.start(t, key)
+		return err == nil
+	})
+	assert.Equal(t, agent.StatusCompleted, answer(t, n, turn, name).Status)
 }
 
 // hears waits until n receives the live events from's node publishes: a
@@ -271,19 +308,7 @@ func TestDocumentOnTwoNodes(t *testing.T) {
 	assert.Equal(t, agent.StatusCompleted, answer(t, b, other, "Bo").Status)
 
 	busA.(*nats.Bus).Conn().Close() // node a stops renewing, as a dead node does
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	_, err = onA.Wait(ctx)
-	require.ErrorIs(t, err, fault.NotAvailable, "a's turn is stopped once its lease is lost")
-	assert.Equal(t, session.TurnCanceled, onA.State())
-
-	var onB *session.Turn
-	eventually(t, "node b takes the key over", func() bool {
-		var err error
-		onB, err = b.start(t, key)
-		return err == nil
-	})
-	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Cy").Status)
+	takesOver(t, onA, b, key, "Cy", "a's turn is stopped once its lease is lost")
 }
 
 // REF 12.4.2, 12.3.3: a node cut off from the cluster (its only server
@@ -294,12 +319,7 @@ func TestPartitionedNodeStopsItsTurn(t *testing.T) {
 	proxy := natstest.NewProxy(t, servers[0].URL())
 	doc := loadDoc(t, true)
 	// node a knows the cluster through the proxy only
-	onlyProxy, _, err := deploy.LoadLayers([]deploy.Layer{
-		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
-		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
-		{Name: "proxy", Priority: 2, Data: []byte("resources: {events: {settings: {no_discovery: true, publish_timeout: 1s}}}")},
-	}, deploy.ParseConfig{BaseDir: absDir(t)})
-	require.NoError(t, err)
+	onlyProxy := loadDocWith(t, "resources: {events: {settings: {no_discovery: true, publish_timeout: 1s}}}")
 	a := build(t, onlyProxy, proxy.URL(), "a")
 	b := build(t, doc, natstest.URLs(servers), "b")
 
@@ -308,19 +328,7 @@ func TestPartitionedNodeStopsItsTurn(t *testing.T) {
 	require.NoError(t, err)
 	a.asks(t, onA)
 	proxy.Cut()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	_, err = onA.Wait(ctx)
-	require.ErrorIs(t, err, fault.NotAvailable, "the cut-off node stops its turn when its lease runs out")
-	assert.Equal(t, session.TurnCanceled, onA.State())
-
-	var onB *session.Turn
-	eventually(t, "node b takes the key over", func() bool {
-		var err error
-		onB, err = b.start(t, key)
-		return err == nil
-	})
-	assert.Equal(t, agent.StatusCompleted, answer(t, b, onB, "Di").Status)
+	takesOver(t, onA, b, key, "Di", "the cut-off node stops its turn when its lease runs out")
 }
 
 // REF 12.1.6, 12.3.2: a node reloads its document while one of its turns
@@ -349,12 +357,7 @@ func TestReloadWhileATurnRuns(t *testing.T) {
 	require.NoError(t, err)
 	asked := a.asks(t, first)
 
-	bigger, _, err := deploy.LoadLayers([]deploy.Layer{
-		{Name: "base", Data: read(t, docDir, "deploy.yaml"), File: "deploy.yaml"},
-		{Name: "nats", Priority: 1, Data: read(t, docDir, "nats.yaml"), File: "nats.yaml"},
-		{Name: "bigger", Priority: 2, Data: []byte("resources: {events: {settings: {buffer_size: 512}}}")},
-	}, deploy.ParseConfig{BaseDir: absDir(t)})
-	require.NoError(t, err)
+	bigger := loadDocWith(t, "resources: {events: {settings: {buffer_size: 512}}}")
 	t.Setenv("CORRAL_NODE", "a")
 	_, err = a.app.Reload(context.Background(), bigger)
 	require.NoError(t, err)
@@ -380,13 +383,7 @@ func TestReloadWhileATurnRuns(t *testing.T) {
 // and runs on another node.
 func TestQuotasArePerNode(t *testing.T) {
 	url := natstest.URLs(natstest.Cluster(t, 3))
-	dir := absDir(t)
-	doc, _, err := deploy.LoadLayers([]deploy.Layer{
-		{Name: "base", Data: read(t, dir, "deploy.yaml"), File: "deploy.yaml"},
-		{Name: "nats", Priority: 1, Data: read(t, dir, "nats.yaml"), File: "nats.yaml"},
-		{Name: "quota", Priority: 2, Data: []byte("runtime: {tenants: {default: {concurrent_turns: 1}}}")},
-	}, deploy.ParseConfig{BaseDir: dir})
-	require.NoError(t, err)
+	doc := loadDocWith(t, "runtime: {tenants: {default: {concurrent_turns: 1}}}")
 	a, b := build(t, doc, url, "a"), build(t, doc, url, "b")
 	running, err := a.start(t, session.Key{AgentID: "concierge", ContextID: "q1"})
 	require.NoError(t, err)
