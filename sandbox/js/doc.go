@@ -77,7 +77,8 @@
 // Every source is scanned before goja parses it (package jsscan: scripts,
 // conditions, code made at run time, regular-expression patterns), so that
 // no input takes goja's or regexp2's recursive parsers deep enough to
-// overflow the Go stack; and in a program that can make a BigInt, the
-// BigInt operators whose result can outgrow their operands are rewritten
-// into calls that check its size first (package internal/bigop).
+// overflow the Go stack; string concatenations whose operands the program
+// text does not bound, and in a program that can make a BigInt the BigInt
+// operators whose result can outgrow their operands, are rewritten into
+// calls that check the result's size first (package internal/bigop).
 package js

@@ -39,6 +39,7 @@ type guardFunc func(orig goja.Callable, fc goja.FunctionCall) goja.Value
 // budget first; see docs/sandbox.md for the list and what it holds.
 func (c *call) installGuards() {
 	c.guardStrings()
+	c.guardJoins()
 	c.guardArrays()
 	c.guardObjects()
 	c.guardPrototypes()
@@ -410,7 +411,8 @@ func (c *call) refuseDynamicKinds() {
 func (c *call) guardBigInt() {
 	refuse := func() { c.abort(c.limitError(sandbox.LimitMemory)) }
 	maxBits := func() int64 { return bigop.MaxBits(c.budget()) }
-	h, err := bigop.Install(c.vm, maxBits, refuse)
+	maxChars := func() int64 { return c.budget() / bytesPerChar }
+	h, err := bigop.Install(c.vm, maxBits, maxChars, refuse)
 	if err != nil {
 		panic(err) // a bug: the helper is fixed source
 	}

@@ -196,39 +196,79 @@ func TestChildDoublingString(t *testing.T) {
 	fmt.Println("bomb stopped: memory_bytes")
 }
 
+// heldChunks holds a new mebibyte string at every step: no step is
+// large, and none is a concatenation (which is checked before it copies),
+// so only the memory guards' looks at the heap can stop it, and it grows
+// as fast as a doubling string.
+const heldChunks = `const chunk = "x".repeat(1 << 20); let held = []; for (let i = 0; ; i++) held.push(chunk + i)`
+
 // The memory guards do not wait for the watchdog's goroutine to be
 // scheduled: on a starved machine its timer went unserved for seconds
 // while a doubling string grew past 2 GiB beside innocent calls that kept
-// running. With that goroutine stopped outright, the doubling string is
-// still stopped for memory, by the looks the innocent calls take as they
-// start and end, and the process stays within its bound.
+// running. With that goroutine stopped outright, a call that holds a new
+// mebibyte at every step (a copy of one made before) is still stopped for memory, by the looks the
+// innocent calls take as they start and end, and the process stays
+// within its bound.
 // REF 9.M16
-func TestDoublingStringIsStoppedWithoutTheWatchdogsTicks(t *testing.T) {
-	// Not parallel: its child would double a string beside the children
-	// of the other tests that do, and their copies compete for the
-	// machine's memory bandwidth, which starves every child's guards.
-	// The bound keeps a guard that fails from taking the machine: without
-	// the calls' looks nothing stops the string before it; with them, on a
-	// starved machine, the copy in flight when the stop comes can take the
-	// child to about 2 GiB (docs/sandbox.md).
-	out := runChild(t, "TestChildDoublingStringNoTicks", 5*time.Minute, rssBound+3<<30)
+func TestMemoryIsStoppedWithoutTheWatchdogsTicks(t *testing.T) {
+	// Not parallel: its child would grow beside the children of the other
+	// tests that do, and they compete for the machine's memory bandwidth,
+	// which starves every child's guards.
+	out := runChild(t, "TestChildHeldChunksNoTicks", 5*time.Minute, rssBound+1<<30)
 	require.Contains(t, out, "bomb stopped: memory_bytes")
 }
 
-func TestChildDoublingStringNoTicks(t *testing.T) {
+func TestChildHeldChunksNoTicks(t *testing.T) {
 	if !inChild(t.Name()) {
-		t.Skip("the child of TestDoublingStringIsStoppedWithoutTheWatchdogsTicks")
+		t.Skip("the child of TestMemoryIsStoppedWithoutTheWatchdogsTicks")
 	}
 	rt, err := js.New(js.Options{PoolSize: 4, HostMemoryBytes: -1, Limits: sandbox.Limits{WallTime: time.Minute}})
 	require.NoError(t, err)
 	defer rt.Close()
 	js.StopWatchdogTicks(rt)
 	for round := range 3 {
-		bombErr, calls, stopped, _ := mixRound(rt, bombScripts[0], round)
-		requireMemoryStop(t, bombErr, "the doubling string")
+		bombErr, calls, stopped, _ := mixRound(rt, heldChunks, round)
+		requireMemoryStop(t, bombErr, "the held chunks")
 		fmt.Printf("round %d: innocent calls stopped: %d of %d\n", round, stopped, calls)
 	}
 	fmt.Println("bomb stopped: memory_bytes")
+}
+
+// A string doubled by every way of writing a concatenation, and by the
+// built-ins that join strings a script sets, is stopped for memory before
+// the copy that would pass the budget, in one step: no look at the heap
+// is needed, so the watchdog's ticks are stopped here, and the call is
+// alone. (Unguarded, each grows until its wall time ends, to gigabytes.)
+// REF 9.M19
+func TestConcatenationIsStoppedBeforeTheCopy(t *testing.T) {
+	t.Parallel()
+	out := runChild(t, "TestChildConcatenation", 5*time.Minute, rssBound)
+	require.Contains(t, out, "all stopped")
+}
+
+func TestChildConcatenation(t *testing.T) {
+	if !inChild(t.Name()) {
+		t.Skip("the child of TestConcatenationIsStoppedBeforeTheCopy")
+	}
+	rt, err := js.New(js.Options{PoolSize: 1, HostMemoryBytes: -1, Limits: sandbox.Limits{WallTime: time.Minute}})
+	require.NoError(t, err)
+	defer rt.Close()
+	js.StopWatchdogTicks(rt)
+	for _, src := range []string{
+		`let s = "x"; for (;;) s += s`,
+		`let s = "x"; for (;;) s = s + s`,
+		"let s = 'x'; for (;;) s = `${s}${s}`",
+		`const o = {s: "x"}; for (;;) o.s += o.s`,
+		`let s = "x"; const w = {valueOf() { return s }}; for (;;) s = w + s`,
+		`let s = "x"; for (let i = 0; ; i++) s = s + i + s`,
+		`let s = "x"; for (;;) s = Error.prototype.toString.call({name: s, message: s})`,
+		`let s = "x"; for (;;) s = RegExp.prototype.toString.call({source: s, flags: s})`,
+		`let s = "x"; for (;;) s = [s, s].toLocaleString()`,
+	} {
+		err := invokeAs(context.Background(), rt, "a", "bomb", src, time.Minute)
+		requireMemoryStop(t, err, src)
+	}
+	fmt.Println("all stopped")
 }
 
 // When the process as a whole nears the host memory ceiling, the

@@ -104,3 +104,42 @@ func TestNoReachableFunctionShowsGoSymbols(t *testing.T) {
 	assert.Greater(t, b.Vars["seen"], 500.0, "the walk reached the built-ins")
 	assert.Empty(t, b.Vars["leaks"])
 }
+
+// The built-ins that join strings a script sets, which the sandbox
+// replaces to count their result first (Error.prototype.toString,
+// RegExp.prototype.toString, Array.prototype.toLocaleString), and the
+// concatenations it rewrites, give what the language says: names and
+// messages, empty parts, getters read once in order, holes and nullish
+// elements, each element's own toLocaleString, objects converted by
+// valueOf, toString and Symbol.toPrimitive, and the TypeErrors.
+func TestJoiningKeepsItsMeaning(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
+		const log = [];
+		const a = "a", o = {valueOf() { return 2 }, toString() { return "T" }}, p = {[Symbol.toPrimitive](h) { return h }};
+		const e = {get name() { log.push("name"); return "N" }, get message() { log.push("message"); return "M" }};
+		const errs = [];
+		for (const f of [() => Error.prototype.toString.call(1), () => RegExp.prototype.toString.call("x"),
+			() => Array.prototype.toLocaleString.call(null), () => [{toLocaleString: 1}].toLocaleString(),
+			() => Symbol() + "", () => ({valueOf: 1, toString: 1}) + a, () => ` + "`${'a'}${Symbol()}`" + `]) {
+			try { f(); errs.push("none") } catch (err) { errs.push(err.name + ": " + err.message) }
+		}
+		board.setVar("out", [String(new TypeError("m")), String(new RangeError()), Error.prototype.toString.call(e),
+			Error.prototype.toString.call({name: "", message: "m"}), Error.prototype.toString.call({name: "N", message: ""}),
+			Error.prototype.toString.call({}), String(/a\/b/gi), RegExp.prototype.toString.call({source: "s", flags: "f"}),
+			[1, null, , undefined, "x", {toLocaleString() { return "L" }}, [2, 3]].toLocaleString(),
+			Array.prototype.toLocaleString.call({length: 2, 0: "p", 1: 4}),
+			a + o, o + a, a + p, ` + "`${o}|${p}|${a}`" + `, 1 + 2 + a, a + 1 + 2, errs, log]);`}}, b)
+	require.NoError(t, err)
+	assert.Equal(t, []any{"TypeError: m", "RangeError", "N: M", "m", "N", "Error", `/a\/b/gi`, "/s/f",
+		"1,,,,x,L,2,3", "p,4", "a2", "2a", "adefault", "T|string|a", "3a", "a12",
+		[]any{"TypeError: Value is not an object: 1", "TypeError: Value is not an object: x",
+			"TypeError: Cannot convert undefined or null to object",
+			"TypeError: toLocaleString is not a function",
+			"TypeError: Cannot convert a Symbol value to a string",
+			"TypeError: Cannot convert object to primitive value",
+			"TypeError: Cannot convert a Symbol value to a string"},
+		[]any{"name", "message"}}, b.Vars["out"])
+}

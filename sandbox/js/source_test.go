@@ -209,6 +209,13 @@ func stepAttacks() []stepAttack {
 		{name: "encodeURIComponent", src: `encodeURIComponent("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
 		{name: "encodeURI", src: `encodeURI("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
 		{name: "escape", src: `escape("\u20ac".repeat(1 << 24))`, grow: 4 * sandbox.DefaultMemoryBytes},
+		// A string doubled in one copy at every step: refused before the
+		// copy that passes the budget. Unguarded, the heap watchdog stopped
+		// it after the string had reached 0.4–1.3 GiB.
+		{name: "doubling by +=", src: `let s = "x"; for (;;) s += s`, grow: 4 * sandbox.DefaultMemoryBytes},
+		{name: "doubling by a template", src: "let s = 'x'; for (;;) s = `${s}${s}`", grow: 4 * sandbox.DefaultMemoryBytes},
+		{name: "doubling by Error.prototype.toString", src: `let s = "x"; for (;;) { const e = new Error(s); e.name = s; s = String(e) }`,
+			grow: 4 * sandbox.DefaultMemoryBytes},
 	}
 }
 

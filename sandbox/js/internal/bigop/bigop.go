@@ -1,19 +1,36 @@
-// Package bigop bounds the BigInt operators whose result can be far
-// larger than their operands: *, ** and << (and >> by a negative count,
-// a left shift). goja computes them with math/big in one step of its VM,
-// which no interrupt reaches: 1n << (2n ** 34n) allocates 2 GiB, and
-// 7n ** 80000000n computes for most of a minute.
+// Package bigop bounds the operators whose result can be far larger
+// than their operands, where goja computes the result in one step of its
+// VM that no interrupt reaches and no memory guard sees before the
+// allocation is made.
+//
+// BigInt operators: *, ** and << (and >> by a negative count, a left
+// shift). goja computes them with math/big: 1n << (2n ** 34n) allocates
+// 2 GiB, and 7n ** 80000000n computes for most of a minute.
+//
+// String concatenation: + and += of two values neither of which is
+// bounded by the program text (a literal, or an operator whose result is
+// a number or a boolean), and a template literal with two such
+// substitutions or more. A loop of s += s doubles a string at every step,
+// and one doubling of a 1 GiB string allocates 2 GiB at once: a guard
+// that looks at the heap now and then can be late by a doubling or two,
+// and on a starved machine by many more. Checked before the copy, the
+// string can never be larger than the call's budget. A concatenation
+// with a bounded operand grows by at most that operand, step by step,
+// which the memory guards see as it goes.
 //
 // Rewrite replaces each such operator in a parsed program, and each
-// compound assignment of one (*=, **=, <<=, >>=), with a call of a helper
-// that a VM gets from Install: the helper converts its operands as the
-// operator would (ToNumeric, left then right), checks the size of a
-// BigInt result before computing it, and applies the operator. A
-// compound assignment evaluates its target once: o[k] *= y becomes
-// H.ref(o, k)[H.key()] = H.mul(H.val(), y), where ref reads the property
-// once and key and val hand back what it read, with no script code in
-// between. The rewrite works on the syntax tree: positions, and with them
-// the lines errors name, stay the script's own.
+// compound assignment of one (+=, *=, **=, <<=, >>=), with a call of a
+// helper that a VM gets from Install: the helper converts its operands as
+// the operator would (ToPrimitive, then ToString or ToNumeric, left then
+// right), checks the size of the result before computing it, and applies
+// the operator. A compound assignment evaluates its target once: o[k] *= y
+// becomes H.ref(o, k)[H.key()] = H.mul(H.val(), y), where ref reads the
+// property once and key and val hand back what it read, with no script
+// code in between. A template literal `a${x}b${y}` becomes
+// H.tpl("a", H.str(x), "b", y, ""): each substitution is converted to a
+// string before the next is evaluated, as the language says. The rewrite
+// works on the syntax tree: positions, and with them the lines errors
+// name, stay the script's own.
 package bigop
 
 import (
@@ -21,6 +38,7 @@ import (
 	"math/big"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/corral-rt/corral/sandbox/js/internal/astwalk"
@@ -51,47 +69,130 @@ var ops = map[token.Token]string{
 var ErrTarget = errors.New("a compound assignment (*=, **=, <<=, >>=) to a private field or a super property " +
 	"is not supported; write the assignment out (this.#x = this.#x * y)")
 
-// Rewrite replaces the operators of the package doc in prg, when bigint
-// is set (a program that cannot make a BigInt is left as it is).
+// Rewrite replaces the operators of the package doc in prg: the string
+// concatenations always, the BigInt operators when bigint is set (a
+// program that cannot make a BigInt is left without them).
 func Rewrite(prg *ast.Program, bigint bool) error {
-	if !bigint {
-		return nil
-	}
-	return astwalk.Walk(prg, astwalk.Hooks{Interface: rewrite})
+	r := rewriter{bigint: bigint}
+	return astwalk.Walk(prg, astwalk.Hooks{Interface: r.rewrite})
 }
+
+type rewriter struct{ bigint bool }
 
 // rewrite replaces, after the walk went through it, an expression that
 // holds one of the operators.
-func rewrite(v reflect.Value) error {
+func (r rewriter) rewrite(v reflect.Value) error {
 	e, ok := v.Interface().(ast.Expression)
 	if !ok || !v.CanSet() {
 		return nil
 	}
-	r, err := replace(e)
+	n, err := r.replace(e)
 	if err != nil {
 		return err
 	}
-	if r != nil {
-		v.Set(reflect.ValueOf(r))
+	if n != nil && reflect.TypeOf(n).AssignableTo(v.Type()) {
+		v.Set(reflect.ValueOf(n))
 	}
 	return nil
 }
 
 // replace returns what replaces e, or nil to keep it.
-func replace(e ast.Expression) (ast.Expression, error) {
+func (r rewriter) replace(e ast.Expression) (ast.Expression, error) {
 	switch t := e.(type) {
 	case *ast.BinaryExpression:
-		if op, ok := ops[t.Operator]; ok {
+		if t.Operator == token.PLUS {
+			if !bounded(t.Left) && !bounded(t.Right) {
+				return helperCall("add", t.Idx0(), t.Left, t.Right), nil
+			}
+			return nil, nil
+		}
+		if op, ok := ops[t.Operator]; ok && r.bigint {
 			return helperCall(op, t.Idx0(), t.Left, t.Right), nil
 		}
 	case *ast.AssignExpression:
+		if t.Operator == token.PLUS {
+			if bounded(t.Right) {
+				return nil, nil
+			}
+			return assign(t, "add")
+		}
 		op, ok := ops[t.Operator]
-		if !ok {
+		if !ok || !r.bigint {
 			return nil, nil
 		}
 		return assign(t, op)
+	case *ast.TemplateLiteral:
+		return template(t), nil
 	}
 	return nil, nil
+}
+
+// bounded reports whether e's value, converted to a string, has a length
+// the program text bounds whatever the values it reads: a literal, or an
+// operator whose result is a number, a BigInt (whose size package bigop
+// bounds), a boolean, undefined or a type name. An unbounded value may be
+// a string of any length, or an object whose conversion makes one.
+func bounded(e ast.Expression) bool {
+	switch t := e.(type) {
+	case *ast.NumberLiteral, *ast.StringLiteral, *ast.BooleanLiteral, *ast.NullLiteral:
+		return true
+	case *ast.TemplateLiteral:
+		return t.Tag == nil && len(t.Expressions) == 0
+	case *ast.UnaryExpression:
+		return true // - + ~ ! typeof void delete ++ --
+	case *ast.BinaryExpression:
+		switch t.Operator {
+		case token.PLUS:
+			return false
+		case token.LOGICAL_AND, token.LOGICAL_OR, token.COALESCE:
+			return bounded(t.Left) && bounded(t.Right)
+		}
+		return true // arithmetic, bitwise, comparisons, in, instanceof
+	case *ast.ConditionalExpression:
+		return bounded(t.Consequent) && bounded(t.Alternate)
+	case *ast.SequenceExpression:
+		return len(t.Sequence) > 0 && bounded(t.Sequence[len(t.Sequence)-1])
+	case *ast.AssignExpression:
+		switch t.Operator {
+		case token.ASSIGN:
+			return bounded(t.Right)
+		case token.PLUS, token.LOGICAL_AND, token.LOGICAL_OR, token.COALESCE:
+			return false
+		}
+		return true // -= *= and the other arithmetic assignments
+	}
+	return false
+}
+
+// template returns the helper call that replaces an untagged template
+// literal with two unbounded substitutions or more, or nil.
+func template(t *ast.TemplateLiteral) ast.Expression {
+	if t.Tag != nil || len(t.Elements) != len(t.Expressions)+1 {
+		return nil
+	}
+	open := 0
+	for _, x := range t.Expressions {
+		if !bounded(x) {
+			open++
+		}
+	}
+	if open < 2 {
+		return nil
+	}
+	args := make([]ast.Expression, 0, 2*len(t.Expressions)+1)
+	for i, x := range t.Expressions {
+		el := t.Elements[i]
+		args = append(args, &ast.StringLiteral{Idx: el.Idx, Literal: strconv.Quote(el.Parsed.String()), Value: el.Parsed})
+		if i < len(t.Expressions)-1 {
+			x = helperCall("str", x.Idx0(), x)
+		}
+		args = append(args, x)
+	}
+	last := t.Elements[len(t.Elements)-1]
+	args = append(args, &ast.StringLiteral{Idx: last.Idx, Literal: strconv.Quote(last.Parsed.String()), Value: last.Parsed})
+	call := helperCall("tpl", t.Idx0(), args...)
+	call.RightParenthesis = t.Idx1()
+	return call
 }
 
 func assign(t *ast.AssignExpression, op string) (ast.Expression, error) {
@@ -136,17 +237,74 @@ func helperCall(name string, at file.Idx, args ...ast.Expression) *ast.CallExpre
 	}
 }
 
+// smallChars is the length up to which a concatenation is not checked:
+// below it the helper calls no Go.
+const smallChars = 4096
+
 // helperSource makes the helper from a check function (op, a, b) that
-// stops the call when a BigInt result would be too large.
-const helperSource = `(function (check) {
+// stops the call when a BigInt result would be too large, a grow function
+// (n) that stops it when a string of n characters would be, and add, the
+// Go function that rewritten + calls.
+// What it uses of the language it captures when it is made, before any
+// script runs: a script that replaces String or Reflect.apply, or a
+// prototype's methods, changes nothing here.
+const helperSource = `(function (check, grow, add) {
 	"use strict";
-	const ownKeys = Reflect.ownKeys;
+	const ownKeys = Reflect.ownKeys, apply = Reflect.apply, toStringOf = String, toPrimitive = Symbol.toPrimitive;
 	let key, value;
+	function isObject(x) { return typeof x === "object" ? x !== null : typeof x === "function" }
+	// prim is ToPrimitive(x, default) of an object, as + makes it.
+	function prim(x) {
+		const exotic = x[toPrimitive];
+		if (exotic !== undefined && exotic !== null) {
+			if (typeof exotic !== "function") throw new TypeError("Symbol.toPrimitive is not a function");
+			const r = apply(exotic, x, ["default"]);
+			if (isObject(r)) throw new TypeError("Cannot convert object to primitive value");
+			return r;
+		}
+		let m = x.valueOf;
+		if (typeof m === "function") { const r = apply(m, x, []); if (!isObject(r)) return r }
+		m = x.toString;
+		if (typeof m === "function") { const r = apply(m, x, []); if (!isObject(r)) return r }
+		throw new TypeError("Cannot convert object to primitive value");
+	}
+	// str is ToString(x), as a template literal makes it.
+	function str(x) {
+		if (typeof x === "string") return x;
+		if (typeof x === "symbol") throw new TypeError("Cannot convert a Symbol value to a string");
+		return toStringOf(x);
+	}
 	return Object.freeze({
 		mul(a, b) { a = -(-a); b = -(-b); if (typeof a === "bigint" && typeof b === "bigint") check(0, a, b); return a * b },
 		pow(a, b) { a = -(-a); b = -(-b); if (typeof a === "bigint" && typeof b === "bigint") check(1, a, b); return a ** b },
 		shl(a, b) { a = -(-a); b = -(-b); if (typeof a === "bigint" && typeof b === "bigint") check(2, a, b); return a << b },
 		shr(a, b) { a = -(-a); b = -(-b); if (typeof a === "bigint" && typeof b === "bigint") check(3, a, b); return a >> b },
+		add,
+		// addAny is + of any two values: add (in Go) takes two strings or
+		// two numbers itself, and hands every other pair here.
+		addAny(a, b) {
+			if (isObject(a)) a = prim(a);
+			if (isObject(b)) b = prim(b);
+			if (typeof a === "string" || typeof b === "string") {
+				if (typeof a !== "string") a = "" + a;
+				if (typeof b !== "string") b = "" + b;
+				const n = a.length + b.length;
+				if (n > SMALL) grow(n);
+			}
+			return a + b;
+		},
+		str,
+		tpl(...parts) {
+			let n = 0;
+			for (let i = 0; i < parts.length; i++) {
+				if (typeof parts[i] !== "string") parts[i] = str(parts[i]);
+				n += parts[i].length;
+			}
+			if (n > SMALL) grow(n);
+			let s = "";
+			for (let i = 0; i < parts.length; i++) s += parts[i];
+			return s;
+		},
 		ref(o, k) { const kk = ownKeys({[k]: 0})[0]; const v = o[kk]; key = kk; value = v; return o },
 		key() { return key },
 		val() { const v = value; key = value = undefined; return v },
@@ -154,12 +312,13 @@ const helperSource = `(function (check) {
 })`
 
 var helperProgram = sync.OnceValue(func() *goja.Program {
-	return goja.MustCompile("bigint", helperSource, true)
+	return goja.MustCompile("bigint", strings.ReplaceAll(helperSource, "SMALL", strconv.Itoa(smallChars)), true)
 })
 
 // Install makes the helper in vm. maxBits gives the bound of the running
-// call (MaxBits); refuse stops the call, and does not return.
-func Install(vm *goja.Runtime, maxBits func() int64, refuse func()) (goja.Value, error) {
+// call (MaxBits), maxChars the longest string it may make; refuse stops
+// the call, and does not return.
+func Install(vm *goja.Runtime, maxBits, maxChars func() int64, refuse func()) (goja.Value, error) {
 	mk, err := vm.RunProgram(helperProgram())
 	if err != nil {
 		return nil, err
@@ -173,8 +332,54 @@ func Install(vm *goja.Runtime, maxBits func() int64, refuse func()) (goja.Value,
 		}
 		return goja.Undefined()
 	})
-	return f(goja.Undefined(), check)
+	grow := vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		if fc.Argument(0).ToInteger() > maxChars() {
+			refuse()
+		}
+		return goja.Undefined()
+	})
+	// add takes the pairs a loop adds most, two strings and two numbers,
+	// in Go: a call of a script function costs several times a + b.
+	var addAny goja.Callable
+	add := vm.ToValue(func(fc goja.FunctionCall) goja.Value {
+		a, b := fc.Argument(0), fc.Argument(1)
+		if sa, ok := a.(goja.String); ok {
+			if sb, ok := b.(goja.String); ok {
+				if int64(sa.Length())+int64(sb.Length()) > maxChars() {
+					refuse()
+				}
+				return sa.Concat(sb)
+			}
+		}
+		switch ta, tb := a.ExportType(), b.ExportType(); {
+		case ta == intType && tb == intType:
+			return vm.ToValue(a.ToInteger() + b.ToInteger())
+		case (ta == intType || ta == floatType) && (tb == intType || tb == floatType):
+			return vm.ToValue(a.ToFloat() + b.ToFloat())
+		}
+		v, err := addAny(goja.Undefined(), a, b)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	})
+	// Named, toString shows "function add() { [native code] }", not the
+	// Go symbol.
+	_ = add.(*goja.Object).DefineDataProperty("name", vm.ToValue("add"), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	h, err := f(goja.Undefined(), check, grow, add)
+	if err != nil {
+		return nil, err
+	}
+	addAny, _ = goja.AssertFunction(h.ToObject(vm).Get("addAny"))
+	return h, nil
 }
+
+// The types goja exports its numbers as: an integer (within 2^53) and a
+// float.
+var (
+	intType   = reflect.TypeFor[int64]()
+	floatType = reflect.TypeFor[float64]()
+)
 
 // TooLarge reports whether op (0 *, 1 **, 2 <<, 3 >>) of a and b would
 // make a result of more than maxBits bits.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,8 @@ import (
 // throws "refused".
 func vmWithHelper(t testing.TB) *goja.Runtime {
 	vm := goja.New()
-	h, err := Install(vm, func() int64 { return MaxBits(64 << 20) }, func() { panic(vm.ToValue("refused")) })
+	h, err := Install(vm, func() int64 { return MaxBits(64 << 20) }, func() int64 { return 32 << 20 },
+		func() { panic(vm.ToValue("refused")) })
 	require.NoError(t, err)
 	require.NoError(t, vm.GlobalObject().Set(Global, h))
 	return vm
@@ -100,4 +102,130 @@ func BenchmarkNumberArithmetic(b *testing.B) {
 	}
 	b.ReportMetric(float64(tRewritten)/float64(tPlain), "ratio")
 	b.ReportMetric(float64(tPlain.Nanoseconds())/float64(b.N), "plain-ns/op")
+}
+
+// The rewritten concatenations give what + and template literals give:
+// numbers, strings, BigInts, objects converted by valueOf, toString and
+// Symbol.toPrimitive (a Date by its string), in the order the language
+// converts them; a compound assignment evaluates its target once; tagged
+// templates are left alone; the errors are the same kinds.
+func TestRewriteKeepsConcatenation(t *testing.T) {
+	src := `
+	const log = [];
+	const v = (name, val) => ({valueOf() { log.push(name + ".valueOf"); return val }, toString() { log.push(name + ".toString"); return "T" + name }});
+	const ex = {[Symbol.toPrimitive](hint) { log.push("hint:" + hint); return "P" }};
+	const d = new Date(0), a = "ab", b = "cd", n = 4, m = 5.5, big = 10n, nul = null, und = undefined, arr = [1, 2], fn = function f() {};
+	const r = [a + b, n + m, a + n, n + a, String(big + big), a + big, a + nul, nul + n, und + a, a + und, arr + a, a + arr,
+		v("x", 1) + v("y", 2), v("x", "s") + a, a + v("y", 3), ex + a, a + ex, (d + a).length > 10, fn + a === "function f() {}" + a,
+		` + "`${a}-${n}-${v('t', 7)}-${arr}`" + `, ` + "`${a}${b}`" + `, ` + "`${ex}${ex}`" + `];
+	const o = {get p() { log.push("get"); return this._p }, set p(x) { log.push("set"); this._p = x }, _p: "o"};
+	const key = {toString() { log.push("key"); return "p" }};
+	o[key] += a; o.p += b; let s = "s"; s += s; s += n; let k = 1; k += n;
+	const tag = (strs, ...subs) => strs.raw.join("|") + subs.length;
+	const errs = [];
+	for (const f of [() => Symbol() + a, () => a + Symbol(), () => 1n + n, () => ({valueOf: 1, toString: 1}) + a,
+		() => ({[Symbol.toPrimitive]: 1}) + a, () => ({[Symbol.toPrimitive]() { return {} }}) + a, () => ` + "`${a}${Symbol()}`" + `]) {
+		try { f(); errs.push("none") } catch (e) { errs.push(e.name) }
+	}
+	JSON.stringify([r, o._p, s, k, tag` + "`x${a}\\n${b}`" + `, errs, log]);`
+	want := goja.New()
+	plain, err := want.RunProgram(compile(t, src, false))
+	require.NoError(t, err)
+	got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
+	require.NoError(t, err)
+	// goja converts the key of o[key] += y twice; the rewrite once, as
+	// the language says.
+	assert.Equal(t, strings.Replace(plain.String(), `"key","get","key"`, `"key","get"`, 1), got.String())
+}
+
+// A concatenation whose result would pass the longest string allowed is
+// refused before the copy, however the doubling is written; one with a
+// bounded operand is not rewritten, and a tagged template is left alone.
+func TestRewriteRefusesLongConcatenations(t *testing.T) {
+	for _, src := range []string{
+		`let s = "x"; for (;;) s += s`,
+		`let s = "x"; for (;;) s = s + s`,
+		"let s = 'x'; for (;;) s = `${s}${s}`",
+		"let s = 'x'; for (;;) s = `<${s}|${s}>`",
+		`const o = {s: "x"}; for (;;) o.s += o.s`,
+		`const o = {s: "x"}; for (;;) o["s"] += o.s`,
+		`let s = "x"; const w = {valueOf() { return s }}; for (;;) s = w + s`,
+		`let s = "x"; const w = {[Symbol.toPrimitive]() { return s }}; for (;;) s = s + w`,
+		`let s = "x"; for (;;) s = "a" + s + s`,
+		`let s = "x"; for (;;) s = (1, s) + (0 ? 1 : s)`,
+		`function f(s) { return f(s + s) } f("x")`,
+	} {
+		vm := vmWithHelper(t) // at most 32 Mi characters
+		start := time.Now()
+		_, err := vm.RunProgram(compile(t, src, true))
+		require.Error(t, err, src)
+		assert.Contains(t, err.Error(), "refused", src)
+		t.Logf("%s: %v", src, time.Since(start))
+	}
+	for src, want := range map[string]int64{
+		`let s = ""; for (let i = 0; i < 5000; i++) s += "x"; s.length`:                      5000,
+		`let s = "x".repeat(40000); s = s + 1 + s; s.length`:                                 80001,
+		`let n = 0; for (let i = 0; i < 100; i++) n += i * 2; n`:                             9900,
+		"let s = 'y'.repeat(30000); `${s}${1 + 2}`.length":                                   30001,
+		"const tag = (strs, ...subs) => subs.length; let s = 'x'.repeat(1e6); tag`${s}${s}`": 2,
+	} {
+		got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
+		require.NoError(t, err, src)
+		assert.Equal(t, want, got.ToInteger(), src)
+	}
+}
+
+// Which expressions the rewrite leaves alone: a concatenation with a
+// bounded operand is not a helper call.
+func TestBounded(t *testing.T) {
+	for src, want := range map[string]bool{
+		`a + 1`: false, `1 + a`: false, `a + "x"`: false, "a + `x`": false, `a + -b`: false, `a + (b * c)`: false,
+		`a + typeof b`: false, `a + (b < c)`: false, `a + (b ? 1 : 2)`: false, `a + (b, 3)`: false, `a + (b -= 1)`: false,
+		`a + b`: true, `a + (b + 1)`: true, `a + (b ? c : 1)`: true, `a + (b || 1)`: true, "a + `${b}`": true,
+		`a + (b = c)`: true, `a + b.c`: true, `a + f()`: true, `a + /x/`: true, `a + (b += 1)`: true,
+		"`${a}${b}`": true, "`${a}${1}`": false, "`${a}`": false, "t`${a}${b}`": false,
+	} {
+		prg, err := parser.ParseFile(nil, "t", src, 0)
+		require.NoError(t, err)
+		require.NoError(t, Rewrite(prg, false))
+		stmt := prg.Body[0].(*ast.ExpressionStatement)
+		_, isCall := stmt.Expression.(*ast.CallExpression)
+		if _, tagged := stmt.Expression.(*ast.TemplateLiteral); tagged && want {
+			t.Errorf("%s: not rewritten", src)
+			continue
+		}
+		assert.Equal(t, want, isCall, src)
+	}
+}
+
+// BenchmarkConcatenation measures what the rewrite costs a loop of +=
+// over numbers and over short strings, rewritten and not, in the same VM.
+// ratio is rewritten / plain.
+func BenchmarkConcatenation(b *testing.B) {
+	for name, src := range map[string]string{
+		"numbers": `(function () { const a = [1, 2, 3, 4]; let s = 0; for (let i = 0; i < 1000; i++) s += a[i & 3]; return s })`,
+		"strings": `(function () { const a = ["a", "b"]; let s = ""; for (let i = 0; i < 1000; i++) s += a[i & 1]; return s.length })`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			vm := vmWithHelper(b)
+			run := func(p *goja.Program) goja.Callable {
+				v, err := vm.RunProgram(p)
+				require.NoError(b, err)
+				f, _ := goja.AssertFunction(v)
+				return f
+			}
+			plain, rewritten := run(compile(b, src, false)), run(compile(b, src, true))
+			var tPlain, tRewritten time.Duration
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				_, _ = plain(goja.Undefined())
+				t1 := time.Now()
+				_, _ = rewritten(goja.Undefined())
+				tPlain += t1.Sub(t0)
+				tRewritten += time.Since(t1)
+			}
+			b.ReportMetric(float64(tRewritten)/float64(tPlain), "ratio")
+		})
+	}
 }
