@@ -64,10 +64,11 @@ var ops = map[token.Token]string{
 	token.MULTIPLY: "mul", token.EXPONENT: "pow", token.SHIFT_LEFT: "shl", token.SHIFT_RIGHT: "shr",
 }
 
-// ErrTarget refuses a compound assignment the rewrite cannot make
-// evaluate its target once.
-var ErrTarget = errors.New("a compound assignment (*=, **=, <<=, >>=) to a private field or a super property " +
-	"is not supported; write the assignment out (this.#x = this.#x * y)")
+// ErrTarget refuses a compound assignment to a target the rewrite does
+// not know (none the parser makes: a name, a property, a private field,
+// a super property).
+var ErrTarget = errors.New("a compound assignment (+=, *=, **=, <<=, >>=) to this target is not supported; " +
+	"write the assignment out (x = x + y)")
 
 // Rewrite replaces the operators of the package doc in prg: the string
 // concatenations always, the BigInt operators when bigint is set (a
@@ -203,18 +204,34 @@ func assign(t *ast.AssignExpression, op string) (ast.Expression, error) {
 		t.Right = helperCall(op, at, &target, t.Right)
 	case *ast.DotExpression:
 		if _, ok := l.Left.(*ast.SuperExpression); ok {
-			return nil, ErrTarget
+			// super.x op= y is super.x = H.op(super.x, y): the base and
+			// the key are fixed, read once and written once.
+			read := *l
+			t.Right = helperCall(op, at, &read, t.Right)
+			break
 		}
 		name := &ast.StringLiteral{Idx: at, Literal: strconv.Quote(l.Identifier.Name.String()), Value: l.Identifier.Name}
 		t.Left = &ast.DotExpression{Left: helperCall("ref", at, l.Left, name), Identifier: l.Identifier}
 		t.Right = helperCall(op, at, helperCall("val", at), t.Right)
 	case *ast.BracketExpression:
 		if _, ok := l.Left.(*ast.SuperExpression); ok {
-			return nil, ErrTarget
+			// super[k] op= y is super[H.skey(k)] = H.op(super[H.key()], y):
+			// k evaluated and converted to a key once.
+			t.Left = &ast.BracketExpression{Left: l.Left, Member: helperCall("skey", at, l.Member),
+				LeftBracket: l.LeftBracket, RightBracket: l.RightBracket}
+			read := &ast.BracketExpression{Left: l.Left, Member: helperCall("key", at),
+				LeftBracket: l.LeftBracket, RightBracket: l.RightBracket}
+			t.Right = helperCall(op, at, read, t.Right)
+			break
 		}
 		t.Left = &ast.BracketExpression{Left: helperCall("ref", at, l.Left, l.Member), Member: helperCall("key", at),
 			LeftBracket: l.LeftBracket, RightBracket: l.RightBracket}
 		t.Right = helperCall(op, at, helperCall("val", at), t.Right)
+	case *ast.PrivateDotExpression:
+		// o.#x op= y is H.keep(o).#x = H.op(H.kept().#x, y): o evaluated
+		// once, and nothing of the script's runs between keep and kept.
+		t.Left = &ast.PrivateDotExpression{Left: helperCall("keep", at, l.Left), Identifier: l.Identifier}
+		t.Right = helperCall(op, at, &ast.PrivateDotExpression{Left: helperCall("kept", at), Identifier: l.Identifier}, t.Right)
 	default:
 		return nil, ErrTarget
 	}
@@ -306,8 +323,11 @@ const helperSource = `(function (check, grow, add) {
 			return s;
 		},
 		ref(o, k) { const kk = ownKeys({[k]: 0})[0]; const v = o[kk]; key = kk; value = v; return o },
-		key() { return key },
-		val() { const v = value; key = value = undefined; return v },
+		key() { const k = key; key = undefined; return k },
+		val() { const v = value; value = undefined; return v },
+		skey(k) { key = ownKeys({[k]: 0})[0]; return key },
+		keep(o) { value = o; return o },
+		kept() { const o = value; value = undefined; return o },
 	});
 })`
 

@@ -229,3 +229,36 @@ func BenchmarkConcatenation(b *testing.B) {
 		})
 	}
 }
+
+// A compound assignment to a private field or a super property is
+// rewritten too: its object and key are evaluated once, its getter read
+// once and its setter written once, as the operator does.
+func TestRewriteCompoundPrivateAndSuper(t *testing.T) {
+	src := `
+	const log = [];
+	const a = "a", b = "b";
+	class Base { get p() { log.push("get p"); return this._p } set p(v) { log.push("set p"); this._p = v } }
+	class C extends Base {
+		#s = "s"; #n = 3n;
+		run(k) {
+			this._p = "p";
+			this.#s += a; this.#s += b; this.#n *= 4n; this.#n <<= 2n;
+			super.p += a;
+			super[k()] += b;
+			const self = () => { log.push("self"); return this };
+			self().#s += a;
+			return [this.#s, String(this.#n), this._p];
+		}
+	}
+	const k = () => { log.push("key"); return {toString() { log.push("toString"); return "p" }} };
+	JSON.stringify([new C().run(k), log]);`
+	want := goja.New()
+	plain, err := want.RunProgram(compile(t, src, false))
+	require.NoError(t, err)
+	got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
+	require.NoError(t, err)
+	// goja converts the key of super[k] += y twice; the rewrite once, as
+	// the language says.
+	assert.Equal(t, strings.Replace(plain.String(), `"toString","get p","toString","set p"`, `"toString","get p","set p"`, 1), got.String())
+	assert.Contains(t, got.String(), `["saba","48","pab"]`)
+}
