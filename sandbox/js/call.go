@@ -103,8 +103,16 @@ type call struct {
 	// mem is the memory guard of the call being watched; only the
 	// watchdog's looks touch it (under watchdog.looking).
 	mem memoryGuard
-	// wallTimer fires at the call's deadline (wallTimeUp); made at the
-	// VM's first call and reset for each. onParentDone is parentDone as a
+	// wallTimer fires at or before the running call's deadline
+	// (wallTimeUp), at wallAt (zero when it is not armed); made at the
+	// VM's first call and left armed between calls: a call whose deadline
+	// is no earlier than wallAt leaves it alone, and a timer that fires
+	// before the running call's deadline is set again for the rest, one
+	// that fires between calls does nothing. Setting a timer at each
+	// call added it to the Go runtime's timers each time, which, while
+	// no thread of the process waits on the poller (a worker process
+	// running its call), wakes another thread: a wakeup a call. Stopped
+	// when the VM is dropped (unwatchParent). onParentDone is parentDone as a
 	// func value, made once; it is registered with the caller's context
 	// (context.AfterFunc), whose Done channel is afterDone, and stopAfter
 	// unregisters it. The registration outlives the call: the next call
@@ -113,6 +121,7 @@ type call struct {
 	// with another, or when the VM is dropped (unwatchParent). Guarded by
 	// mu.
 	wallTimer    *time.Timer
+	wallAt       time.Time
 	onParentDone func()
 	afterDone    <-chan struct{}
 	stopAfter    func() bool

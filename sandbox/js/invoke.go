@@ -199,13 +199,16 @@ func (c *call) run(trySetup bool, setup func(), body func() error) (err error) {
 // follow.
 func (c *call) watchStart() {
 	c.rt.watchdog.add(c, watch{gen: c.gen, budget: c.limits.MemoryBytes})
-	if c.wallTimer == nil {
-		c.mu.Lock() // wallTimeUp reads it under the lock
-		c.wallTimer = time.AfterFunc(c.limits.WallTime, c.wallTimeUp)
-		c.mu.Unlock()
-	} else {
-		c.wallTimer.Reset(c.limits.WallTime)
+	c.mu.Lock() // wallTimeUp reads the timer under the lock
+	switch {
+	case c.wallTimer == nil:
+		c.wallTimer = time.AfterFunc(time.Until(c.deadline), c.wallTimeUp)
+		c.wallAt = c.deadline
+	case c.wallAt.IsZero() || c.wallAt.After(c.deadline):
+		c.wallTimer.Reset(time.Until(c.deadline))
+		c.wallAt = c.deadline
 	}
+	c.mu.Unlock()
 	if done := c.parent.Done(); done != nil {
 		c.mu.Lock()
 		if done != c.afterDone {
@@ -237,25 +240,32 @@ func (c *call) unwatchParent() {
 		c.stopAfter()
 	}
 	c.afterDone, c.stopAfter = nil, nil
+	if c.wallTimer != nil {
+		c.wallTimer.Stop()
+		c.wallAt = time.Time{}
+	}
 }
 
 // watchEnd undoes watchStart once the call ended, but for the context
-// registration, which the VM's next call may share.
+// registration, which the VM's next call may share, and the wall-time
+// timer, left armed for the next call (call.wallTimer).
 func (c *call) watchEnd() {
 	c.rt.watchdog.remove(c)
-	c.wallTimer.Stop()
 }
 
 // wallTimeUp stops the running call once its deadline has passed; a
-// timer that fires early is set again for the rest.
+// timer that fires early is set again for the rest, and one that fires
+// between calls is left unarmed.
 func (c *call) wallTimeUp() {
 	c.mu.Lock()
+	c.wallAt = time.Time{}
 	if c.parent == nil || c.ended {
 		c.mu.Unlock()
 		return
 	}
 	if left := time.Until(c.deadline); left > 0 {
 		c.wallTimer.Reset(left)
+		c.wallAt = c.deadline
 		c.mu.Unlock()
 		return
 	}

@@ -431,3 +431,31 @@ func TestHugeWallTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, true, b.Vars["ok"])
 }
+
+// A VM's wall-time timer outlives its calls (armed for an earlier call's
+// deadline, or fired between calls) and still stops each call at its own
+// wall time: a call with a shorter wall time than the one before it, and
+// a call after the timer fired while the VM was idle.
+// REF 9.3
+func TestWallTimeOnAReusedVM(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{PoolSize: 1, Limits: sandbox.Limits{WallTime: time.Hour}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a stop that never comes fails, not hangs
+	defer cancel()
+	call := func(src string, wall time.Duration) error {
+		return sandbox.InvokeOn(ctx, rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: src},
+			Limits: sandbox.Limits{WallTime: wall}}, nil)
+	}
+	requireWallTime := func(err error) {
+		t.Helper()
+		var le *sandbox.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, sandbox.LimitWallTime, le.Limit)
+		require.NoError(t, ctx.Err(), "the call's own wall time stops it, not the test's bound")
+	}
+	require.NoError(t, call(`1`, time.Hour)) // the timer is armed an hour ahead
+	requireWallTime(call(`for (;;) {}`, 50*time.Millisecond))
+	_ = call(`1`, 10*time.Millisecond) // arms the timer 10 ms ahead (on a starved machine the call may overrun it: no matter)
+	time.Sleep(100 * time.Millisecond) // the timer fires with no call running
+	requireWallTime(call(`for (;;) {}`, 50*time.Millisecond))
+}

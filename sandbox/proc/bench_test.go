@@ -100,3 +100,23 @@ func alternate(b *testing.B, in, out func() error) {
 	b.ReportMetric(float64(tout.Nanoseconds())/n, "process-ns")
 	b.ReportMetric(float64(tout)/float64(tin), "x-in-process")
 }
+
+// BenchmarkProcessChain10 runs the 10-node chain in a worker alone, with
+// nothing in process beside it: a run to wrap in perf stat or strace -c
+// (docs/sandbox.md, Cost), where the alternating benchmark would count
+// the in-process chain too.
+func BenchmarkProcessChain10(b *testing.B) {
+	process := newProcessJS(b, "")
+	e, err := graph.Build(context.Background(), chainDoc(10, `board.setVar("x", 1)`),
+		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": process}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(b, err)
+	run := agent.Run{ID: "run-bench", AgentID: "bench", Attempt: 1}
+	_, err = e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard()) // the worker started
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
