@@ -286,7 +286,7 @@ func TestChaos(t *testing.T) {
 	const delay = 600 * time.Millisecond
 	servers := natstest.Cluster(t, 3)
 	url := natstest.URLs(servers)
-	observer := connect(t, url, "observer", func(c *nats.Config) { c.Replicas, c.LeaseTTL = 3, 4*time.Second })
+	observer := connect(t, url, "observer", func(c *nats.Config) { c.Replicas, c.LeaseTTL = 3, leaseTTL })
 	store := observer.Checkpoints(checkpoint.Policy{})
 	reports := make(chan chaosReport, 4*sessions)
 	names := []string{"a", "b", "c"}
