@@ -43,19 +43,40 @@ type eventLog struct {
 	budget int64
 	trim   func()
 
-	mu       sync.Mutex
-	events   []streamEvent
-	bytes    int
-	full     bool
-	closed   bool
-	freed    bool          // free dropped the events of the closed log
-	changed  chan struct{} // closed and replaced on each append
-	prompts  map[string]session.PromptRequested
-	promptID []string // open prompts in arrival order
+	mu     sync.Mutex
+	events []streamEvent
+	bytes  int
+	full   bool
+	closed bool
+	freed  bool // free dropped the events of the closed log
+	// changed, when a reader asked for it (from), is closed at the next
+	// append.
+	changed  chan struct{}
+	prompts  map[string]session.PromptRequested // made at the first prompt
+	promptID []string                           // open prompts in arrival order
+	// subjects are the subjects of the run add compares with, made once
+	// per run.
+	subjects atomic.Pointer[runSubjects]
+}
+
+// runSubjects are the subjects of one run that a log tells apart.
+type runSubjects struct {
+	run, end, promptRequested, promptResolved string
 }
 
 func newEventLog(max int) *eventLog {
-	return &eventLog{max: max, changed: make(chan struct{}), prompts: map[string]session.PromptRequested{}}
+	return &eventLog{max: max}
+}
+
+// subjectsOf returns the subjects of run.
+func (l *eventLog) subjectsOf(run string) *runSubjects {
+	if rs := l.subjects.Load(); rs != nil && rs.run == run {
+		return rs
+	}
+	rs := &runSubjects{run: run, end: event.SubjectRunEnd(run),
+		promptRequested: event.SubjectPromptRequested(run), promptResolved: event.SubjectPromptResolved(run)}
+	l.subjects.Store(rs)
+	return rs
 }
 
 // appendLocked adds an event and wakes the readers.
@@ -80,8 +101,18 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	if ev.typ == evEnd {
 		l.closed = true
 	}
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// changedLocked returns a channel closed at the next append.
+func (l *eventLog) changedLocked() chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
 }
 
 // overBudget reports whether n more bytes would take the tenant's logs
@@ -112,14 +143,14 @@ func compact(raw json.RawMessage) json.RawMessage {
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	env.Payload = compact(env.Payload)
-	run := env.Header(event.HeaderRunID)
+	subj := l.subjectsOf(env.Header(event.HeaderRunID))
 	var ev streamEvent
 	switch {
-	case env.Subject == event.SubjectRunEnd(run) && d.Type == "":
+	case env.Subject == subj.end && d.Type == "":
 		ev = streamEvent{typ: evEnd, data: env.Payload}
-	case env.Subject == event.SubjectPromptRequested(run):
+	case env.Subject == subj.promptRequested:
 		ev = streamEvent{typ: evPrompt, data: env.Payload}
-	case env.Subject == event.SubjectPromptResolved(run):
+	case env.Subject == subj.promptResolved:
 		ev = streamEvent{typ: evPromptResolved, data: env.Payload}
 	case event.IsStreamDelta(env.Subject):
 		data, err := json.Marshal(d)
@@ -147,6 +178,9 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	case evPrompt:
 		var p session.PromptRequested
 		if env.Decode(&p) == nil && p.PromptID != "" {
+			if l.prompts == nil {
+				l.prompts = map[string]session.PromptRequested{}
+			}
 			l.prompts[p.PromptID] = p
 			l.promptID = append(l.promptID, p.PromptID)
 		}
@@ -181,13 +215,13 @@ func (l *eventLog) end(status agent.Status, errText string) {
 	l.appendLocked(streamEvent{typ: evEnd, data: data})
 }
 
-// from returns the events after id after, whether the log is closed, and
-// a channel closed at the next append.
+// from returns the events after id after, whether the log is closed, and,
+// while it is open, a channel closed at the next append.
 func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.freed {
-		return nil, true, l.changed
+		return nil, true, nil
 	}
 	if after < 0 {
 		after = 0
@@ -195,7 +229,11 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	if after > len(l.events) {
 		after = len(l.events)
 	}
-	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+	var changed <-chan struct{}
+	if !l.closed {
+		changed = l.changedLocked()
+	}
+	return l.events[after:len(l.events):len(l.events)], l.closed, changed
 }
 
 // length returns the id of the log's last event (0: none yet) and

@@ -49,11 +49,10 @@ type turnSpec struct {
 // startTurn starts a turn on sess with an event log as its sink and
 // watches it until it settles.
 func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turnSpec) (*turnEntry, error) {
-	endStart, err := s.beginStart()
-	if err != nil {
+	if err := s.beginStart(); err != nil {
 		return nil, err
 	}
-	defer endStart()
+	defer s.endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
 	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
 		log.acct, log.budget = s.eventBytes(spec.tenant), int64(s.opts.MaxTenantEventBytes)
@@ -113,8 +112,7 @@ func (s *Server) watch(te *turnEntry) {
 	}
 	s.mu.Lock()
 	delete(s.running, te)
-	close(s.settled)
-	s.settled = make(chan struct{})
+	s.notifyLocked()
 	s.mu.Unlock()
 	close(te.done)
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
