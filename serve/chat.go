@@ -122,7 +122,7 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 	}
 	hold := &chatHold{s: s, lease: lease, key: key, ephemeral: cfg.Ephemeral, place: p}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,
-		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream})
+		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream, textOnly: stream})
 	if err != nil {
 		hold.release()
 		return nil, err
@@ -295,15 +295,36 @@ func newChatStream(w http.ResponseWriter, c chatOut, timeout time.Duration) *cha
 	return cs
 }
 
-// send writes v as one event: "data: ", v's JSON and a blank line.
+// send writes and sends v as one event.
 func (cs *chatStream) send(v any) error {
+	if err := cs.put(v); err != nil {
+		return err
+	}
+	return cs.flush()
+}
+
+// put writes v as one event, "data: ", v's JSON and a blank line, to be
+// sent at the next flush.
+func (cs *chatStream) put(v any) error {
 	cs.buf.Reset()
 	cs.buf.WriteString("data: ")
 	if err := cs.enc.Encode(v); err != nil { // its JSON and a line break
 		return err
 	}
 	cs.buf.WriteByte('\n')
-	return cs.write(cs.buf.Bytes())
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	_, err := cs.w.Write(cs.buf.Bytes())
+	return err
+}
+
+// flush sends what was written, bounded by the stream's timeout.
+func (cs *chatStream) flush() error {
+	if cs.flusher == nil {
+		return nil
+	}
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	cs.flusher.Flush()
+	return nil
 }
 
 // sendChunk sends a chunk of delta that finishes with finish, when it is
@@ -314,22 +335,12 @@ func (cs *chatStream) sendChunk(delta chatDelta, finish *string) error {
 	return cs.send(&cs.chunk)
 }
 
-// sendText sends a chunk of text.
-func (cs *chatStream) sendText(text string) error {
+// putText writes a chunk of text, to be sent at the next flush.
+func (cs *chatStream) putText(text string) error {
 	cs.text = text
-	return cs.sendChunk(chatDelta{Content: &cs.text}, nil)
-}
-
-// write writes and flushes p, bounded by the stream's timeout.
-func (cs *chatStream) write(p []byte) error {
-	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
-	if _, err := cs.w.Write(p); err != nil {
-		return err
-	}
-	if cs.flusher != nil {
-		cs.flusher.Flush()
-	}
-	return nil
+	cs.delta = chatDelta{Content: &cs.text}
+	cs.choice[0] = chatChoice{Delta: &cs.delta}
+	return cs.put(&cs.chunk)
 }
 
 // sseDone is the last event of a streamed completion.
@@ -350,7 +361,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 		return
 	}
 	var lost error // the log lost deltas: the stream does not finish "stop" (REF 11.2.9)
-	err := te.log.follow(r.Context(), 0, func(_ int, ev streamEvent) error {
+	err := te.log.followFlushing(r.Context(), 0, func(_ int, ev streamEvent) error {
 		if ev.typ == evOverflow {
 			lost = overflowOf(ev)
 		}
@@ -358,10 +369,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 			return nil
 		}
 		if p := ev.delta.Part; p.Type == message.PartText && p.Text != "" {
-			return cs.sendText(p.Text)
+			return cs.putText(p.Text)
 		}
 		return nil
-	})
+	}, cs.flush)
 	if err != nil || !te.wait(r.Context()) {
 		return // the client went away
 	}
@@ -382,5 +393,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 				Choices: []chatChoice{}, Usage: &u})
 		}
 	}
-	_ = cs.write(sseDone)
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	if _, err := w.Write(sseDone); err == nil {
+		_ = cs.flush()
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 )
 
@@ -42,6 +44,10 @@ type eventLog struct {
 	acct   *atomic.Int64
 	budget int64
 	trim   func()
+	// textOnly: the log keeps only the text deltas, the overflow and the
+	// end, all that a chat completion's stream sends; its other events are
+	// dropped as they come, before any encoding.
+	textOnly bool
 
 	mu     sync.Mutex
 	events []streamEvent
@@ -54,29 +60,31 @@ type eventLog struct {
 	changed  chan struct{}
 	prompts  map[string]session.PromptRequested // made at the first prompt
 	promptID []string                           // open prompts in arrival order
-	// subjects are the subjects of the run add compares with, made once
-	// per run.
-	subjects atomic.Pointer[runSubjects]
-}
-
-// runSubjects are the subjects of one run that a log tells apart.
-type runSubjects struct {
-	run, end, promptRequested, promptResolved string
 }
 
 func newEventLog(max int) *eventLog {
 	return &eventLog{max: max}
 }
 
-// subjectsOf returns the subjects of run.
-func (l *eventLog) subjectsOf(run string) *runSubjects {
-	if rs := l.subjects.Load(); rs != nil && rs.run == run {
-		return rs
+// Subjects of a run's events (event.SubjectRunEnd and the others) past
+// the run's id: a log tells them apart with isRunSubject, without
+// building them for each event.
+const (
+	subjectEnd             = ".end"
+	subjectPromptRequested = ".prompt.requested"
+	subjectPromptResolved  = ".prompt.resolved"
+)
+
+// isRunSubject reports whether subject is the subject of run that ends
+// with rest: the standard subjects' layout, "agent.run.", the run's
+// sanitised id, then rest.
+func isRunSubject(subject, run, rest string) bool {
+	s, ok := strings.CutPrefix(subject, event.SubjectPrefixRun)
+	if !ok {
+		return false
 	}
-	rs := &runSubjects{run: run, end: event.SubjectRunEnd(run),
-		promptRequested: event.SubjectPromptRequested(run), promptResolved: event.SubjectPromptResolved(run)}
-	l.subjects.Store(rs)
-	return rs
+	s, ok = strings.CutSuffix(s, rest)
+	return ok && s == event.SanitiseID(run)
 }
 
 // appendLocked adds an event and wakes the readers.
@@ -142,17 +150,20 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
-	env.Payload = compact(env.Payload)
-	subj := l.subjectsOf(env.Header(event.HeaderRunID))
+	run := env.Header(event.HeaderRunID)
+	end := d.Type == "" && isRunSubject(env.Subject, run, subjectEnd)
+	if l.textOnly && !end && !isTextDelta(env.Subject, d) {
+		return
+	}
 	var ev streamEvent
 	switch {
-	case env.Subject == subj.end && d.Type == "":
-		ev = streamEvent{typ: evEnd, data: env.Payload}
-	case env.Subject == subj.promptRequested:
-		ev = streamEvent{typ: evPrompt, data: env.Payload}
-	case env.Subject == subj.promptResolved:
-		ev = streamEvent{typ: evPromptResolved, data: env.Payload}
-	case event.IsStreamDelta(env.Subject):
+	case end:
+		ev = streamEvent{typ: evEnd, data: compact(env.Payload)}
+	case isRunSubject(env.Subject, run, subjectPromptRequested):
+		ev = streamEvent{typ: evPrompt, data: compact(env.Payload)}
+	case isRunSubject(env.Subject, run, subjectPromptResolved):
+		ev = streamEvent{typ: evPromptResolved, data: compact(env.Payload)}
+	case event.IsStreamDelta(env.Subject): // its data is d's, not the payload's
 		data, err := json.Marshal(d)
 		if err != nil {
 			return
@@ -163,7 +174,7 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		data, err := json.Marshal(struct {
 			Subject string          `json:"subject"`
 			Payload json.RawMessage `json:"payload,omitempty"`
-		}{env.Subject, env.Payload})
+		}{env.Subject, compact(env.Payload)})
 		if err != nil {
 			return
 		}
@@ -191,6 +202,12 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		}
 	}
 	l.appendLocked(ev)
+}
+
+// isTextDelta reports whether an envelope of subject with the delta d
+// streams text.
+func isTextDelta(subject string, d event.StreamDeltaPayload) bool {
+	return d.Part != nil && d.Part.Type == message.PartText && d.Part.Text != "" && event.IsStreamDelta(subject)
 }
 
 func (l *eventLog) resolveLocked(id string) {
@@ -306,12 +323,24 @@ func (l *eventLog) openPrompts() []session.PromptRequested {
 // follow calls fn with each event after id after, in order, until the log
 // closes (nil), fn fails (its error) or ctx ends (its error).
 func (l *eventLog) follow(ctx context.Context, after int, fn func(id int, ev streamEvent) error) error {
+	return l.followFlushing(ctx, after, fn, nil)
+}
+
+// followFlushing is follow, and calls flush, when it is not nil, after
+// each run of events that were in the log together, before it waits for
+// more: a stream writes them and sends them at once.
+func (l *eventLog) followFlushing(ctx context.Context, after int, fn func(id int, ev streamEvent) error, flush func() error) error {
 	next := after
 	for {
 		evs, closed, changed := l.from(next)
 		for _, ev := range evs {
 			next++
 			if err := fn(next, ev); err != nil {
+				return err
+			}
+		}
+		if flush != nil && len(evs) > 0 {
+			if err := flush(); err != nil {
 				return err
 			}
 		}
