@@ -276,7 +276,7 @@ func wireToolCall(tc message.ToolCall, index *int) chatToolCall {
 // buffer and one chunk for every event.
 type chatStream struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController // held by value: one allocation less
 	flusher http.Flusher
 	timeout time.Duration
 	buf     bytes.Buffer
@@ -288,7 +288,7 @@ type chatStream struct {
 }
 
 func newChatStream(w http.ResponseWriter, c chatOut, timeout time.Duration) *chatStream {
-	cs := &chatStream{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	cs := &chatStream{w: w, rc: *http.NewResponseController(w), timeout: timeout}
 	cs.flusher, _ = w.(http.Flusher)
 	cs.enc = json.NewEncoder(&cs.buf) // escaping HTML as json.Marshal does
 	cs.chunk = chatObject{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: cs.choice[:]}
