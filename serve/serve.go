@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/session"
 )
 
 // Options configure a Server. The zero value of each field is documented.
@@ -134,8 +135,13 @@ type Server struct {
 	draining bool
 	closed   bool
 	sessions map[string]*sessionEntry // by id
-	opening  map[string]int           // sessions being opened, by tenant
-	running  map[*turnEntry]struct{}  // turns not yet settled
+	// byKey holds the entries of sessions by key (one per key), and
+	// tenantSessions counts them by tenant, so that a completion finds
+	// its place without a scan (addSessionLocked, removeSessionLocked).
+	byKey          map[session.Key]*sessionEntry
+	tenantSessions map[string]int
+	opening        map[string]int          // sessions being opened, by tenant
+	running        map[*turnEntry]struct{} // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
 	held        map[string]int // the requests each tenant holds open (hold)
@@ -162,7 +168,8 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, opening: map[string]int{}, running: map[*turnEntry]struct{}{},
+		sessions: map[string]*sessionEntry{}, byKey: map[session.Key]*sessionEntry{}, tenantSessions: map[string]int{},
+		opening: map[string]int{}, running: map[*turnEntry]struct{}{},
 		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}, tenants: len(keys.Tenants())}
 	s.h = s.routes()
 	return s, nil
@@ -261,7 +268,9 @@ func (s *Server) Close() error {
 	for _, e := range s.sessions {
 		sessions = append(sessions, e)
 	}
-	s.sessions = map[string]*sessionEntry{}
+	clear(s.sessions)
+	clear(s.byKey)
+	clear(s.tenantSessions)
 	s.mu.Unlock()
 	for { // a turn being started registers before it is interrupted
 		s.mu.Lock()

@@ -196,19 +196,39 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errDraining)
 		return
 	}
-	for _, other := range s.sessions {
-		if other.key == key { // opened meanwhile
-			s.mu.Unlock()
-			_ = lease.Close()
-			writeJSON(w, http.StatusOK, other.view())
-			return
-		}
+	if other, ok := s.byKey[key]; ok { // opened meanwhile
+		s.mu.Unlock()
+		_ = lease.Close()
+		writeJSON(w, http.StatusOK, other.view())
+		return
 	}
-	s.sessions[id] = e
+	s.addSessionLocked(e)
 	s.mu.Unlock()
 	p.release() // the session counts itself now
 	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
 	writeJSON(w, http.StatusCreated, e.view())
+}
+
+// addSessionLocked records the session e, whose key has no entry.
+func (s *Server) addSessionLocked(e *sessionEntry) {
+	s.sessions[e.id], s.byKey[e.key] = e, e
+	s.tenantSessions[e.tenant]++
+}
+
+// removeSessionLocked forgets the session e and reports whether it was
+// recorded (not forgotten already).
+func (s *Server) removeSessionLocked(e *sessionEntry) bool {
+	if s.sessions[e.id] != e {
+		return false
+	}
+	delete(s.sessions, e.id)
+	if s.byKey[e.key] == e {
+		delete(s.byKey, e.key)
+	}
+	if s.tenantSessions[e.tenant]--; s.tenantSessions[e.tenant] <= 0 {
+		delete(s.tenantSessions, e.tenant)
+	}
+	return true
 }
 
 // place is a tenant's place among the sessions it may hold, taken by
@@ -241,19 +261,13 @@ func (p *place) release() {
 func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEntry, p place, err error) {
 	limit := s.sessionsPerTenant()
 	s.mu.Lock()
-	held := s.opening[tenant]
-	var stale *sessionEntry
-	for _, e := range s.sessions {
-		switch {
-		case e.key == key && e.tenant == tenant:
-			s.mu.Unlock()
-			return e, place{}, nil
-		case e.key == key: // the agent was another tenant's before a reload
-			stale = e
-		case e.tenant == tenant:
-			held++
-		}
+	e := s.byKey[key]
+	if e != nil && e.tenant == tenant {
+		s.mu.Unlock()
+		return e, place{}, nil
 	}
+	stale := e // another tenant's: the agent was theirs before a reload
+	held := s.opening[tenant] + s.tenantSessions[tenant]
 	if held >= limit {
 		s.mu.Unlock()
 		return nil, place{}, &sessionsQuotaError{tenant: tenant, limit: limit}
@@ -327,12 +341,11 @@ func (s *Server) owns(tenant string, e *sessionEntry) bool {
 // with the agent.
 func (s *Server) retire(e *sessionEntry) {
 	s.mu.Lock()
-	if s.sessions[e.id] != e {
-		s.mu.Unlock()
+	forget := s.removeSessionLocked(e)
+	s.mu.Unlock()
+	if !forget {
 		return
 	}
-	delete(s.sessions, e.id)
-	s.mu.Unlock()
 	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
 	}
@@ -398,8 +411,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	forget := s.sessions[e.id] == e
-	delete(s.sessions, e.id)
+	forget := s.removeSessionLocked(e)
 	s.mu.Unlock()
 	if forget { // not already forgotten by a delete racing this one
 		e.mu.Lock()
