@@ -183,7 +183,8 @@ var (
 const autoLengthBytes = 1 << 10
 
 // writeJSON writes v as the body with status. The body is encoded first
-// and sent with its Content-Length, in one write once the handler returns.
+// and sent with its Content-Length (set here from autoLengthBytes on;
+// below it net/http declares it), in one write once the handler returns.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	jw := jsonWriters.Get().(*jsonWriter)
 	buf := &jw.buf
