@@ -157,3 +157,52 @@ func benchmarkPair(b *testing.B, ts *testServer, agentID string) {
 	b.ReportMetric(float64(libSum+floSum)/float64(libSum), "floor/library")
 	b.ReportMetric(median(srv)/median(lib), "serve/library-median")
 }
+
+// BenchmarkChatCompletionLegs runs each leg of BenchmarkChatCompletion
+// alone, the one-node agent's turn through the library, as a chat
+// completion and as a streamed one, so that -benchmem tells the
+// allocations of each (the pair's are the sum of its three legs).
+func BenchmarkChatCompletionLegs(b *testing.B) {
+	ts := newTestServer(b, serve.Options{})
+	client := ts.http.Client()
+	b.Run("library", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			libraryTurn(b, ts, "echo", i)
+			i++
+		}
+	})
+	b.Run("completion", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			chatTurn(b, ts, "echo", client)
+		}
+	})
+	b.Run("stream", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			streamTurn(b, ts, "echo", client)
+		}
+	})
+}
+
+// streamTurn runs chatTurn's turn as a streamed chat completion and reads
+// the stream to its end.
+func streamTurn(b *testing.B, ts *testServer, agentID string, client *http.Client) {
+	req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"`+agentID+`","stream":true,"messages":[{"role":"user","content":"hello there"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(string(data), "data: [DONE]\n\n") {
+		b.Fatalf("status %d: %s", resp.StatusCode, data)
+	}
+}

@@ -1,9 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -34,21 +34,25 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeOpenAIError(w, r, err)
 		return
 	}
-	te, release, err := s.startChatTurn(r, tenant, req.Model, msgs, req.Stream)
+	hold, err := s.startChatTurn(r, tenant, req.Model, msgs, req.Stream)
 	if err != nil {
 		s.writeOpenAIError(w, r, err)
 		return
 	}
-	defer release()
-	// A client that goes away interrupts its turn.
-	stop := context.AfterFunc(r.Context(), func() {
-		_ = te.turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the client went away"})
-	})
-	defer stop()
+	defer hold.release()
+	te := hold.te
 	c := chatOut{id: "chatcmpl-" + te.turn.RunID(), created: te.started.Unix(), model: req.Model}
 	if req.Stream {
+		// A client that goes away interrupts its turn.
+		stop := context.AfterFunc(r.Context(), func() { interruptGone(te) })
+		defer stop()
 		s.streamChat(w, r, te, c, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
+	}
+	// The request's goroutine watches its turn; a client that goes away
+	// first interrupts it.
+	if _, err := te.turn.Wait(r.Context()); err != nil && r.Context().Err() != nil {
+		interruptGone(te)
 	}
 	s.watch(te) // returns once the turn settled
 	if err := turnError(te); err != nil {
@@ -58,13 +62,41 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, openAIErrorOf(e))
 		return
 	}
-	writeJSON(w, http.StatusOK, c.completion(te.res))
+	writeJSON(w, http.StatusOK, &c.completion(te.res).obj)
 }
 
-// startChatTurn opens the turn's session, starts the turn and returns a
-// release that closes the session once the turn settled (and removes an
-// ephemeral one at once).
-func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []message.Message, stream bool) (*turnEntry, func(), error) {
+// interruptGone interrupts the turn of a client that went away.
+func interruptGone(te *turnEntry) {
+	_ = te.turn.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the client went away"})
+}
+
+// chatHold is what a chat completion holds while its turn runs: the
+// session's lease and the session's place in the tenant's share.
+type chatHold struct {
+	s         *Server
+	te        *turnEntry // nil until the turn started
+	lease     *session.Lease
+	key       session.Key
+	ephemeral bool
+	place     place
+}
+
+// release waits for the turn to settle, closes the session (and removes
+// an ephemeral one at once) and gives its place back.
+func (h *chatHold) release() {
+	if h.te != nil {
+		h.te.wait(context.Background())
+	}
+	_ = h.lease.Close()
+	if h.ephemeral {
+		_ = h.s.rt.Sessions().DeleteSession(h.s.cleanupCtx(), h.key)
+	}
+	h.place.release()
+}
+
+// startChatTurn opens the turn's session and starts the turn; the
+// returned hold's release closes the session once the turn settled.
+func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []message.Message, stream bool) (*chatHold, error) {
 	cfg := session.StartConfig{AskUser: func(context.Context, agent.UserPrompt) (agent.UserReply, error) {
 		return agent.UserReply{Parts: []message.Part{message.TextPart("")}}, nil
 	}}
@@ -77,32 +109,26 @@ func (s *Server) startChatTurn(r *http.Request, tenant, agentID string, msgs []m
 			cfg.History.Append(agent.MainChannel, msgs[:len(msgs)-1]...)
 		}
 	} else if err := checkChatContextID(key); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	place, err := s.reserveChatSession(tenant, key) // the tenant's share (REF 11.1.11)
+	p, err := s.reserveChatSession(tenant, key) // the tenant's share (REF 11.1.11)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mgr := s.rt.Sessions()
-	lease, err := mgr.Open(r.Context(), key)
+	lease, err := s.rt.Sessions().Open(r.Context(), key)
 	if err != nil {
-		place()
-		return nil, nil, err
+		p.release()
+		return nil, err
 	}
-	release := func() {
-		_ = lease.Close()
-		if cfg.Ephemeral {
-			_ = mgr.DeleteSession(s.cleanupCtx(), key)
-		}
-		place()
-	}
+	hold := &chatHold{s: s, lease: lease, key: key, ephemeral: cfg.Ephemeral, place: p}
 	te, err := s.startTurn(r.Context(), lease.Session(), turnSpec{tenant: tenant,
-		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream})
+		req: agent.Request{Message: msgs[len(msgs)-1]}, cfg: cfg, unstreamed: !stream, textOnly: stream})
 	if err != nil {
-		release()
-		return nil, nil, err
+		hold.release()
+		return nil, err
 	}
-	return te, func() { te.wait(context.Background()); release() }, nil
+	hold.te = te
+	return hold, nil
 }
 
 // turnError is the error of a settled turn that did not complete.
@@ -192,24 +218,37 @@ type chatObject struct {
 	Usage   *chatUsage   `json:"usage,omitempty"`
 }
 
-// finishReason is "tool_calls" when the output's last message calls
-// tools, "stop" otherwise.
-func finishReason(res *agent.Result) string {
-	if len(finalToolCalls(res)) > 0 {
+// finishOf is the finish reason of an output whose last message calls
+// the tools of calls: "tool_calls" when it calls any, "stop" otherwise.
+func finishOf(calls []chatToolCall) string {
+	if len(calls) > 0 {
 		return "tool_calls"
 	}
 	return "stop"
 }
 
+// chatAnswer is a whole answer and what its object points to, held
+// together so that building one is one allocation.
+type chatAnswer struct {
+	obj     chatObject
+	choices [1]chatChoice
+	msg     chatOutMessage
+	text    string
+	finish  string
+	usage   chatUsage
+}
+
 // completion is the whole answer: the text of the output and, when the
-// output ends with tool calls for the client to run, those calls.
-func (c chatOut) completion(res *agent.Result) chatObject {
-	text := outputText(res.Output)
-	m := &chatOutMessage{Role: "assistant", Content: &text, ToolCalls: finalToolCalls(res)}
-	fr := finishReason(res)
-	u := usageOf(res.Usage)
-	return chatObject{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
-		Choices: []chatChoice{{Message: m, FinishReason: &fr}}, Usage: &u}
+// output ends with tool calls for the client to run, those calls. Its obj
+// is what is sent.
+func (c chatOut) completion(res *agent.Result) *chatAnswer {
+	calls := finalToolCalls(res)
+	a := &chatAnswer{text: outputText(res.Output), finish: finishOf(calls), usage: usageOf(res.Usage)}
+	a.msg = chatOutMessage{Role: "assistant", Content: &a.text, ToolCalls: calls}
+	a.choices[0] = chatChoice{Message: &a.msg, FinishReason: &a.finish}
+	a.obj = chatObject{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
+		Choices: a.choices[:], Usage: &a.usage}
+	return a
 }
 
 // finalToolCalls are the tool calls of the output's last message, indexed
@@ -232,13 +271,80 @@ func wireToolCall(tc message.ToolCall, index *int) chatToolCall {
 	return out
 }
 
-func (c chatOut) chunk(delta *chatDelta, finish *string) chatObject {
-	ch := chatChoice{Delta: delta, FinishReason: finish}
-	if delta == nil {
-		ch.Delta = &chatDelta{}
-	}
-	return chatObject{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: []chatChoice{ch}}
+// chatStream writes the chunks of one streamed completion as server-sent
+// events, each write bounded by Options.StreamWriteTimeout. It reuses one
+// buffer and one chunk for every event.
+type chatStream struct {
+	w       http.ResponseWriter
+	rc      http.ResponseController // held by value: one allocation less
+	flusher http.Flusher
+	timeout time.Duration
+	buf     bytes.Buffer
+	enc     *json.Encoder // into buf
+	chunk   chatObject    // its Choices are choice
+	choice  [1]chatChoice
+	delta   chatDelta
+	text    string
 }
+
+func newChatStream(w http.ResponseWriter, c chatOut, timeout time.Duration) *chatStream {
+	cs := &chatStream{w: w, rc: *http.NewResponseController(w), timeout: timeout}
+	cs.flusher, _ = w.(http.Flusher)
+	cs.enc = json.NewEncoder(&cs.buf) // escaping HTML as json.Marshal does
+	cs.chunk = chatObject{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: cs.choice[:]}
+	return cs
+}
+
+// send writes and sends v as one event.
+func (cs *chatStream) send(v any) error {
+	if err := cs.put(v); err != nil {
+		return err
+	}
+	return cs.flush()
+}
+
+// put writes v as one event, "data: ", v's JSON and a blank line, to be
+// sent at the next flush.
+func (cs *chatStream) put(v any) error {
+	cs.buf.Reset()
+	cs.buf.WriteString("data: ")
+	if err := cs.enc.Encode(v); err != nil { // its JSON and a line break
+		return err
+	}
+	cs.buf.WriteByte('\n')
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	_, err := cs.w.Write(cs.buf.Bytes())
+	return err
+}
+
+// flush sends what was written, bounded by the stream's timeout.
+func (cs *chatStream) flush() error {
+	if cs.flusher == nil {
+		return nil
+	}
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	cs.flusher.Flush()
+	return nil
+}
+
+// sendChunk sends a chunk of delta that finishes with finish, when it is
+// not nil.
+func (cs *chatStream) sendChunk(delta chatDelta, finish *string) error {
+	cs.delta = delta
+	cs.choice[0] = chatChoice{Delta: &cs.delta, FinishReason: finish}
+	return cs.send(&cs.chunk)
+}
+
+// putText writes a chunk of text, to be sent at the next flush.
+func (cs *chatStream) putText(text string) error {
+	cs.text = text
+	cs.delta = chatDelta{Content: &cs.text}
+	cs.choice[0] = chatChoice{Delta: &cs.delta}
+	return cs.put(&cs.chunk)
+}
+
+// sseDone is the last event of a streamed completion.
+var sseDone = []byte("data: [DONE]\n\n")
 
 // streamChat streams the turn as chat completion chunks: the role, each
 // text delta, the tool calls left to the client, the finish, the usage
@@ -247,33 +353,15 @@ func (c chatOut) chunk(delta *chatDelta, finish *string) chatObject {
 // Options.StreamWriteTimeout: a client that stops reading loses the
 // stream.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntry, c chatOut, withUsage bool) {
-	flusher, _ := w.(http.Flusher)
-	rc := http.NewResponseController(w)
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = headerSSE, headerNoCache, headerNo
 	w.WriteHeader(http.StatusOK)
-	send := func(v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-			return err
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
-	}
-	empty := ""
-	if send(c.chunk(&chatDelta{Role: "assistant", Content: &empty}, nil)) != nil {
+	cs := newChatStream(w, c, s.opts.StreamWriteTimeout)
+	if cs.sendChunk(chatDelta{Role: "assistant", Content: &cs.text}, nil) != nil { // the role, with empty content
 		return
 	}
 	var lost error // the log lost deltas: the stream does not finish "stop" (REF 11.2.9)
-	err := te.log.follow(r.Context(), 0, func(_ int, ev streamEvent) error {
+	err := te.log.followFlushing(r.Context(), 0, func(_ int, ev streamEvent) error {
 		if ev.typ == evOverflow {
 			lost = overflowOf(ev)
 		}
@@ -281,33 +369,32 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, te *turnEntr
 			return nil
 		}
 		if p := ev.delta.Part; p.Type == message.PartText && p.Text != "" {
-			text := p.Text
-			return send(c.chunk(&chatDelta{Content: &text}, nil))
+			return cs.putText(p.Text)
 		}
 		return nil
-	})
+	}, cs.flush)
 	if err != nil || !te.wait(r.Context()) {
 		return // the client went away
 	}
 	if terr := streamOutcome(te, lost); terr != nil {
 		e := outcomeError(terr)
 		s.noteError(r, e)
-		_ = send(openAIErrorOf(e))
+		_ = cs.send(openAIErrorOf(e))
 	} else {
-		if calls := finalToolCalls(te.res); len(calls) > 0 {
-			_ = send(c.chunk(&chatDelta{ToolCalls: calls}, nil))
+		calls := finalToolCalls(te.res)
+		if len(calls) > 0 {
+			_ = cs.sendChunk(chatDelta{ToolCalls: calls}, nil)
 		}
-		fr := finishReason(te.res)
-		_ = send(c.chunk(nil, &fr))
+		fr := finishOf(calls)
+		_ = cs.sendChunk(chatDelta{}, &fr)
 		if withUsage {
 			u := usageOf(te.res.Usage)
-			_ = send(chatObject{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+			_ = cs.send(chatObject{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
 				Choices: []chatChoice{}, Usage: &u})
 		}
 	}
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
+	_ = cs.rc.SetWriteDeadline(time.Now().Add(cs.timeout))
+	if _, err := w.Write(sseDone); err == nil {
+		_ = cs.flush()
 	}
 }

@@ -155,28 +155,54 @@ func writeErrorHeaders(w http.ResponseWriter, e apiError) {
 	}
 }
 
-// jsonBuffers are the buffers writeJSON encodes into.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// jsonWriter is a buffer with its encoder, which writeJSON reuses.
+type jsonWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// jsonWriters are the buffers writeJSON encodes into.
+var jsonWriters = sync.Pool{New: func() any {
+	jw := &jsonWriter{}
+	jw.enc = json.NewEncoder(&jw.buf)
+	jw.enc.SetEscapeHTML(false)
+	return jw
+}}
+
+// The header values writeJSON sets, shared: they are set, never changed.
+var (
+	headerJSON    = []string{"application/json"}
+	headerSSE     = []string{"text/event-stream"}
+	headerNoCache = []string{"no-cache"}
+	headerNo      = []string{"no"}
+)
+
+// autoLengthBytes is the size of a body below which net/http declares the
+// Content-Length itself: a handler that writes less, without a flush,
+// gets it (http.ResponseWriter).
+const autoLengthBytes = 1 << 10
 
 // writeJSON writes v as the body with status. The body is encoded first
-// and sent with its Content-Length, in one write once the handler returns.
+// and sent with its Content-Length (set here from autoLengthBytes on;
+// below it net/http declares it), in one write once the handler returns.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
+	jw := jsonWriters.Get().(*jsonWriter)
+	buf := &jw.buf
 	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := jw.enc.Encode(v); err != nil {
 		buf.Reset()
 		status = http.StatusInternalServerError
 		_, _ = buf.WriteString(`{"error":{"kind":"internal","message":"the answer could not be encoded"}}` + "\n")
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h["Content-Type"] = headerJSON
+	if buf.Len() >= autoLengthBytes {
+		h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 	if buf.Cap() <= 64<<10 {
-		jsonBuffers.Put(buf)
+		jsonWriters.Put(jw)
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/corral-rt/corral/runtime/agent"
 	"github.com/corral-rt/corral/runtime/event"
+	"github.com/corral-rt/corral/runtime/message"
 	"github.com/corral-rt/corral/runtime/session"
 )
 
@@ -42,20 +44,47 @@ type eventLog struct {
 	acct   *atomic.Int64
 	budget int64
 	trim   func()
+	// textOnly: the log keeps only the text deltas, the overflow and the
+	// end, all that a chat completion's stream sends; its other events are
+	// dropped as they come, before any encoding.
+	textOnly bool
 
-	mu       sync.Mutex
-	events   []streamEvent
-	bytes    int
-	full     bool
-	closed   bool
-	freed    bool          // free dropped the events of the closed log
-	changed  chan struct{} // closed and replaced on each append
-	prompts  map[string]session.PromptRequested
-	promptID []string // open prompts in arrival order
+	mu     sync.Mutex
+	events []streamEvent
+	bytes  int
+	full   bool
+	closed bool
+	freed  bool // free dropped the events of the closed log
+	// changed, when a reader asked for it (from), is closed at the next
+	// append.
+	changed  chan struct{}
+	prompts  map[string]session.PromptRequested // made at the first prompt
+	promptID []string                           // open prompts in arrival order
 }
 
 func newEventLog(max int) *eventLog {
-	return &eventLog{max: max, changed: make(chan struct{}), prompts: map[string]session.PromptRequested{}}
+	return &eventLog{max: max}
+}
+
+// Subjects of a run's events (event.SubjectRunEnd and the others) past
+// the run's id: a log tells them apart with isRunSubject, without
+// building them for each event.
+const (
+	subjectEnd             = ".end"
+	subjectPromptRequested = ".prompt.requested"
+	subjectPromptResolved  = ".prompt.resolved"
+)
+
+// isRunSubject reports whether subject is the subject of run that ends
+// with rest: the standard subjects' layout, "agent.run.", the run's
+// sanitised id, then rest.
+func isRunSubject(subject, run, rest string) bool {
+	s, ok := strings.CutPrefix(subject, event.SubjectPrefixRun)
+	if !ok {
+		return false
+	}
+	s, ok = strings.CutSuffix(s, rest)
+	return ok && s == event.SanitiseID(run)
 }
 
 // appendLocked adds an event and wakes the readers.
@@ -80,8 +109,18 @@ func (l *eventLog) appendLocked(ev streamEvent) {
 	if ev.typ == evEnd {
 		l.closed = true
 	}
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// changedLocked returns a channel closed at the next append.
+func (l *eventLog) changedLocked() chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
 }
 
 // overBudget reports whether n more bytes would take the tenant's logs
@@ -111,17 +150,20 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // add records one envelope of the run.
 func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
-	env.Payload = compact(env.Payload)
 	run := env.Header(event.HeaderRunID)
+	end := d.Type == "" && isRunSubject(env.Subject, run, subjectEnd)
+	if l.textOnly && !end && !isTextDelta(env.Subject, d) {
+		return
+	}
 	var ev streamEvent
 	switch {
-	case env.Subject == event.SubjectRunEnd(run) && d.Type == "":
-		ev = streamEvent{typ: evEnd, data: env.Payload}
-	case env.Subject == event.SubjectPromptRequested(run):
-		ev = streamEvent{typ: evPrompt, data: env.Payload}
-	case env.Subject == event.SubjectPromptResolved(run):
-		ev = streamEvent{typ: evPromptResolved, data: env.Payload}
-	case event.IsStreamDelta(env.Subject):
+	case end:
+		ev = streamEvent{typ: evEnd, data: compact(env.Payload)}
+	case isRunSubject(env.Subject, run, subjectPromptRequested):
+		ev = streamEvent{typ: evPrompt, data: compact(env.Payload)}
+	case isRunSubject(env.Subject, run, subjectPromptResolved):
+		ev = streamEvent{typ: evPromptResolved, data: compact(env.Payload)}
+	case event.IsStreamDelta(env.Subject): // its data is d's, not the payload's
 		data, err := json.Marshal(d)
 		if err != nil {
 			return
@@ -132,7 +174,7 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		data, err := json.Marshal(struct {
 			Subject string          `json:"subject"`
 			Payload json.RawMessage `json:"payload,omitempty"`
-		}{env.Subject, env.Payload})
+		}{env.Subject, compact(env.Payload)})
 		if err != nil {
 			return
 		}
@@ -147,6 +189,9 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 	case evPrompt:
 		var p session.PromptRequested
 		if env.Decode(&p) == nil && p.PromptID != "" {
+			if l.prompts == nil {
+				l.prompts = map[string]session.PromptRequested{}
+			}
 			l.prompts[p.PromptID] = p
 			l.promptID = append(l.promptID, p.PromptID)
 		}
@@ -157,6 +202,12 @@ func (l *eventLog) add(env event.Envelope, d event.StreamDeltaPayload) {
 		}
 	}
 	l.appendLocked(ev)
+}
+
+// isTextDelta reports whether an envelope of subject with the delta d
+// streams text.
+func isTextDelta(subject string, d event.StreamDeltaPayload) bool {
+	return d.Part != nil && d.Part.Type == message.PartText && d.Part.Text != "" && event.IsStreamDelta(subject)
 }
 
 func (l *eventLog) resolveLocked(id string) {
@@ -181,13 +232,13 @@ func (l *eventLog) end(status agent.Status, errText string) {
 	l.appendLocked(streamEvent{typ: evEnd, data: data})
 }
 
-// from returns the events after id after, whether the log is closed, and
-// a channel closed at the next append.
+// from returns the events after id after, whether the log is closed, and,
+// while it is open, a channel closed at the next append.
 func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.freed {
-		return nil, true, l.changed
+		return nil, true, nil
 	}
 	if after < 0 {
 		after = 0
@@ -195,7 +246,11 @@ func (l *eventLog) from(after int) ([]streamEvent, bool, <-chan struct{}) {
 	if after > len(l.events) {
 		after = len(l.events)
 	}
-	return l.events[after:len(l.events):len(l.events)], l.closed, l.changed
+	var changed <-chan struct{}
+	if !l.closed {
+		changed = l.changedLocked()
+	}
+	return l.events[after:len(l.events):len(l.events)], l.closed, changed
 }
 
 // length returns the id of the log's last event (0: none yet) and
@@ -268,12 +323,24 @@ func (l *eventLog) openPrompts() []session.PromptRequested {
 // follow calls fn with each event after id after, in order, until the log
 // closes (nil), fn fails (its error) or ctx ends (its error).
 func (l *eventLog) follow(ctx context.Context, after int, fn func(id int, ev streamEvent) error) error {
+	return l.followFlushing(ctx, after, fn, nil)
+}
+
+// followFlushing is follow, and calls flush, when it is not nil, after
+// each run of events that were in the log together, before it waits for
+// more: a stream writes them and sends them at once.
+func (l *eventLog) followFlushing(ctx context.Context, after int, fn func(id int, ev streamEvent) error, flush func() error) error {
 	next := after
 	for {
 		evs, closed, changed := l.from(next)
 		for _, ev := range evs {
 			next++
 			if err := fn(next, ev); err != nil {
+				return err
+			}
+		}
+		if flush != nil && len(evs) > 0 {
+			if err := flush(); err != nil {
 				return err
 			}
 		}

@@ -61,3 +61,42 @@ func TestEventLogFollowCtx(t *testing.T) {
 	err := l.follow(ctx, 0, func(int, streamEvent) error { cancel(); return nil })
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// isRunSubject recognises the standard subjects of a run, ids that are
+// sanitised included, and no other run's or other kind's.
+func TestIsRunSubject(t *testing.T) {
+	t.Parallel()
+	for _, run := range []string{"run-1", "a.b*c>d", "", "run-é"} {
+		for rest, subject := range map[string]string{
+			subjectEnd:             event.SubjectRunEnd(run),
+			subjectPromptRequested: event.SubjectPromptRequested(run),
+			subjectPromptResolved:  event.SubjectPromptResolved(run),
+		} {
+			assert.True(t, isRunSubject(subject, run, rest), "%q of run %q", subject, run)
+			assert.False(t, isRunSubject(subject, run+"x", rest), "%q is not of run %qx", subject, run)
+			assert.False(t, isRunSubject(event.SubjectRunStart(run), run, rest), "a start is not %q", rest)
+			assert.False(t, isRunSubject(event.SubjectStreamDelta(run, "n"), run, rest), "a delta is not %q", rest)
+		}
+	}
+}
+
+// A completion's log (textOnly) keeps the text deltas and the end, all
+// its stream sends, and drops the run's other events.
+func TestEventLogTextOnly(t *testing.T) {
+	t.Parallel()
+	l := newEventLog(1 << 20)
+	l.textOnly = true
+	start := event.Envelope{Subject: event.SubjectRunStart("r"), Headers: map[string]string{event.HeaderRunID: "r"}, Payload: []byte(`{}`)}
+	l.add(start, event.StreamDeltaPayload{})
+	l.add(textDelta("r", "kept"))
+	env, d := textDelta("r", "")
+	l.add(env, d)
+	end := event.Envelope{Subject: event.SubjectRunEnd("r"), Headers: map[string]string{event.HeaderRunID: "r"}, Payload: []byte(`{"status":"completed"}`)}
+	l.add(end, event.StreamDeltaPayload{})
+	var got []string
+	require.NoError(t, l.follow(context.Background(), 0, func(_ int, ev streamEvent) error {
+		got = append(got, ev.typ)
+		return nil
+	}))
+	assert.Equal(t, []string{evDelta, evEnd}, got)
+}

@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime/message"
@@ -38,11 +40,11 @@ type chatRequest struct {
 
 // chatMessage is one message of OpenAI's wire.
 type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content,omitempty"` // a string, an array of parts, or null
-	Name       string          `json:"name,omitempty"`
-	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Role       string         `json:"role"`
+	Content    chatContent    `json:"content,omitempty"` // a string, an array of parts, or null
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
 type chatToolCall struct {
@@ -126,11 +128,36 @@ func (cm chatMessage) toMessage() (message.Message, error) {
 	return m, nil
 }
 
+// chatContent is a message's content as the request holds it: a plain
+// string is decoded as it is read (the common case, without a second
+// decoding); anything else is kept raw for contentText.
+type chatContent struct {
+	text string
+	raw  json.RawMessage // not a plain string: decoded by contentText
+}
+
+// UnmarshalJSON keeps data: a string without escapes in valid UTF-8 as
+// its text, any other value raw (null is no content).
+func (c *chatContent) UnmarshalJSON(data []byte) error {
+	c.text, c.raw = "", nil
+	if n := len(data); n >= 2 && data[0] == '"' && data[n-1] == '"' {
+		if in := data[1 : n-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			c.text = string(in)
+			return nil
+		}
+	}
+	if string(data) != "null" {
+		c.raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
+}
+
 // contentText reads a message's content: a string, null, or an array of
 // text parts (other part types are refused).
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+func contentText(c chatContent) (string, error) {
+	raw := c.raw
+	if len(raw) == 0 {
+		return c.text, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {

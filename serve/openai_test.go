@@ -2,11 +2,14 @@ package serve_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -216,4 +219,54 @@ func TestChatCompletionToolCalls(t *testing.T) {
 		{"role":"tool","tool_call_id":"call_1","content":"42"}]}`))
 	assert.Equal(t, "result 42", back.Choices[0].Message.Content)
 	assert.Equal(t, "stop", *back.Choices[0].FinishReason)
+}
+
+// REF 11.2.10
+// A client that goes away before the answer of a completion that is not
+// streamed interrupts its turn too: the spinner, which stops only at an
+// interrupt, settles.
+func TestChatClientGoneInterruptsUnstreamed(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.http.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"spinner","messages":[{"role":"user","content":"x"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := ts.http.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return ts.srv.Running() == 1 }, time.Minute, time.Millisecond, "the turn spins")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Eventually(t, func() bool { return ts.srv.Running() == 0 }, time.Minute, time.Millisecond,
+		"the turn of the client that went away was interrupted")
+}
+
+// REF 11.2.11
+// A completion's answer, short or long, and an error are sent with their
+// Content-Length, not chunked.
+func TestChatAnswerContentLength(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serve.Options{})
+	for _, text := range []string{"hi", strings.Repeat("long", 1000)} {
+		resp := ts.chat(acmeKey, "", `{"model":"echo","messages":[{"role":"user","content":"`+text+`"}]}`)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		assert.Contains(t, string(body), text)
+		assert.Empty(t, resp.TransferEncoding, "%d bytes", len(body))
+		assert.EqualValues(t, len(body), resp.ContentLength)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	}
+	r := ts.do(http.MethodGet, "/v1/models/nothing", acmeKey, "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	assert.Equal(t, strconv.Itoa(len(r.body)), r.header.Get("Content-Length"))
 }

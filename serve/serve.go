@@ -11,6 +11,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/runtime"
 	"github.com/corral-rt/corral/runtime/agent"
+	"github.com/corral-rt/corral/runtime/session"
 )
 
 // Options configure a Server. The zero value of each field is documented.
@@ -134,8 +135,13 @@ type Server struct {
 	draining bool
 	closed   bool
 	sessions map[string]*sessionEntry // by id
-	opening  map[string]int           // sessions being opened, by tenant
-	running  map[*turnEntry]struct{}  // turns not yet settled
+	// byKey holds the entries of sessions by key (one per key), and
+	// tenantSessions counts them by tenant, so that a completion finds
+	// its place without a scan (addSessionLocked, removeSessionLocked).
+	byKey          map[session.Key]*sessionEntry
+	tenantSessions map[string]int
+	opening        map[string]int          // sessions being opened, by tenant
+	running        map[*turnEntry]struct{} // turns not yet settled
 	// tenantBytes counts the event bytes of each tenant's kept turns.
 	tenantBytes map[string]*atomic.Int64
 	held        map[string]int // the requests each tenant holds open (hold)
@@ -145,9 +151,13 @@ type Server struct {
 	cleanup                    context.Context
 	cleanupFrom                time.Time
 	cleanupCancel, cleanupPrev context.CancelFunc
-	starting                   int            // turns admitted and not yet running
-	settled                    chan struct{}  // closed and replaced when a turn settles
-	watchers                   sync.WaitGroup // one per turn, until it settles
+	starting                   int // turns admitted and not yet running
+	// settled, when a waiter asked for it (settledLocked), is closed when
+	// a turn settles or a start ends (notifyLocked).
+	settled  chan struct{}
+	watchers sync.WaitGroup // one per turn, until it settles
+	// tenants is how many tenants the keys have (they do not change).
+	tenants int
 }
 
 // New returns a Server of rt for the tenants of keys. rt and keys must not
@@ -158,8 +168,9 @@ func New(rt *runtime.Runtime, keys *Keys, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{rt: rt, keys: keys, opts: opts, log: opts.Logger,
-		sessions: map[string]*sessionEntry{}, opening: map[string]int{}, running: map[*turnEntry]struct{}{}, settled: make(chan struct{}),
-		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}}
+		sessions: map[string]*sessionEntry{}, byKey: map[session.Key]*sessionEntry{}, tenantSessions: map[string]int{},
+		opening: map[string]int{}, running: map[*turnEntry]struct{}{},
+		tenantBytes: map[string]*atomic.Int64{}, held: map[string]int{}, tenants: len(keys.Tenants())}
 	s.h = s.routes()
 	return s, nil
 }
@@ -226,7 +237,11 @@ func (s *Server) Drain(ctx context.Context, grace time.Duration) error {
 func (s *Server) waitRunning(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		n, ch := len(s.running)+s.starting, s.settled
+		n := len(s.running) + s.starting
+		var ch <-chan struct{}
+		if n > 0 {
+			ch = s.settledLocked()
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			return nil
@@ -253,11 +268,17 @@ func (s *Server) Close() error {
 	for _, e := range s.sessions {
 		sessions = append(sessions, e)
 	}
-	s.sessions = map[string]*sessionEntry{}
+	clear(s.sessions)
+	clear(s.byKey)
+	clear(s.tenantSessions)
 	s.mu.Unlock()
 	for { // a turn being started registers before it is interrupted
 		s.mu.Lock()
-		n, ch := s.starting, s.settled
+		n := s.starting
+		var ch <-chan struct{}
+		if n > 0 {
+			ch = s.settledLocked()
+		}
 		s.mu.Unlock()
 		if n == 0 {
 			break
@@ -294,21 +315,41 @@ func (s *Server) admit() error {
 }
 
 // beginStart admits a turn about to start, so that a drain waits for it;
-// the returned end must be called once it runs or failed to start.
-func (s *Server) beginStart() (end func(), err error) {
+// endStart must be called once it runs or failed to start.
+func (s *Server) beginStart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return nil, errDraining
+		return errDraining
 	}
 	s.starting++
-	return func() {
-		s.mu.Lock()
-		s.starting--
-		close(s.settled)
+	return nil
+}
+
+// endStart ends what beginStart began.
+func (s *Server) endStart() {
+	s.mu.Lock()
+	s.starting--
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+// settledLocked returns a channel closed at the next notifyLocked: when a
+// turn settles or a start ends. It is made only for a waiter, so that a
+// turn that no one waits for costs none.
+func (s *Server) settledLocked() <-chan struct{} {
+	if s.settled == nil {
 		s.settled = make(chan struct{})
-		s.mu.Unlock()
-	}, nil
+	}
+	return s.settled
+}
+
+// notifyLocked wakes the waiters of settledLocked.
+func (s *Server) notifyLocked() {
+	if s.settled != nil {
+		close(s.settled)
+		s.settled = nil
+	}
 }
 
 // quotaHeldRequests names Options.MaxHeldPerTenant in a refusal.

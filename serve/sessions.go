@@ -173,7 +173,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		req.ContextID = id
 	}
 	key := session.Key{AgentID: req.Agent, ContextID: req.ContextID}
-	open, release, err := s.reserveSession(tenant, key)
+	open, p, err := s.reserveSession(tenant, key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -182,7 +182,7 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, open.view())
 		return
 	}
-	defer release()
+	defer p.release()
 	lease, err := s.rt.Sessions().Open(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -196,77 +196,98 @@ func (s *Server) openSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errDraining)
 		return
 	}
-	for _, other := range s.sessions {
-		if other.key == key { // opened meanwhile
-			s.mu.Unlock()
-			_ = lease.Close()
-			writeJSON(w, http.StatusOK, other.view())
-			return
-		}
+	if other, ok := s.byKey[key]; ok { // opened meanwhile
+		s.mu.Unlock()
+		_ = lease.Close()
+		writeJSON(w, http.StatusOK, other.view())
+		return
 	}
-	s.sessions[id] = e
+	s.addSessionLocked(e)
 	s.mu.Unlock()
-	release() // the session counts itself now
+	p.release() // the session counts itself now
 	s.log.Info("session opened", "tenant", tenant, "session", id, "agent", key.AgentID, "context", key.ContextID)
 	writeJSON(w, http.StatusCreated, e.view())
 }
 
+// addSessionLocked records the session e, whose key has no entry.
+func (s *Server) addSessionLocked(e *sessionEntry) {
+	s.sessions[e.id], s.byKey[e.key] = e, e
+	s.tenantSessions[e.tenant]++
+}
+
+// removeSessionLocked forgets the session e and reports whether it was
+// recorded (not forgotten already).
+func (s *Server) removeSessionLocked(e *sessionEntry) bool {
+	if s.sessions[e.id] != e {
+		return false
+	}
+	delete(s.sessions, e.id)
+	if s.byKey[e.key] == e {
+		delete(s.byKey, e.key)
+	}
+	if s.tenantSessions[e.tenant]--; s.tenantSessions[e.tenant] <= 0 {
+		delete(s.tenantSessions, e.tenant)
+	}
+	return true
+}
+
+// place is a tenant's place among the sessions it may hold, taken by
+// reserveSession until release. Its owner releases it, once or more, from
+// one goroutine; the zero place holds nothing.
+type place struct {
+	s      *Server
+	tenant string
+}
+
+// release gives the place back; again, it does nothing.
+func (p *place) release() {
+	s := p.s
+	if s == nil {
+		return
+	}
+	p.s = nil
+	s.mu.Lock()
+	if s.opening[p.tenant]--; s.opening[p.tenant] == 0 {
+		delete(s.opening, p.tenant)
+	}
+	s.mu.Unlock()
+}
+
 // reserveSession finds the tenant's open session of key, or takes a place
-// among the sessions the tenant may hold (REF 11.1.9) until release: the
-// opens in flight count, so that many at once cannot pass the share. A
-// session of key that another tenant holds (its agent changed tenant in a
-// reload) is retired.
-func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEntry, release func(), err error) {
+// among the sessions the tenant may hold (REF 11.1.9) until its release:
+// the opens in flight count, so that many at once cannot pass the share.
+// A session of key that another tenant holds (its agent changed tenant in
+// a reload) is retired.
+func (s *Server) reserveSession(tenant string, key session.Key) (open *sessionEntry, p place, err error) {
 	limit := s.sessionsPerTenant()
 	s.mu.Lock()
-	held := s.opening[tenant]
-	var stale *sessionEntry
-	for _, e := range s.sessions {
-		switch {
-		case e.key == key && e.tenant == tenant:
-			s.mu.Unlock()
-			return e, nil, nil
-		case e.key == key: // the agent was another tenant's before a reload
-			stale = e
-		case e.tenant == tenant:
-			held++
-		}
+	e := s.byKey[key]
+	if e != nil && e.tenant == tenant {
+		s.mu.Unlock()
+		return e, place{}, nil
 	}
+	stale := e // another tenant's: the agent was theirs before a reload
+	held := s.opening[tenant] + s.tenantSessions[tenant]
 	if held >= limit {
 		s.mu.Unlock()
-		return nil, nil, &sessionsQuotaError{tenant: tenant, limit: limit}
+		return nil, place{}, &sessionsQuotaError{tenant: tenant, limit: limit}
 	}
 	s.opening[tenant]++
 	s.mu.Unlock()
 	if stale != nil {
 		s.retire(stale)
 	}
-	var once sync.Once
-	return nil, func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.opening[tenant]--; s.opening[tenant] == 0 {
-				delete(s.opening, tenant)
-			}
-			s.mu.Unlock()
-		})
-	}, nil
+	return nil, place{s: s, tenant: tenant}, nil
 }
 
 // reserveChatSession takes a place among the sessions the tenant may hold
-// for a chat completion's session until release (REF 11.1.11): a
+// for a chat completion's session until its release (REF 11.1.11): a
 // completion's session counts against the same share as the native API's
 // sessions while its turn runs. A session of key the tenant holds open
-// through the native API takes no second place.
-func (s *Server) reserveChatSession(tenant string, key session.Key) (release func(), err error) {
-	open, release, err := s.reserveSession(tenant, key)
-	if err != nil {
-		return nil, err
-	}
-	if open != nil {
-		return func() {}, nil
-	}
-	return release, nil
+// through the native API takes no second place (the zero place).
+func (s *Server) reserveChatSession(tenant string, key session.Key) (place, error) {
+	_, p, err := s.reserveSession(tenant, key)
+	return p, err
 }
 
 // sessionsPerTenant is how many sessions one tenant may hold open
@@ -275,7 +296,7 @@ func (s *Server) sessionsPerTenant() int {
 	if s.opts.MaxSessionsPerTenant > 0 {
 		return s.opts.MaxSessionsPerTenant
 	}
-	return max(1, s.rt.Config().Sessions.MaxSessions/(len(s.keys.Tenants())+1))
+	return max(1, s.rt.Config().Sessions.MaxSessions/(s.tenants+1))
 }
 
 // sessionsQuotaError refuses a session past a tenant's share
@@ -320,12 +341,11 @@ func (s *Server) owns(tenant string, e *sessionEntry) bool {
 // with the agent.
 func (s *Server) retire(e *sessionEntry) {
 	s.mu.Lock()
-	if s.sessions[e.id] != e {
-		s.mu.Unlock()
+	forget := s.removeSessionLocked(e)
+	s.mu.Unlock()
+	if !forget {
 		return
 	}
-	delete(s.sessions, e.id)
-	s.mu.Unlock()
 	if t := e.session().Turn(); t != nil {
 		_ = t.Interrupt(agent.Interrupt{Cause: agent.CauseUserCancel, Detail: "the session's agent belongs to another tenant now"})
 	}
@@ -391,8 +411,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	forget := s.sessions[e.id] == e
-	delete(s.sessions, e.id)
+	forget := s.removeSessionLocked(e)
 	s.mu.Unlock()
 	if forget { // not already forgotten by a delete racing this one
 		e.mu.Lock()

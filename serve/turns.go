@@ -44,17 +44,20 @@ type turnSpec struct {
 	// it settled) instead of a goroutine of its own: the request waits for
 	// the turn anyway, and the hand-over costs a wake-up less.
 	unstreamed bool
+	// textOnly: the turn's log keeps only what a streamed chat completion
+	// sends (eventLog.textOnly).
+	textOnly bool
 }
 
 // startTurn starts a turn on sess with an event log as its sink and
 // watches it until it settles.
 func (s *Server) startTurn(ctx context.Context, sess *session.Session, spec turnSpec) (*turnEntry, error) {
-	endStart, err := s.beginStart()
-	if err != nil {
+	if err := s.beginStart(); err != nil {
 		return nil, err
 	}
-	defer endStart()
+	defer s.endStart()
 	log := newEventLog(s.opts.MaxTurnEventBytes)
+	log.textOnly = spec.textOnly
 	if spec.onStart != nil { // a kept turn: its log counts into its tenant's event bytes
 		log.acct, log.budget = s.eventBytes(spec.tenant), int64(s.opts.MaxTenantEventBytes)
 		log.trim = func() { s.trimEvents(spec.tenant) }
@@ -113,8 +116,7 @@ func (s *Server) watch(te *turnEntry) {
 	}
 	s.mu.Lock()
 	delete(s.running, te)
-	close(s.settled)
-	s.settled = make(chan struct{})
+	s.notifyLocked()
 	s.mu.Unlock()
 	close(te.done)
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {

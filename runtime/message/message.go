@@ -180,9 +180,11 @@ func (m Message) Validate() error {
 	if !utf8.ValidString(m.Name) {
 		return invalid("name: not valid UTF-8")
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
-		if !utf8.ValidString(k) || !utf8.ValidString(m.Metadata[k]) {
-			return invalid("metadata[%q]: not valid UTF-8", k)
+	if len(m.Metadata) > 0 { // sorted, so that the first bad key is always the one named
+		for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
+			if !utf8.ValidString(k) || !utf8.ValidString(m.Metadata[k]) {
+				return invalid("metadata[%q]: not valid UTF-8", k)
+			}
 		}
 	}
 	if len(m.Parts) == 0 {
