@@ -46,8 +46,14 @@ func libraryTurn(b *testing.B, ts *testServer, agentID string, i int) {
 // chatTurn runs the same turn as a non-streamed chat completion over
 // loopback HTTP.
 func chatTurn(b *testing.B, ts *testServer, agentID string, client *http.Client) {
-	req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"`+agentID+`","messages":[{"role":"user","content":"hello there"}]}`))
+	postChat(b, ts, `{"model":"`+agentID+`","messages":[{"role":"user","content":"hello there"}]}`, client, false)
+}
+
+// postChat posts body to the chat completions endpoint as acme and fails
+// b unless the answer is 200; it returns the answer's body when keep is
+// set, and otherwise reads it to the end without keeping it.
+func postChat(b *testing.B, ts *testServer, body string, client *http.Client, keep bool) []byte {
+	req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,11 +62,17 @@ func chatTurn(b *testing.B, ts *testServer, agentID string, client *http.Client)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("status %d", resp.StatusCode)
+		data, _ := io.ReadAll(resp.Body)
+		b.Fatalf("status %d: %s", resp.StatusCode, data)
 	}
+	if !keep {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	data, _ := io.ReadAll(resp.Body)
+	return data
 }
 
 // helloTurn is the floor of any HTTP answer: the same request to a bare
@@ -190,19 +202,8 @@ func BenchmarkChatCompletionLegs(b *testing.B) {
 // streamTurn runs chatTurn's turn as a streamed chat completion and reads
 // the stream to its end.
 func streamTurn(b *testing.B, ts *testServer, agentID string, client *http.Client) {
-	req, err := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"`+agentID+`","stream":true,"messages":[{"role":"user","content":"hello there"}]}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+acmeKey)
-	resp, err := client.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(string(data), "data: [DONE]\n\n") {
-		b.Fatalf("status %d: %s", resp.StatusCode, data)
+	data := postChat(b, ts, `{"model":"`+agentID+`","stream":true,"messages":[{"role":"user","content":"hello there"}]}`, client, true)
+	if !strings.HasSuffix(string(data), "data: [DONE]\n\n") {
+		b.Fatalf("stream did not end: %s", data)
 	}
 }

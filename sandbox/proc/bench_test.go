@@ -106,17 +106,24 @@ func alternate(b *testing.B, in, out func() error) {
 // (docs/sandbox.md, Cost), where the alternating benchmark would count
 // the in-process chain too.
 func BenchmarkProcessChain10(b *testing.B) {
-	process := newProcessJS(b, "")
-	e, err := graph.Build(context.Background(), chainDoc(10, `board.setVar("x", 1)`),
-		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": process}, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(b, err)
-	run := agent.Run{ID: "run-bench", AgentID: "bench", Attempt: 1}
-	_, err = e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard()) // the worker started
-	require.NoError(b, err)
+	e, run := startedChain(b, newProcessJS(b, ""))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard()); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// startedChain builds the 10-node chain of trivial script nodes on rt and
+// runs it once, so that its workers have started.
+func startedChain(tb testing.TB, rt sandbox.Runtime) (*graph.Engine, agent.Run) {
+	tb.Helper()
+	e, err := graph.Build(context.Background(), chainDoc(10, `board.setVar("x", 1)`),
+		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": rt}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(tb, err)
+	run := agent.Run{ID: "run-chain", AgentID: "chain", Attempt: 1}
+	_, err = e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard())
+	require.NoError(tb, err)
+	return e, run
 }

@@ -19,16 +19,10 @@ import (
 // (docs/sandbox.md, "Cost": the wakeups of a round trip are most of what
 // a call costs, so each one counts).
 func TestChainRoundTrips(t *testing.T) {
-	rt := newProcessJS(t, "")
-	e, err := graph.Build(context.Background(), chainDoc(10, `board.setVar("x", 1)`),
-		graph.Options{Runtimes: map[string]sandbox.Runtime{"js": rt}, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	run := agent.Run{ID: "run-count", AgentID: "count", Attempt: 1}
-	_, err = e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard()) // workers started
-	require.NoError(t, err)
+	e, run := startedChain(t, newProcessJS(t, ""))
 	c, stop := proc.CountFrames()
 	defer stop()
-	_, err = e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard())
+	_, err := e.Execute(context.Background(), run, agent.NoopHost{}, agent.NewBoard())
 	require.NoError(t, err)
 	got := c.Snapshot()
 	delete(got, "to-worker start") // a spare the keeper starts meanwhile
