@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"errors"
 	"reflect"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -355,30 +354,6 @@ func (c *call) runCode(name, src string) goja.Value {
 	v, err := c.vm.RunProgram(comp.prog)
 	rethrow(err)
 	return v
-}
-
-// makeFunction is new Function(p1, ..., body). The source it builds is
-// counted against the budget before it is built: the arguments, each
-// converted once in order, can be one long string many times over
-// (Function(...Array(4096).fill(s))), and joining them is one step no
-// interrupt reaches.
-func (c *call) makeFunction(args []goja.Value) goja.Value {
-	strs := make([]goja.String, len(args))
-	total := float64(len("(function anonymous(\n) {\n\n})") + len(args))
-	for i, a := range args {
-		strs[i] = c.toStr(a)
-		total += float64(strs[i].Length())
-	}
-	c.need(total * bytesPerChar)
-	params, body := make([]string, len(args)), ""
-	for i, s := range strs {
-		params[i] = s.String()
-	}
-	if len(params) > 0 {
-		body, params = params[len(params)-1], params[:len(params)-1]
-	}
-	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
-	return c.runCode("anonymous", src)
 }
 
 func (c *call) syntaxError(msg string) *goja.Object {
