@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
+	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
 	"github.com/dop251/goja"
 )
 
@@ -349,10 +350,29 @@ func (c *call) exceptionError(ex *goja.Exception) error {
 		}
 	}
 	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(c.safeMessage(val), maxMessageLen)}
-	if frames := ex.Stack(); len(frames) > 0 {
-		se.Where = c.position(frames[0])
+	if f, ok := throwFrame(ex.Stack()); ok {
+		se.Where = c.position(f)
 	}
 	return se
+}
+
+// throwFrame is the frame an exception names: the first, past the frames
+// of the helper that rewritten operators call (package bigop) and the
+// native functions it calls, so that an error the helper throws names the
+// operator's line in the script, as the operator did.
+func throwFrame(frames []goja.StackFrame) (goja.StackFrame, bool) {
+	helper := false
+	for _, f := range frames {
+		switch name := f.SrcName(); {
+		case name == bigop.File:
+			helper = true
+		case helper && f.Position().Line == 0:
+			// add, Reflect.apply: natives between the helper and its caller
+		default:
+			return f, true
+		}
+	}
+	return goja.StackFrame{}, false
 }
 
 // maxMessageLen bounds the message of a thrown value kept in an error.
@@ -373,7 +393,7 @@ func clip(s string, n int) string {
 // puts on the first line.
 func (c *call) position(f goja.StackFrame) string {
 	p := f.Position()
-	if p.Line == 0 {
+	if p.Line == 0 || p.Filename == bigop.File {
 		return ""
 	}
 	if p.Line == 1 && c.prefixLen > 0 {

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"errors"
 	"reflect"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -355,19 +354,6 @@ func (c *call) runCode(name, src string) goja.Value {
 	v, err := c.vm.RunProgram(comp.prog)
 	rethrow(err)
 	return v
-}
-
-// makeFunction is new Function(p1, ..., body).
-func (c *call) makeFunction(args []goja.Value) goja.Value {
-	params, body := make([]string, len(args)), ""
-	for i, a := range args {
-		params[i] = c.toStr(a).String()
-	}
-	if len(params) > 0 {
-		body, params = params[len(params)-1], params[:len(params)-1]
-	}
-	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
-	return c.runCode("anonymous", src)
 }
 
 func (c *call) syntaxError(msg string) *goja.Object {

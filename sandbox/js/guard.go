@@ -2,6 +2,7 @@ package js
 
 import (
 	"math"
+	"strings"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -383,6 +384,30 @@ func (c *call) guardCode() {
 		},
 		func(_ *goja.Object, _ goja.Value, args []goja.Value) goja.Value { return c.makeFunction(args) })
 	c.refuseDynamicKinds()
+}
+
+// makeFunction is new Function(p1, ..., body). The source it builds is
+// counted against the budget before it is built: the arguments, each
+// converted once in order, can be one long string many times over
+// (Function(...Array(4096).fill(s))), and joining them is one step no
+// interrupt reaches.
+func (c *call) makeFunction(args []goja.Value) goja.Value {
+	strs := make([]goja.String, len(args))
+	total := float64(len("(function anonymous(\n) {\n\n})") + len(args))
+	for i, a := range args {
+		strs[i] = c.toStr(a)
+		total += float64(strs[i].Length())
+	}
+	c.need(total * bytesPerChar)
+	params, body := make([]string, len(args)), ""
+	for i, s := range strs {
+		params[i] = s.String()
+	}
+	if len(params) > 0 {
+		body, params = params[len(params)-1], params[:len(params)-1]
+	}
+	src := "(function anonymous(" + strings.Join(params, ",") + "\n) {\n" + body + "\n})"
+	return c.runCode("anonymous", src)
 }
 
 // refuseDynamicKinds replaces the constructor of async, generator and

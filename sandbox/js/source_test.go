@@ -216,7 +216,25 @@ func stepAttacks() []stepAttack {
 		{name: "doubling by a template", src: "let s = 'x'; for (;;) s = `${s}${s}`", grow: 4 * sandbox.DefaultMemoryBytes},
 		{name: "doubling by Error.prototype.toString", src: `let s = "x"; for (;;) { const e = new Error(s); e.name = s; s = String(e) }`,
 			grow: 4 * sandbox.DefaultMemoryBytes},
+		// new Function joins its arguments in one step: unguarded, 1.5 GiB
+		// here, before the source was refused as too large.
+		{name: "Function of one string many times", src: `Function(...Array(1536).fill("x".repeat(1 << 20)))`,
+			grow: 4 * sandbox.DefaultMemoryBytes},
 	}
+}
+
+// new Function, which counts the source it builds before building it,
+// converts each argument once, in order, and makes the function as before
+// (the memory bound itself: TestNativeStepsBounded).
+// REF 9.M19
+func TestFunctionConvertsItsArgumentsOnce(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{
+		Source: `const log = [], p = n => ({toString() { log.push(n); return n }});
+			board.setVar("r", [Function(p("a"), p("b"), p("return a + b"))(2, 3), log])`}}, b))
+	assert.Equal(t, []any{5.0, []any{"a", "b", "return a + b"}}, b.Vars["r"])
 }
 
 // Each native step that would build far more than its inputs is refused

@@ -331,8 +331,13 @@ const helperSource = `(function (check, grow, add) {
 	});
 })`
 
+// File is the name the helper's source is compiled under, which its
+// stack frames show: no script can be named so, and a runtime that names
+// a script position passes over the frames of this file to the script's.
+const File = "\x00bigop"
+
 var helperProgram = sync.OnceValue(func() *goja.Program {
-	return goja.MustCompile("bigint", strings.ReplaceAll(helperSource, "SMALL", strconv.Itoa(smallChars)), true)
+	return goja.MustCompile(File, strings.ReplaceAll(helperSource, "SMALL", strconv.Itoa(smallChars)), true)
 })
 
 // Install makes the helper in vm. maxBits gives the bound of the running
