@@ -108,6 +108,12 @@ func (c *call) proxyConstructor(name string,
 	if proto, ok := orig.Get("prototype").(*goja.Object); ok {
 		_ = proto.DefineDataProperty("constructor", pv, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
+	// goja's proxy has no instanceof of its own (x instanceof P threw "Expecting a
+	// function in instanceof check"): the original answers it, for the
+	// proxy and for a class that extends it, as the language's ordinary
+	// instanceof does.
+	_ = orig.DefineDataPropertySymbol(goja.SymHasInstance, c.native("[Symbol.hasInstance]", c.hasInstance),
+		goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
 }
 
 func toAny(vs []goja.Value) []any {

@@ -412,3 +412,31 @@ func (c *call) join(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	c.need(total * bytesPerChar)
 	return b.String()
 }
+
+// hasInstance is OrdinaryHasInstance(this, O): whether this.prototype is
+// on O's prototype chain, the chain walked with a stop check.
+func (c *call) hasInstance(fc goja.FunctionCall) goja.Value {
+	ctor, ok := fc.This.(*goja.Object)
+	if _, callable := goja.AssertFunction(fc.This); !ok || !callable {
+		return c.vm.ToValue(false)
+	}
+	o, ok := fc.Argument(0).(*goja.Object)
+	if !ok {
+		return c.vm.ToValue(false)
+	}
+	proto, ok := ctor.Get("prototype").(*goja.Object)
+	if !ok {
+		panic(c.vm.NewTypeError("Function has non-object prototype in instanceof check"))
+	}
+	for i := 0; ; i++ {
+		if i&1023 == 1023 {
+			c.checkStop()
+		}
+		if o = o.Prototype(); o == nil {
+			return c.vm.ToValue(false)
+		}
+		if o.SameAs(proto) {
+			return c.vm.ToValue(true)
+		}
+	}
+}

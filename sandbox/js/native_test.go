@@ -143,3 +143,25 @@ func TestJoiningKeepsItsMeaning(t *testing.T) {
 			"TypeError: Cannot convert a Symbol value to a string"},
 		[]any{"name", "message"}}, b.Vars["out"])
 }
+
+// The constructors the sandbox replaces with guarding proxies (typed
+// arrays, ArrayBuffer, BigInt64Array) keep instanceof, for their own
+// instances, a subclass's and objects that merely inherit from their
+// prototype; instanceof threw a TypeError on them ("Expecting a function
+// in instanceof check"): goja's proxies have none of their own.
+func TestGuardedConstructorsKeepInstanceof(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	b := agent.NewBoard()
+	err := sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n", Script: sandbox.Script{Source: `
+		// BigInt
+		class Bytes extends Uint8Array {}
+		const out = [new Uint8Array(2) instanceof Uint8Array, new ArrayBuffer(8) instanceof ArrayBuffer,
+			new Float64Array(1) instanceof Float64Array, new BigInt64Array(1) instanceof BigInt64Array,
+			new Bytes(1) instanceof Bytes, new Bytes(1) instanceof Uint8Array, new Uint8Array(1) instanceof Bytes,
+			Object.create(Int16Array.prototype) instanceof Int16Array, [] instanceof Uint8Array, 1 instanceof Uint8Array,
+			new Int8Array(1) instanceof Uint8Array, Uint8Array[Symbol.hasInstance].call(null, new Uint8Array(1))];
+		board.setVar("out", out)`}}, b)
+	require.NoError(t, err)
+	assert.Equal(t, []any{true, true, true, true, true, true, false, true, false, false, false, false}, b.Vars["out"])
+}
