@@ -406,16 +406,12 @@ func (c *call) arrayToLocaleString(orig goja.Callable, fc goja.FunctionCall) goj
 	}
 	o := fc.This.ToObject(c.vm)
 	n := c.arrayLength(o)
-	var b goja.StringBuilder
-	total := float64(0)
+	b := countedBuilder{c: c}
+	comma := c.str(",")
 	for i := int64(0); i < n; i++ {
-		if i&1023 == 1023 {
-			c.checkStop()
-		}
+		b.step(i)
 		if i > 0 {
-			total++
-			c.need(total * bytesPerChar)
-			b.WriteUTF8String(",")
+			b.write(comma)
 		}
 		next := o.Get(strconv.FormatInt(i, 10))
 		if isNullish(next) {
@@ -425,10 +421,7 @@ func (c *call) arrayToLocaleString(orig goja.Callable, fc goja.FunctionCall) goj
 		if !ok {
 			panic(c.vm.NewTypeError("toLocaleString is not a function"))
 		}
-		part := c.toStr(callOrig(m, next))
-		total += float64(part.Length())
-		c.need(total * bytesPerChar)
-		b.WriteString(part)
+		b.write(c.toStr(callOrig(m, next)))
 	}
 	return b.String()
 }

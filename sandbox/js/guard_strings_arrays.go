@@ -54,24 +54,44 @@ func (c *call) stringRaw(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	}
 	raw := rawV.ToObject(c.vm)
 	n := c.arrayLength(raw)
-	var b goja.StringBuilder
-	total := float64(0)
+	b := countedBuilder{c: c}
 	for i := int64(0); i < n; i++ {
-		if i&1023 == 1023 {
-			c.checkStop()
-		}
-		part := c.toStr(raw.Get(strconv.FormatInt(i, 10)))
+		b.step(i)
+		b.write(c.toStr(raw.Get(strconv.FormatInt(i, 10))))
 		if i+1 < n && int(i+1) < len(fc.Arguments) {
-			part = part.Concat(c.toStr(fc.Arguments[i+1]))
+			b.write(c.toStr(fc.Arguments[i+1]))
 		}
-		total += float64(part.Length())
-		c.need(total * bytesPerChar)
-		b.WriteString(part)
 	}
 	return b.String()
 }
 
 func isNullish(v goja.Value) bool { return v == nil || goja.IsUndefined(v) || goja.IsNull(v) }
+
+// countedBuilder builds a string in a loop whose length a script sets:
+// what it holds is counted against the call's budget before each write,
+// and the loop stops with the call.
+type countedBuilder struct {
+	c     *call
+	b     goja.StringBuilder
+	total float64
+}
+
+// step is called at the top of the loop's step i.
+func (cb *countedBuilder) step(i int64) {
+	if i&1023 == 1023 {
+		cb.c.checkStop()
+	}
+}
+
+// write appends s once the total fits the budget.
+func (cb *countedBuilder) write(s goja.String) {
+	cb.total += float64(s.Length())
+	cb.c.need(cb.total * bytesPerChar)
+	cb.b.WriteString(s)
+}
+
+// String returns what was built.
+func (cb *countedBuilder) String() goja.String { return cb.b.String() }
 
 func (c *call) repeat(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	if isNullish(fc.This) {

@@ -185,12 +185,23 @@ func TestChildDoublingString(t *testing.T) {
 	if !inChild(t.Name()) {
 		t.Skip("the child of TestDoublingStringBesideInnocentCallsIsStopped")
 	}
+	bombRounds(t, bombScripts[0], "the doubling string", true)
+}
+
+// bombRounds runs three rounds of bomb beside innocent calls (mixRound)
+// on a runtime of four slots with no host ceiling, the watchdog's ticks
+// stopped unless ticks is set, requires each bomb stopped for memory,
+// and prints what the parent test looks for.
+func bombRounds(t *testing.T, bomb, what string, ticks bool) {
 	rt, err := js.New(js.Options{PoolSize: 4, HostMemoryBytes: -1, Limits: sandbox.Limits{WallTime: time.Minute}})
 	require.NoError(t, err)
 	defer rt.Close()
+	if !ticks {
+		js.StopWatchdogTicks(rt)
+	}
 	for round := range 3 {
-		bombErr, calls, stopped, _ := mixRound(rt, bombScripts[0], round)
-		requireMemoryStop(t, bombErr, "the doubling string")
+		bombErr, calls, stopped, _ := mixRound(rt, bomb, round)
+		requireMemoryStop(t, bombErr, what)
 		fmt.Printf("round %d: innocent calls stopped: %d of %d\n", round, stopped, calls)
 	}
 	fmt.Println("bomb stopped: memory_bytes")
@@ -222,16 +233,7 @@ func TestChildHeldChunksNoTicks(t *testing.T) {
 	if !inChild(t.Name()) {
 		t.Skip("the child of TestMemoryIsStoppedWithoutTheWatchdogsTicks")
 	}
-	rt, err := js.New(js.Options{PoolSize: 4, HostMemoryBytes: -1, Limits: sandbox.Limits{WallTime: time.Minute}})
-	require.NoError(t, err)
-	defer rt.Close()
-	js.StopWatchdogTicks(rt)
-	for round := range 3 {
-		bombErr, calls, stopped, _ := mixRound(rt, heldChunks, round)
-		requireMemoryStop(t, bombErr, "the held chunks")
-		fmt.Printf("round %d: innocent calls stopped: %d of %d\n", round, stopped, calls)
-	}
-	fmt.Println("bomb stopped: memory_bytes")
+	bombRounds(t, heldChunks, "the held chunks", false)
 }
 
 // A string doubled by every way of writing a concatenation, and by the
