@@ -24,6 +24,17 @@ func vmWithHelper(t testing.TB) *goja.Runtime {
 	return vm
 }
 
+// both runs src plain in a VM of its own and rewritten in a VM with the
+// helper, and returns what each gave.
+func both(t *testing.T, src string) (plain, rewritten goja.Value) {
+	t.Helper()
+	plain, err := goja.New().RunProgram(compile(t, src, false))
+	require.NoError(t, err)
+	rewritten, err = vmWithHelper(t).RunProgram(compile(t, src, true))
+	require.NoError(t, err)
+	return plain, rewritten
+}
+
 func compile(t testing.TB, src string, rewrite bool) *goja.Program {
 	prg, err := parser.ParseFile(nil, "t", src, 0)
 	require.NoError(t, err)
@@ -50,11 +61,7 @@ func TestRewriteKeepsMeaning(t *testing.T) {
 	let x = 3; x <<= 2; x **= 2;
 	let mixed; try { 1n * 1 } catch (e) { mixed = e.name }
 	JSON.stringify([r, String(o._p), x, log, mixed]);`
-	want := goja.New()
-	plain, err := want.RunProgram(compile(t, src, false))
-	require.NoError(t, err)
-	got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
-	require.NoError(t, err)
+	plain, got := both(t, src)
 	// goja converts the key of o[key] **= y twice; the rewrite once, as
 	// the language says.
 	assert.Equal(t, strings.Replace(plain.String(), `"key","get","key"`, `"key","get"`, 1), got.String())
@@ -133,11 +140,7 @@ func TestRewriteKeepsConcatenation(t *testing.T) {
 		try { f(); errs.push("none") } catch (e) { errs.push(e.name) }
 	}
 	JSON.stringify([r, o._p, s, k, tag` + "`x${a}\\n${b}`" + `, errs, log]);`
-	want := goja.New()
-	plain, err := want.RunProgram(compile(t, src, false))
-	require.NoError(t, err)
-	got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
-	require.NoError(t, err)
+	plain, got := both(t, src)
 	// goja converts the key of o[key] += y twice; the rewrite once, as
 	// the language says.
 	assert.Equal(t, strings.Replace(plain.String(), `"key","get","key"`, `"key","get"`, 1), got.String())
@@ -238,11 +241,7 @@ func TestRewriteCompoundPrivateAndSuper(t *testing.T) {
 	}
 	const k = () => { log.push("key"); return {toString() { log.push("toString"); return "p" }} };
 	JSON.stringify([new C().run(k), log]);`
-	want := goja.New()
-	plain, err := want.RunProgram(compile(t, src, false))
-	require.NoError(t, err)
-	got, err := vmWithHelper(t).RunProgram(compile(t, src, true))
-	require.NoError(t, err)
+	plain, got := both(t, src)
 	// goja converts the key of super[k] += y twice; the rewrite once, as
 	// the language says.
 	assert.Equal(t, strings.Replace(plain.String(), `"toString","get p","toString","set p"`, `"toString","get p","set p"`, 1), got.String())
