@@ -41,6 +41,41 @@ type Write struct {
 // Writes are a call's board writes, in the order the script made them.
 type Writes []Write
 
+// Compact returns the writes that leave any board as ws does, in their
+// order, without those a later write undoes: a var's sets and deletes
+// before its last, and a channel's writes before its last set. ws is not
+// changed.
+func (ws Writes) Compact() Writes {
+	vars, channels := map[string]bool{}, map[string]bool{} // decided from here on
+	keep := make([]bool, len(ws))
+	n := 0
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
+		switch w.Op {
+		case SetVar, DeleteVar:
+			keep[i] = !vars[w.Name]
+			vars[w.Name] = true
+		case SetChannel:
+			keep[i] = !channels[w.Name]
+			channels[w.Name] = true
+		case AppendChannel:
+			keep[i] = !channels[w.Name]
+		default:
+			keep[i] = true
+		}
+		if keep[i] {
+			n++
+		}
+	}
+	out := make(Writes, 0, n)
+	for i, w := range ws {
+		if keep[i] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Apply makes the writes on b, in order.
 func (ws Writes) Apply(b *agent.Board) {
 	for _, w := range ws {

@@ -304,3 +304,48 @@ func TestContractCarriesPlainValues(t *testing.T) {
 	walk("Invocation", reflect.TypeFor[sandbox.Invocation]())
 	walk("Outcome", reflect.TypeFor[sandbox.Outcome]())
 }
+
+// Compact leaves out the writes a later one undoes and keeps the rest in
+// order; applied, the compacted writes leave the board the writes leave,
+// whatever it held before.
+func TestWritesCompact(t *testing.T) {
+	msg := func(s string) []message.Message {
+		return []message.Message{message.NewTextMessage(message.RoleUser, s)}
+	}
+	set := func(n string, v any) sandbox.Write { return sandbox.Write{Op: sandbox.SetVar, Name: n, Value: v} }
+	del := func(n string) sandbox.Write { return sandbox.Write{Op: sandbox.DeleteVar, Name: n} }
+	setCh := func(n, s string) sandbox.Write {
+		return sandbox.Write{Op: sandbox.SetChannel, Name: n, Messages: msg(s)}
+	}
+	appCh := func(n, s string) sandbox.Write {
+		return sandbox.Write{Op: sandbox.AppendChannel, Name: n, Messages: msg(s)}
+	}
+	for _, tc := range []struct {
+		name     string
+		ws, want sandbox.Writes
+	}{
+		{"empty", nil, sandbox.Writes{}},
+		{"overwrites", sandbox.Writes{set("a", 1), set("b", 2), set("a", 3)}, sandbox.Writes{set("b", 2), set("a", 3)}},
+		{"set then delete", sandbox.Writes{set("a", 1), del("a")}, sandbox.Writes{del("a")}},
+		{"delete then set", sandbox.Writes{del("a"), set("a", 2)}, sandbox.Writes{set("a", 2)}},
+		{"appends kept", sandbox.Writes{appCh("c", "1"), appCh("c", "2")}, sandbox.Writes{appCh("c", "1"), appCh("c", "2")}},
+		{"set channel undoes what came before", sandbox.Writes{appCh("c", "1"), setCh("c", "2"), appCh("c", "3"), setCh("d", "x"), setCh("c", "4"), appCh("c", "5")},
+			sandbox.Writes{setCh("d", "x"), setCh("c", "4"), appCh("c", "5")}},
+		{"vars and channels apart", sandbox.Writes{set("c", 1), setCh("c", "m"), set("c", 2)}, sandbox.Writes{setCh("c", "m"), set("c", 2)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.ws.Compact()
+			assert.Equal(t, tc.want, got)
+			before := func() *agent.Board {
+				b := agent.NewBoard()
+				b.Vars["a"], b.Vars["b"], b.Vars["c"] = "old", "old", "old"
+				b.Channels["c"] = msg("old")
+				return b
+			}
+			whole, compact := before(), before()
+			tc.ws.Apply(whole)
+			got.Apply(compact)
+			assert.Equal(t, whole, compact)
+		})
+	}
+}

@@ -105,3 +105,30 @@ func TestProcessCheck(t *testing.T) {
 	assert.True(t, fault.Is(err, fault.Validation))
 	assert.Empty(t, rt.Workers(), "a check starts no worker")
 }
+
+// A call that sets one var many times writes more than a worker's answer
+// may carry (80 values of a mebibyte, past the 64 MiB frame bound) ends
+// as it does in process: the board holds the last value. The worker
+// leaves out the writes a later one undoes; before, the call failed with
+// an Internal error ("send result: message too large").
+func TestOverwritesPastTheFrameBound(t *testing.T) {
+	t.Parallel()
+	src := `const s = "x".repeat((1 << 20) - 64); for (let i = 0; i < 80; i++) board.setVar("v", s + i); board.setVar("n", 80)`
+	for name, rt := range map[string]sandbox.Runtime{"process": newProcessJS(t, ""), "in process": mustInProcess(t)} {
+		b := agent.NewBoard()
+		require.NoError(t, sandbox.InvokeOn(context.Background(), rt, sandbox.Invocation{Node: "n",
+			Script: sandbox.Script{Source: src}}, b), name)
+		v, _ := b.Vars["v"].(string)
+		assert.Equal(t, (1<<20)-64+2, len(v), name)
+		assert.Equal(t, "79", v[len(v)-2:], name)
+		assert.EqualValues(t, 80, b.Vars["n"], name)
+	}
+}
+
+// mustInProcess is the in-process js runtime, closed when the test ends.
+func mustInProcess(t *testing.T) sandbox.Runtime {
+	rt, err := js.New(js.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}

@@ -286,13 +286,34 @@ func (s *server) start(f frame) error {
 	s.mu.Lock()
 	s.running, s.cancel = 0, nil
 	s.mu.Unlock()
-	if err := s.send(frameResult, &res); err != nil {
+	err := s.send(frameResult, &res)
+	if errors.Is(err, errTooLarge) && len(res.Writes) > 0 {
+		// Writes a later one undoes (a var set a thousand times) are
+		// left out: the board ends as it would.
+		res.Writes = writeMsgs(boardWrites(res.Writes).Compact())
+		err = s.send(frameResult, &res)
+	}
+	if err != nil {
 		// The parent is gone or the result does not fit: say so
 		// instead, or die trying (the parent then sees the exit).
-		res = resultMsg{ID: res.ID, CPUNs: res.CPUNs, Err: encodeError(fault.Wrap(fault.Internal, err, "send result", ""))}
+		kind := fault.Internal
+		if errors.Is(err, errTooLarge) {
+			kind = fault.BudgetExceeded
+		}
+		res = resultMsg{ID: res.ID, CPUNs: res.CPUNs, Err: encodeError(fault.Wrap(kind, err,
+			"send result", "the call's writes are more than a worker's answer may carry"))}
 		_ = s.send(frameResult, &res)
 	}
 	return nil
+}
+
+// boardWrites is ws as the sandbox's writes.
+func boardWrites(ws []writeMsg) sandbox.Writes {
+	out := make(sandbox.Writes, len(ws))
+	for i, w := range ws {
+		out[i] = sandbox.Write{Op: w.Op, Name: w.Name, Value: w.Value, Messages: w.Messages}
+	}
+	return out
 }
 
 func (s *server) invoke(ctx context.Context, m *invokeMsg) resultMsg {
