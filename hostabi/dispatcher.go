@@ -170,9 +170,18 @@ func (d *Dispatcher) limitError(limit string, max int64) error {
 // interrupt it saw: every later poll returns it again. The zero value is
 // ready; it is safe for concurrent use.
 type InterruptLatch struct {
-	mu   sync.Mutex
-	seen *agent.Interrupt
-	done chan struct{} // made by Done, closed once seen is set
+	mu      sync.Mutex
+	seen    *agent.Interrupt
+	done    chan struct{}         // made by Done, closed once seen is set
+	waiters map[*latchWaiter]bool // the Waits in progress
+}
+
+// latchWaiter is a Wait in progress, as a Poll that found nothing asks
+// it: a Wait that has taken an interrupt from the host's channel but not
+// yet remembered it would otherwise hide it from the Poll.
+type latchWaiter struct {
+	sync   chan chan struct{} // a Poll's question; the Wait closes the answer while it holds nothing
+	exited chan struct{}      // closed once the Wait returned, what it took remembered
 }
 
 // setLocked remembers intr; l.mu is held and seen is nil.
@@ -207,12 +216,27 @@ func (l *InterruptLatch) Done() <-chan struct{} {
 // before it polls.
 func (l *InterruptLatch) Wait(stop <-chan struct{}, ch <-chan agent.Interrupt) (agent.Interrupt, bool) {
 	done := l.Done()
+	w := &latchWaiter{sync: make(chan chan struct{}), exited: make(chan struct{})}
+	l.mu.Lock()
+	if l.waiters == nil {
+		l.waiters = map[*latchWaiter]bool{}
+	}
+	l.waiters[w] = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiters, w)
+		l.mu.Unlock()
+		close(w.exited)
+	}()
 	for {
 		select {
 		case <-done:
 			return l.Seen()
 		case <-stop:
 			return agent.Interrupt{}, false
+		case answer := <-w.sync:
+			close(answer) // nothing taken
 		case intr, ok := <-ch:
 			if !ok {
 				ch = nil // closed: only another poller can still interrupt
@@ -225,22 +249,39 @@ func (l *InterruptLatch) Wait(stop <-chan struct{}, ch <-chan agent.Interrupt) (
 }
 
 // Poll returns the remembered interrupt, or takes one from ch without
-// blocking and remembers it. A nil or closed ch never interrupts.
+// blocking and remembers it. A nil or closed ch never interrupts. An
+// interrupt sent to ch before Poll is called is seen, even when a Wait
+// took it from ch first: a Poll that finds nothing asks each Wait in
+// progress whether it holds one, and waits for it to be remembered.
 func (l *InterruptLatch) Poll(ch <-chan agent.Interrupt) (agent.Interrupt, bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.seen != nil {
+		defer l.mu.Unlock()
 		return *l.seen, true
 	}
 	select {
 	case intr, ok := <-ch:
 		if ok {
 			l.setLocked(intr)
+			l.mu.Unlock()
 			return intr, true
 		}
 	default:
 	}
-	return agent.Interrupt{}, false
+	waiters := make([]*latchWaiter, 0, len(l.waiters))
+	for w := range l.waiters {
+		waiters = append(waiters, w)
+	}
+	l.mu.Unlock()
+	for _, w := range waiters {
+		answer := make(chan struct{})
+		select {
+		case w.sync <- answer:
+			<-answer
+		case <-w.exited:
+		}
+	}
+	return l.Seen()
 }
 
 // remember keeps intr as the latch's interrupt, unless it already has

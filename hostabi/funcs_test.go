@@ -142,6 +142,31 @@ func TestInterruptLatchWait(t *testing.T) {
 	assert.Equal(t, agent.CauseHostShutdown, (<-done).Cause, "another poller's interrupt ends the wait")
 }
 
+// An interrupt sent before a Poll is seen by it even when a Wait in
+// progress took it from the channel first and has not yet remembered it:
+// the engine's wave watcher (a Wait) took the interrupt a script's
+// checkInterrupt was to see, and on a loaded machine the script's poll,
+// made after the host's Interrupt returned, answered null. Many rounds,
+// since the window is a few instructions wide.
+func TestInterruptLatchPollSeesWhatAWaitTook(t *testing.T) {
+	t.Parallel()
+	for i := range 20000 {
+		var l hostabi.InterruptLatch
+		ch := make(chan agent.Interrupt, 1)
+		stop := make(chan struct{})
+		waited := make(chan struct{})
+		go func() {
+			defer close(waited)
+			l.Wait(stop, ch)
+		}()
+		ch <- agent.Interrupt{Cause: agent.CauseCustom, Detail: "x"}
+		_, ok := l.Poll(ch)
+		close(stop)
+		<-waited
+		require.True(t, ok, "round %d: the poll missed an interrupt sent before it", i)
+	}
+}
+
 // REF 5.4: askUser({parts,schema,source,metadata}) → {parts,metadata};
 // the prompt is decoded strictly (REF 9.9).
 func TestAskUser(t *testing.T) {
