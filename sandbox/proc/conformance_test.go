@@ -26,8 +26,14 @@ func workerMemory() int64 {
 // factory, as a document does, with extra settings (JSON members).
 func newProcessJS(t testing.TB, extra string) *proc.Runtime {
 	t.Helper()
+	return newProcessJSWith(t, workerMemory(), extra)
+}
+
+// newProcessJSWith is newProcessJS with workers capped at memory bytes.
+func newProcessJSWith(t testing.TB, memory int64, extra string) *proc.Runtime {
+	t.Helper()
 	settings := fmt.Sprintf(`{"isolation": "process", "limits": {"wall_time": "1m"}, "process": {"memory_per_worker": %d}%s}`,
-		workerMemory(), extra)
+		memory, extra)
 	v, err := js.Factory().New(context.Background(), resource.Input{Name: "js", Settings: []byte(settings)})
 	require.NoError(t, err)
 	rt := v.(*proc.Runtime)
