@@ -10,7 +10,6 @@ package natstest
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -85,17 +84,6 @@ func baseOptions(t testing.TB, name string) server.Options {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("natstest: find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func (s *Server) start() {
 	s.t.Helper()
 	opts := s.opts
@@ -104,10 +92,12 @@ func (s *Server) start() {
 		s.t.Errorf("natstest: new server %s: %v", s.opts.ServerName, err)
 		return
 	}
+	log := &fatalLog{}
+	srv.SetLogger(log, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(ready) {
+	if err := waitReady(srv, log); err != nil {
 		srv.Shutdown()
-		s.t.Errorf("natstest: server %s not ready within %s", s.opts.ServerName, ready)
+		s.t.Errorf("natstest: server %s (port %d, route port %d): %v", s.opts.ServerName, s.opts.Port, s.opts.Cluster.Port, err)
 		return
 	}
 	s.mu.Lock()
@@ -115,6 +105,51 @@ func (s *Server) start() {
 	s.mu.Unlock()
 	s.t.Cleanup(s.Shutdown)
 }
+
+// waitReady waits until srv accepts connections; it returns at once with
+// the server's fatal error (a port it could not bind) if it logs one.
+func waitReady(srv *server.Server, log *fatalLog) error {
+	deadline := time.Now().Add(ready)
+	for time.Now().Before(deadline) {
+		if srv.ReadyForConnections(50 * time.Millisecond) {
+			return nil
+		}
+		if err := log.err(); err != nil {
+			return err
+		}
+	}
+	if err := log.err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("not ready within %s", ready)
+}
+
+// fatalLog is a server's logger that keeps its first fatal error and
+// drops everything else.
+type fatalLog struct {
+	mu    sync.Mutex
+	fatal error
+}
+
+func (l *fatalLog) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal
+}
+
+func (l *fatalLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fatal == nil {
+		l.fatal = fmt.Errorf(format, v...)
+	}
+}
+
+func (*fatalLog) Noticef(string, ...any) {}
+func (*fatalLog) Warnf(string, ...any)   {}
+func (*fatalLog) Errorf(string, ...any)  {}
+func (*fatalLog) Debugf(string, ...any)  {}
+func (*fatalLog) Tracef(string, ...any)  {}
 
 // URL returns the server's client URL, the same across restarts.
 func (s *Server) URL() string {
