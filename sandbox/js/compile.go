@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
+	"github.com/corral-rt/corral/sandbox/js/internal/fnname"
 	"github.com/corral-rt/corral/sandbox/js/internal/fold"
 	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
@@ -138,7 +139,7 @@ func parse(name, src string) (*ast.Program, error) {
 }
 
 func compileAST(name string, prg *ast.Program, bigint bool) (*compiled, error) {
-	if err := errors.Join(fold.Check(prg), bigop.Rewrite(prg, bigint)); err != nil {
+	if err := errors.Join(fold.Check(prg), fnname.Check(prg), bigop.Rewrite(prg, bigint)); err != nil {
 		return nil, fault.Wrap(fault.Validation, err, "compile "+name, "")
 	}
 	g := &astGuard{seen: map[any]bool{}, idents: map[string]bool{}, guarded: map[*ast.ObjectPattern]bool{}}

@@ -7,6 +7,7 @@ import (
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js/internal/bigop"
+	"github.com/corral-rt/corral/sandbox/js/internal/fnname"
 	"github.com/corral-rt/corral/sandbox/js/jsscan"
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -43,6 +44,11 @@ func (c *call) installGuards() {
 	c.guardJoins()
 	c.guardArrays()
 	c.guardObjects()
+	if err := fnname.Install(c.vm, func(o *goja.Object, n string, g func(goja.Callable, goja.FunctionCall) goja.Value) {
+		c.wrap(o, n, g)
+	}); err != nil {
+		panic(err) // a bug: what it wraps are the language's own
+	}
 	c.guardPrototypes()
 	c.guardProxies()
 	c.wrap(c.object("String", "prototype"), "localeCompare", c.localeCompare)

@@ -31,6 +31,10 @@
 // string before the next is evaluated, as the language says. The rewrite
 // works on the syntax tree: positions, and with them the lines errors
 // name, stay the script's own.
+//
+// Deletion: delete o.name and delete o[k] go through the helper too, which
+// refuses to delete a function's own name (package fnname bounds the names
+// of functions, and a deleted one would be looked up on a prototype).
 package bigop
 
 import (
@@ -124,8 +128,52 @@ func (r rewriter) replace(e ast.Expression) (ast.Expression, error) {
 		return assign(t, op)
 	case *ast.TemplateLiteral:
 		return template(t), nil
+	case *ast.UnaryExpression:
+		if t.Operator == token.DELETE {
+			return deletion(t)
+		}
 	}
 	return nil, nil
+}
+
+// ErrDelete refuses a delete of an optional chain whose last link is a
+// computed key or .name, which the rewrite does not take.
+var ErrDelete = errors.New("delete of an optional chain ending in [key] or .name is not supported; " +
+	"write the test out (o != null && delete o[k])")
+
+// deletion rewrites delete o.name and delete o[k] so that the helper sees
+// the object and the key first: a function's own name is never deleted
+// (package fnname, which bounds the names of functions, says why). The
+// key is converted once: delete o[k] becomes delete H.del(o, k)[H.key()].
+func deletion(t *ast.UnaryExpression) (ast.Expression, error) {
+	at := t.Idx0()
+	switch o := t.Operand.(type) {
+	case *ast.DotExpression:
+		if _, ok := o.Left.(*ast.SuperExpression); ok || o.Identifier.Name != "name" {
+			return nil, nil
+		}
+		name := &ast.StringLiteral{Idx: at, Literal: `"name"`, Value: "name"}
+		t.Operand = &ast.DotExpression{Left: helperCall("del", at, o.Left, name), Identifier: o.Identifier}
+	case *ast.BracketExpression:
+		if _, ok := o.Left.(*ast.SuperExpression); ok {
+			return nil, nil
+		}
+		t.Operand = &ast.BracketExpression{Left: helperCall("del", at, o.Left, o.Member), Member: helperCall("key", at),
+			LeftBracket: o.LeftBracket, RightBracket: o.RightBracket}
+	case *ast.OptionalChain:
+		switch x := o.Expression.(type) {
+		case *ast.DotExpression:
+			if x.Identifier.Name == "name" {
+				return nil, ErrDelete
+			}
+		case *ast.BracketExpression:
+			return nil, ErrDelete
+		}
+		return nil, nil
+	default:
+		return nil, nil
+	}
+	return t, nil
 }
 
 // bounded reports whether e's value, converted to a string, has a length
@@ -326,6 +374,14 @@ const helperSource = `(function (check, grow, add) {
 		key() { const k = key; key = undefined; return k },
 		val() { const v = value; value = undefined; return v },
 		skey(k) { key = ownKeys({[k]: 0})[0]; return key },
+		del(o, k) {
+			if (typeof o === "function") {
+				k = ownKeys({[k]: 0})[0];
+				if (k === "name") throw new TypeError("Cannot delete property 'name' of a function here");
+			}
+			key = k;
+			return o;
+		},
 		keep(o) { value = o; return o },
 		kept() { const o = value; value = undefined; return o },
 	});

@@ -247,3 +247,31 @@ func TestRewriteCompoundPrivateAndSuper(t *testing.T) {
 	assert.Equal(t, strings.Replace(plain.String(), `"toString","get p","toString","set p"`, `"toString","get p","set p"`, 1), got.String())
 	assert.Contains(t, got.String(), `["saba","48","pab"]`)
 }
+
+// delete keeps its meaning: properties of objects, arrays and functions
+// are deleted, a key is converted once, a property that cannot be deleted
+// is false in sloppy code and a TypeError in strict code, and a proxy's
+// trap sees the converted key; only a function's own name stays.
+func TestRewriteKeepsDelete(t *testing.T) {
+	src := `
+	const log = [];
+	const key = (k) => ({toString() { log.push("key " + k); return k }});
+	const o = {a: 1, b: 2, name: "n"}, arr = [1, 2, 3], f = function g() {};
+	f.x = 1;
+	const p = new Proxy({z: 1}, {deleteProperty(t, k) { log.push("trap " + typeof k + " " + k); return delete t[k] }});
+	const r = [delete o.a, delete o[key("b")], delete o.name, delete arr[1], 1 in arr, delete f[key("x")], "x" in f,
+		delete Math.PI, delete p[key("z")], delete o.missing, delete o?.b,
+		(function () { "use strict"; try { return delete Object.prototype } catch (e) { return e.name } })(),
+		Object.keys(o).join()];
+	let named; try { delete f.name; named = "deleted" } catch (e) { named = e.name }
+	let computed; try { delete f[key("name")]; computed = "deleted" } catch (e) { computed = e.name }
+	JSON.stringify([r, log, named, computed, f.name]);`
+	plain, got := both(t, src)
+	want := strings.Replace(plain.String(), `"deleted","deleted",""]`, `"TypeError","TypeError","g"]`, 1)
+	assert.Equal(t, want, got.String())
+	assert.Contains(t, got.String(), `"key name"`, "the key is converted once, before the refusal")
+
+	prg, err := parser.ParseFile(nil, "t", "delete o?.[k]", 0)
+	require.NoError(t, err)
+	assert.ErrorIs(t, Rewrite(prg, false), ErrDelete)
+}
