@@ -349,7 +349,7 @@ func (c *call) exceptionError(ex *goja.Exception) error {
 			return err
 		}
 	}
-	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(c.safeMessage(val), maxMessageLen)}
+	se := &sandbox.ScriptError{Node: c.node, Kind: fault.Internal, Message: clip(unaddressed(c.safeMessage(val)), maxMessageLen)}
 	if f, ok := throwFrame(ex.Stack()); ok {
 		se.Where = c.position(f)
 	}
@@ -412,8 +412,10 @@ func (c *call) safeMessage(val goja.Value) string {
 		}
 		return val.String()
 	}
-	name := c.dataString(obj, "name")
-	msg := c.dataString(obj, "message")
+	// each cut first: a name and a message may each be as long as the
+	// call's budget allows, and only maxMessageLen bytes are kept
+	name := clip(c.dataString(obj, "name"), maxMessageLen)
+	msg := clip(c.dataString(obj, "message"), maxMessageLen)
 	switch {
 	case name == "" && msg == "":
 		return "a thrown " + obj.ClassName()

@@ -2,11 +2,16 @@ package js_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corral-rt/corral/fault"
+	"github.com/corral-rt/corral/sandbox"
 	"github.com/corral-rt/corral/sandbox/js"
 	"github.com/corral-rt/corral/sandbox/js/internal/fnname"
 	"github.com/corral-rt/corral/sandbox/sandboxtest"
@@ -46,6 +51,9 @@ out`
 // does multiply the name: the test would fail without the guards.
 func TestFunctionNamesAreBounded(t *testing.T) {
 	t.Parallel()
+	stamp := `class Base { constructor(o) { return o } }; `
+	reviver := `Object.defineProperty(g, "name", {enumerable: true}); ` +
+		`JSON.parse('{"a":1,"b":0}', function (k, v) { if (k === "a") this.b = g; return k === "name" ? NAME : v }); `
 	attacks := []struct{ name, src string }{
 		{"defineProperty", `Object.defineProperty(g, "name", {value: s})`},
 		{"defineProperty on the target", `Object.defineProperty(r, "name", {value: s}); g = r.bind(null)`},
@@ -61,6 +69,18 @@ func TestFunctionNamesAreBounded(t *testing.T) {
 		{"delete by a computed key", `const k = "na" + "me"; delete g[k]; Object.setPrototypeOf(g, {name: s})`},
 		{"Reflect.deleteProperty", `if (!Reflect.deleteProperty(g, "name")) throw new TypeError("Reflect said no"); ` +
 			`Object.setPrototypeOf(g, {name: s})`},
+		// the engine's own definitions, past the built-ins: a class field
+		// defined on a function a base constructor returned, and a
+		// JSON.parse reviver, which defines or deletes every enumerable
+		// key of what it walks
+		{"a class field", stamp + `class S extends Base { name = s }; new S(g)`},
+		{"a computed class field", stamp + `class S extends Base { ["na" + "me"] = s }; new S(g)`},
+		{"a class field through a proxy", stamp + `class S extends Base { name = s }; new S(new Proxy(g, {}))`},
+		{"a class field, then assignment", stamp + `class S extends Base { name = "" }; new S(g); g.name = s`},
+		{"a class field, then Object.assign", stamp + `class S extends Base { name = "" }; new S(g); Object.assign(g, {name: s})`},
+		{"a class field, an object", stamp + `class S extends Base { name = {toString() { return s }} }; new S(g)`},
+		{"a JSON.parse reviver", strings.Replace(reviver, "NAME", "s", 1)},
+		{"a JSON.parse reviver deletes", strings.Replace(reviver, "NAME", "undefined", 1) + `Object.setPrototypeOf(g, {name: s})`},
 	}
 	rt := mustNew(t, js.Options{})
 	for _, a := range attacks {
@@ -136,11 +156,12 @@ func TestFunctionNamesKeepTheirMeaning(t *testing.T) {
 		"sloppy delete": `return delete Math.PI`,
 		"name kept":     `function f() {}; let e = ""; try { delete f.name } catch (x) { e = x.name }; return e + Reflect.deleteProperty(f, "name") + f.name`,
 		"other keys":    `function f() {}; f.x = 1; delete f.x; return "x" in f`,
+		"class fields":  `class A {}; class B extends A { name = "b"; ["x" + 1] = 2; #p = 3; p() { return this.#p } }; const b = new B(); return b.name + b.x1 + b.p()`,
 	}
 	want := map[string]any{
 		"define": "short", "reflect": 7.0, "properties": "n23", "reads once": "v1", "bind": "bound f",
 		"delete": 0.0, "delete once": "2,false,false", "strict delete": "TypeError", "sloppy delete": false,
-		"name kept": "TypeErrorfalsef", "other keys": false,
+		"name kept": "TypeErrorfalsef", "other keys": false, "class fields": "b23",
 	}
 	for name, body := range checks {
 		strict := ""
@@ -156,4 +177,84 @@ func TestFunctionNamesKeepTheirMeaning(t *testing.T) {
 	b, err := invoke(t, rt, `const o = {x: 1}; delete o?.x; board.setVar("out", "x" in o)`)
 	require.NoError(t, err)
 	assert.Equal(t, false, b.Vars["out"])
+}
+
+// An uncaught error about an object that converts to no primitive names
+// no Go value or heap address of the host's (goja's text prints both): the
+// message is V8's, the same in every run.
+func TestConversionErrorsNameNoAddress(t *testing.T) {
+	t.Parallel()
+	rt := mustNew(t, js.Options{})
+	for _, src := range []string{`Object.create(null) + "x"`, "`${Object.create(null)}`", `String({toString: 1, valueOf: 1})`} {
+		_, err := invoke(t, rt, src)
+		require.Error(t, err, src)
+		assert.Contains(t, err.Error(), "TypeError: Cannot convert object to primitive value", src)
+		assert.NotContains(t, err.Error(), "0x", src)
+	}
+}
+
+// stackDoubling doubles a string through errors' stacks: the first line of
+// a stack is the error's name and message as they are at its first read,
+// which goja writes in one step that is not counted before it is made.
+const stackDoubling = `let s = "x"; for (;;) { const e = new Error(); e.name = e.message = s; s = e.stack }`
+
+// What an error's stack still allows, a string that doubles at every read,
+// is stopped for memory by the heap watchdog between the reads, beside
+// innocent calls, and the process stays within its bound.
+func TestStackDoublingBesideInnocentCallsIsStopped(t *testing.T) {
+	out := runChild(t, "TestChildStackDoubling", 5*time.Minute, rssBound+1<<30)
+	require.Contains(t, out, "bomb stopped: memory_bytes")
+}
+
+func TestChildStackDoubling(t *testing.T) {
+	if !inChild(t.Name()) {
+		t.Skip("the child of TestStackDoublingBesideInnocentCallsIsStopped")
+	}
+	bombRounds(t, stackDoubling, "the doubling stack", true)
+}
+
+// A native frame's name is read when an error is made, and a name that is
+// an object is converted by its toString, script code run while the stack
+// is captured: once the call stack is full, the RangeError's capture runs
+// toString, whose call finds the stack full and captures again, a Go
+// recursion without end that ends the process (a fatal stack overflow, on
+// a bare VM). Past the guards, by a class field, the name is refused and
+// the process lives. The script runs in a child with a small Go stack.
+func TestObjectNameDoesNotEndTheProcess(t *testing.T) {
+	const stamp = `class B { constructor(o) { return o } }; class S extends B { name = {toString() { return "n" }} }; `
+	switch os.Getenv("CORRAL_NAME_CHILD") {
+	case "bare":
+		debug.SetMaxStack(8 << 20)
+		vm := goja.New()
+		vm.SetMaxCallStackSize(sandbox.DefaultStackDepth)
+		_, err := vm.RunString(`function r() { return g() }; const g = r.bind(null); ` +
+			`Object.defineProperty(g, "name", {value: {toString() { return "n" }}}); try { r() } catch (e) {}`)
+		t.Logf("bare: %v", err)
+		return
+	case "sandbox":
+		debug.SetMaxStack(8 << 20)
+		rt := mustNew(t, js.Options{})
+		_, err := invoke(t, rt, stamp+`function r() { return g() }; const g = r.bind(null); new S(g); r()`)
+		fmt.Printf("sandbox: %v\n", err)
+		return
+	case "":
+	default:
+		return
+	}
+	run := func(mode string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestObjectNameDoesNotEndTheProcess$", "-test.v")
+		cmd.Env = append(os.Environ(), "CORRAL_NAME_CHILD="+mode)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("bare")
+	require.Error(t, err, "on a bare VM the process dies")
+	require.Contains(t, out, "fatal error: stack overflow")
+	out, err = run("sandbox")
+	if i := strings.Index(out, "\ngoroutine "); i > 0 {
+		out = out[:i]
+	}
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "sandbox: ")
+	assert.Contains(t, out, "a class cannot define its fields on a function here")
 }

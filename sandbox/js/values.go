@@ -342,3 +342,16 @@ func decimalLen(x int64) int64 {
 	}
 	return n
 }
+
+// unaddressed replaces goja's text for an object it cannot convert to a
+// primitive, which prints the object's Go value and its heap address (a
+// value no replay sees again, and the host's to keep), with V8's.
+func unaddressed(msg string) string {
+	const head, tail = "Could not convert &{", " to primitive"
+	i := strings.Index(msg, head)
+	j := strings.LastIndex(msg, tail)
+	if i < 0 || j < i {
+		return msg
+	}
+	return msg[:i] + "Cannot convert object to primitive value" + msg[j+len(tail):]
+}

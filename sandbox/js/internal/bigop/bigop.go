@@ -34,7 +34,9 @@
 //
 // Deletion: delete o.name and delete o[k] go through the helper too, which
 // refuses to delete a function's own name (package fnname bounds the names
-// of functions, and a deleted one would be looked up on a prototype).
+// of functions, and a deleted one would be looked up on a prototype); and
+// a derived class with a field that may be named "name" checks that its
+// instance is not a function (guardFields).
 package bigop
 
 import (
@@ -79,7 +81,7 @@ var ErrTarget = errors.New("a compound assignment (+=, *=, **=, <<=, >>=) to thi
 // program that cannot make a BigInt is left without them).
 func Rewrite(prg *ast.Program, bigint bool) error {
 	r := rewriter{bigint: bigint}
-	return astwalk.Walk(prg, astwalk.Hooks{Interface: r.rewrite})
+	return astwalk.Walk(prg, astwalk.Hooks{Interface: r.rewrite, Pointer: guardFields})
 }
 
 type rewriter struct{ bigint bool }
@@ -134,46 +136,6 @@ func (r rewriter) replace(e ast.Expression) (ast.Expression, error) {
 		}
 	}
 	return nil, nil
-}
-
-// ErrDelete refuses a delete of an optional chain whose last link is a
-// computed key or .name, which the rewrite does not take.
-var ErrDelete = errors.New("delete of an optional chain ending in [key] or .name is not supported; " +
-	"write the test out (o != null && delete o[k])")
-
-// deletion rewrites delete o.name and delete o[k] so that the helper sees
-// the object and the key first: a function's own name is never deleted
-// (package fnname, which bounds the names of functions, says why). The
-// key is converted once: delete o[k] becomes delete H.del(o, k)[H.key()].
-func deletion(t *ast.UnaryExpression) (ast.Expression, error) {
-	at := t.Idx0()
-	switch o := t.Operand.(type) {
-	case *ast.DotExpression:
-		if _, ok := o.Left.(*ast.SuperExpression); ok || o.Identifier.Name != "name" {
-			return nil, nil
-		}
-		name := &ast.StringLiteral{Idx: at, Literal: `"name"`, Value: "name"}
-		t.Operand = &ast.DotExpression{Left: helperCall("del", at, o.Left, name), Identifier: o.Identifier}
-	case *ast.BracketExpression:
-		if _, ok := o.Left.(*ast.SuperExpression); ok {
-			return nil, nil
-		}
-		t.Operand = &ast.BracketExpression{Left: helperCall("del", at, o.Left, o.Member), Member: helperCall("key", at),
-			LeftBracket: o.LeftBracket, RightBracket: o.RightBracket}
-	case *ast.OptionalChain:
-		switch x := o.Expression.(type) {
-		case *ast.DotExpression:
-			if x.Identifier.Name == "name" {
-				return nil, ErrDelete
-			}
-		case *ast.BracketExpression:
-			return nil, ErrDelete
-		}
-		return nil, nil
-	default:
-		return nil, nil
-	}
-	return t, nil
 }
 
 // bounded reports whether e's value, converted to a string, has a length
@@ -382,6 +344,7 @@ const helperSource = `(function (check, grow, add) {
 			key = k;
 			return o;
 		},
+		field(o) { if (typeof o === "function") throw new TypeError("a class cannot define its fields on a function here") },
 		keep(o) { value = o; return o },
 		kept() { const o = value; value = undefined; return o },
 	});

@@ -275,3 +275,24 @@ func TestRewriteKeepsDelete(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, Rewrite(prg, false), ErrDelete)
 }
+
+// A derived class with a field that may be named "name" defines its
+// fields on an ordinary instance as before, in order, and refuses to
+// define them on a function a base constructor returned; a class with
+// other fields, or with no base, is left alone.
+func TestRewriteGuardsFields(t *testing.T) {
+	src := `
+	const log = [];
+	class Base { constructor(o) { return o } }
+	class A extends Base { x = log.push("x"); name = "a"; ["k" + 1] = log.push("k") }
+	class Other extends Base { x = 1 }
+	const a = new A({});
+	let onFunction; try { new A(function f() {}); onFunction = "defined" } catch (e) { onFunction = e.name }
+	const f = function g() {}; new Other(f);
+	JSON.stringify([a.name, a.k1, a.x, log, onFunction, f.x, f.name]);`
+	plain, got := both(t, src)
+	// refused before the first field: the second instance logs nothing
+	want := strings.NewReplacer(`"defined"`, `"TypeError"`, `["x","k","x","k"]`, `["x","k"]`).Replace(plain.String())
+	assert.Equal(t, want, got.String())
+	assert.Contains(t, plain.String(), `"defined"`)
+}

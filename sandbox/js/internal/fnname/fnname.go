@@ -15,7 +15,8 @@
 // guards the ways a script can give a function a longer name at run time:
 // Object.defineProperty, Object.defineProperties and Reflect.defineProperty
 // of a function's name take a string of at most MaxChars characters (or a
-// number, a boolean, null or undefined) that stays read-only, and
+// number, a boolean, null or undefined) that stays read-only and not
+// enumerable (JSON.parse's reviver defines and deletes enumerable keys), and
 // Function.prototype.bind cuts the name of the function it makes ("bound "
 // and the target's) to MaxChars. A function's own name cannot be deleted
 // (Reflect.deleteProperty answers false; the delete operator is rewritten
@@ -230,6 +231,10 @@ func refusal(snap *goja.Object) string {
 	}
 	if w := snap.Get("writable"); w != nil && w.ToBoolean() {
 		return "a function's name cannot be made writable here"
+	}
+	// enumerable, JSON.parse's reviver would define or delete it
+	if e := snap.Get("enumerable"); e != nil && e.ToBoolean() {
+		return "a function's name cannot be made enumerable here"
 	}
 	v := snap.Get("value")
 	switch t := v.(type) {
