@@ -355,3 +355,59 @@ func unaddressed(msg string) string {
 	}
 	return msg[:i] + "Cannot convert object to primitive value" + msg[j+len(tail):]
 }
+
+// localeCompare bounds String.prototype.localeCompare, whose collation
+// allocates about 16 bytes a character of both strings in one step.
+func (c *call) localeCompare(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+	if isNullish(fc.This) {
+		return callOrig(orig, fc.This, fc.Arguments...)
+	}
+	a, b := c.toStr(fc.This), c.toStr(fc.Argument(0)) // converted once
+	c.need(float64(a.Length()+b.Length()) * bytesPerCollatedChar)
+	return callOrig(orig, a, append([]goja.Value{b}, fc.Arguments[min(1, len(fc.Arguments)):]...)...)
+}
+
+// guardEncoders bounds encodeURI, encodeURIComponent and escape, which
+// write up to 9 characters for each UTF-16 unit of their input (6 for
+// escape) in one step: each counts the characters it will write, from its
+// input, before it writes them.
+func (c *call) guardEncoders() {
+	global := c.vm.GlobalObject()
+	for name, width := range map[string]func(uint16) int{
+		"encodeURI": uriWidth, "encodeURIComponent": uriWidth, "escape": escapeWidth,
+	} {
+		c.wrap(global, name, func(orig goja.Callable, fc goja.FunctionCall) goja.Value {
+			s := c.toStr(fc.Argument(0)) // converted once
+			n := 0
+			for i := range s.Length() {
+				n += width(uint16(s.CharAt(i)))
+			}
+			c.need(float64(n) * bytesPerChar)
+			return callOrig(orig, fc.This, s)
+		})
+	}
+}
+
+// uriWidth is at most how many characters encodeURI writes for the UTF-16
+// unit u: itself, or %XX for each byte of its UTF-8 (a surrogate pair
+// makes four bytes, six characters a unit).
+func uriWidth(u uint16) int {
+	switch {
+	case u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9':
+		return 1
+	case u < 0x80:
+		return 3
+	case u < 0x800, u >= 0xD800 && u <= 0xDFFF:
+		return 6
+	}
+	return 9
+}
+
+// escapeWidth is at most how many characters escape writes for the UTF-16
+// unit u: %XX, or %uXXXX.
+func escapeWidth(u uint16) int {
+	if u < 0x100 {
+		return 3
+	}
+	return 6
+}

@@ -36,7 +36,8 @@
 // refuses to delete a function's own name (package fnname bounds the names
 // of functions, and a deleted one would be looked up on a prototype); and
 // a derived class with a field that may be named "name" checks that its
-// instance is not a function (guardFields).
+// instance is not a function, and computed keys of functions are not
+// folded into their names (guardNames).
 package bigop
 
 import (
@@ -81,7 +82,7 @@ var ErrTarget = errors.New("a compound assignment (+=, *=, **=, <<=, >>=) to thi
 // program that cannot make a BigInt is left without them).
 func Rewrite(prg *ast.Program, bigint bool) error {
 	r := rewriter{bigint: bigint}
-	return astwalk.Walk(prg, astwalk.Hooks{Interface: r.rewrite, Pointer: guardFields})
+	return astwalk.Walk(prg, astwalk.Hooks{Interface: r.rewrite, Pointer: guardNames})
 }
 
 type rewriter struct{ bigint bool }
@@ -278,6 +279,7 @@ const smallChars = 4096
 const helperSource = `(function (check, grow, add) {
 	"use strict";
 	const ownKeys = Reflect.ownKeys, apply = Reflect.apply, toStringOf = String, toPrimitive = Symbol.toPrimitive;
+	const defineProperty = Reflect.defineProperty, getOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
 	let key, value;
 	function isObject(x) { return typeof x === "object" ? x !== null : typeof x === "function" }
 	// prim is ToPrimitive(x, default) of an object, as + makes it.
@@ -344,7 +346,15 @@ const helperSource = `(function (check, grow, add) {
 			key = k;
 			return o;
 		},
-		field(o) { if (typeof o === "function") throw new TypeError("a class cannot define its fields on a function here") },
+		field(o, v, name) {
+			if (typeof o === "function") throw new TypeError("a class cannot define its fields on a function here");
+			if (name !== undefined && typeof v === "function") {
+				const d = getOwnPropertyDescriptor(v, "name");
+				if (d !== undefined && d.value === "") defineProperty(v, "name", {value: name, configurable: true});
+			}
+			return v;
+		},
+		id(k) { return k },
 		keep(o) { value = o; return o },
 		kept() { const o = value; value = undefined; return o },
 	});

@@ -2,8 +2,11 @@ package bigop
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/token"
+	"github.com/dop251/goja/unistring"
 )
 
 // ErrDelete refuses a delete of an optional chain whose last link is a
@@ -46,30 +49,138 @@ func deletion(t *ast.UnaryExpression) (ast.Expression, error) {
 	return t, nil
 }
 
-// guardFields makes a derived class whose instances get a field that may
-// be named "name" (a computed key, or the key name) check, before its
-// first field, that the instance is not a function: a base constructor
-// that returns a function would otherwise have the class define the
-// function's name, past every guard of package fnname. The check is a
-// private field of a name no script can write, first in the class body.
-func guardFields(p any) error {
-	c, ok := p.(*ast.ClassLiteral)
-	if !ok || c.SuperClass == nil {
-		return nil
-	}
-	for _, e := range c.Body {
-		f, ok := e.(*ast.FieldDefinition)
-		if !ok || f.Static {
-			continue
+// guardNames rewrites what would let a function be named past package
+// fnname's bounds.
+//
+// A computed key of a method, or of a property or a field whose value is
+// a function or a class, is passed through H.id unless it is a constant
+// the program text shows to be short: goja folds a constant key (a
+// literal, literals joined by +, and a key eval builds from a string of
+// any length) into the name its compiler gives the function, which every
+// stack trace through it writes out. Through a call the key names the
+// function at run time only (goja names a field's function by a constant
+// key only, so a field keeps the name "" under a long one).
+//
+// A derived class whose instances get a field that may be named "name" (a
+// computed key, or the key name) checks, as that field is initialized,
+// that the instance is not a function: a base constructor that returns a
+// function would otherwise have the class define the function's name past
+// every guard. The field's value goes through H.field(this, value, key),
+// which gives an anonymous function the name a literal key gives it.
+func guardNames(p any) error {
+	switch t := p.(type) {
+	case *ast.ObjectLiteral:
+		for _, prop := range t.Value {
+			if k, ok := prop.(*ast.PropertyKeyed); ok && k.Computed && function(k.Value) {
+				k.Key = unfolded(k.Key)
+			}
 		}
-		if k, ok := f.Key.(*ast.StringLiteral); f.Computed || ok && k.Value == "name" {
-			at := f.Idx
-			check := &ast.FieldDefinition{Idx: at,
-				Key:         &ast.PrivateIdentifier{Identifier: ast.Identifier{Idx: at, Name: "\x00field"}},
-				Initializer: helperCall("field", at, &ast.ThisExpression{Idx: at})}
-			c.Body = append([]ast.ClassElement{check}, c.Body...)
-			return nil
+	case *ast.ClassLiteral:
+		for _, e := range t.Body {
+			switch f := e.(type) {
+			case *ast.MethodDefinition:
+				if f.Computed {
+					f.Key = unfolded(f.Key)
+				}
+			case *ast.FieldDefinition:
+				guardField(f, t.SuperClass != nil)
+			}
 		}
 	}
 	return nil
+}
+
+// MaxFoldedKey is the longest constant computed key of a function the
+// rewrite leaves for goja to fold into its name (package fnname's
+// MaxChars).
+const MaxFoldedKey = 1024
+
+// unfolded returns key, or key through H.id when goja could fold it into
+// a name longer than MaxFoldedKey.
+func unfolded(key ast.Expression) ast.Expression {
+	if n, ok := constLen(key); ok && n <= MaxFoldedKey {
+		return key
+	}
+	return helperCall("id", key.Idx0(), key)
+}
+
+// constLen bounds the length of the string a constant key folds to: a
+// string literal, a number literal (whose decimal form is at most about
+// 1.3 times its digits), or two of them joined by +.
+func constLen(e ast.Expression) (int, bool) {
+	switch t := e.(type) {
+	case *ast.StringLiteral:
+		return len(t.Value), true
+	case *ast.NumberLiteral:
+		return 2*len(t.Literal) + 32, true
+	case *ast.BinaryExpression:
+		if t.Operator == token.PLUS {
+			a, ok := constLen(t.Left)
+			b, ok2 := constLen(t.Right)
+			return a + b, ok && ok2
+		}
+	}
+	return 0, false
+}
+
+// constStr is the string a key of string literals and integers joined by
+// + folds to, as goja names a field's function by it.
+func constStr(e ast.Expression) (string, bool) {
+	switch t := e.(type) {
+	case *ast.StringLiteral:
+		return t.Value.String(), true
+	case *ast.NumberLiteral:
+		if n, ok := t.Value.(int64); ok {
+			return strconv.FormatInt(n, 10), true
+		}
+	case *ast.BinaryExpression:
+		if t.Operator == token.PLUS {
+			a, ok := constStr(t.Left)
+			b, ok2 := constStr(t.Right)
+			return a + b, ok && ok2 && len(a)+len(b) <= MaxFoldedKey
+		}
+	}
+	return "", false
+}
+
+func guardField(f *ast.FieldDefinition, derived bool) {
+	k, literal := f.Key.(*ast.StringLiteral)
+	if derived && !f.Static && (f.Computed || literal && k.Value == "name") {
+		at := f.Idx
+		value := f.Initializer
+		if value == nil { // void 0: a scope may have its own undefined
+			value = &ast.UnaryExpression{Idx: at, Operator: token.VOID, Operand: &ast.NumberLiteral{Idx: at, Literal: "0", Value: int64(0)}}
+		}
+		args := []ast.Expression{&ast.ThisExpression{Idx: at}, value}
+		if name, ok := constStr(f.Key); ok && len(name) <= MaxFoldedKey && anonymous(f.Initializer) {
+			args = append(args, &ast.StringLiteral{Idx: at, Literal: strconv.Quote(name), Value: unistring.NewFromString(name)})
+		}
+		f.Initializer = helperCall("field", at, args...)
+	}
+	if f.Computed && function(f.Initializer) {
+		f.Key = unfolded(f.Key)
+	}
+}
+
+// function reports whether e is a function or a class.
+func function(e ast.Expression) bool {
+	switch e.(type) {
+	case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral, *ast.ClassLiteral:
+		return true
+	}
+	return false
+}
+
+// anonymous reports whether e is a function or a class without a name of
+// its own, which a field names after its key.
+func anonymous(e ast.Expression) bool {
+	switch t := e.(type) {
+	case *ast.FunctionLiteral:
+		return t.Name == nil
+	case *ast.ArrowFunctionLiteral:
+		return true
+	case *ast.ClassLiteral:
+		return t.Name == nil
+	}
+	return false
 }
