@@ -43,7 +43,7 @@ func (c *call) native(name string, fn func(goja.FunctionCall) goja.Value) goja.V
 		defer c.leaveNative()
 		return fn(fc)
 	}).(*goja.Object)
-	_ = f.DefineDataProperty("name", c.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	_ = f.DefineDataProperty("name", c.vm.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	if c.natives == nil {
 		c.natives = map[*goja.Object]bool{}
 	}

@@ -154,8 +154,8 @@ func (c *call) guardProxies() {
 			return args
 		}
 		w, get := c.vm.CreateObject(h), getters
-		if _, fn := goja.AssertFunction(args[0]); fn {
-			get = fnGetters
+		if _, fn := goja.AssertFunction(args[0]); fn && args[0].ExportType() != proxyType {
+			get = fnGetters // a proxy target has its own
 		}
 		for i, name := range proxyTraps {
 			_ = w.DefineAccessorProperty(name, get[i], goja.Undefined(), goja.FLAG_TRUE, goja.FLAG_FALSE)

@@ -419,7 +419,7 @@ func Install(vm *goja.Runtime, maxBits, maxChars func() int64, refuse func()) (g
 	})
 	// Named, toString shows "function add() { [native code] }", not the
 	// Go symbol.
-	_ = add.(*goja.Object).DefineDataProperty("name", vm.ToValue("add"), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+	_ = add.(*goja.Object).DefineDataProperty("name", vm.ToValue("add"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	h, err := f(goja.Undefined(), check, grow, add)
 	if err != nil {
 		return nil, err

@@ -106,13 +106,22 @@ func unfolded(key ast.Expression) ast.Expression {
 
 // constLen bounds the length of the string a constant key folds to: a
 // string literal, a number literal (whose decimal form is at most about
-// 1.3 times its digits), or two of them joined by +.
+// 1.3 times its digits), a boolean or null, a unary operator's result on
+// one of them, or two of them joined by +.
 func constLen(e ast.Expression) (int, bool) {
 	switch t := e.(type) {
 	case *ast.StringLiteral:
 		return len(t.Value), true
 	case *ast.NumberLiteral:
 		return 2*len(t.Literal) + 32, true
+	case *ast.BooleanLiteral, *ast.NullLiteral:
+		return 5, true
+	case *ast.UnaryExpression:
+		// a number of a constant, a boolean, a type name or undefined; a
+		// BigInt's digits: at most as long as its literal, and its sign
+		if n, ok := constLen(t.Operand); ok {
+			return n + 32, true
+		}
 	case *ast.BinaryExpression:
 		if t.Operator == token.PLUS {
 			a, ok := constLen(t.Left)
@@ -123,36 +132,56 @@ func constLen(e ast.Expression) (int, bool) {
 	return 0, false
 }
 
-// constStr is the string a key of string literals and integers joined by
-// + folds to, as goja names a field's function by it.
-func constStr(e ast.Expression) (string, bool) {
+// keyed reports whether the key of a field may be "name", and gives the
+// name a constant key names an anonymous function with when it is.
+func keyed(f *ast.FieldDefinition) (maybe bool, name string) {
+	if !f.Computed {
+		k, ok := f.Key.(*ast.StringLiteral)
+		return ok && k.Value == "name", "name"
+	}
+	s, exact, never := keyText(f.Key)
+	switch {
+	case exact:
+		return s == "name", "name"
+	case never:
+		return false, ""
+	}
+	return true, "" // goja names a field's function by a constant key only
+}
+
+// keyText is what the program text shows of a computed key: the string
+// it is, when it is string literals joined by + (exact); or that it is
+// never "name" (never), when it is or holds by + a value whose string is
+// no part of "name": a number, a boolean, null, or what a unary operator
+// makes (a number, a boolean, a type name, undefined).
+func keyText(e ast.Expression) (s string, exact, never bool) {
 	switch t := e.(type) {
 	case *ast.StringLiteral:
-		return t.Value.String(), true
-	case *ast.NumberLiteral:
-		if n, ok := t.Value.(int64); ok {
-			return strconv.FormatInt(n, 10), true
-		}
+		return t.Value.String(), true, false
+	case *ast.NumberLiteral, *ast.BooleanLiteral, *ast.NullLiteral, *ast.UnaryExpression:
+		return "", false, true
 	case *ast.BinaryExpression:
 		if t.Operator == token.PLUS {
-			a, ok := constStr(t.Left)
-			b, ok2 := constStr(t.Right)
-			return a + b, ok && ok2 && len(a)+len(b) <= MaxFoldedKey
+			a, ea, na := keyText(t.Left)
+			b, eb, nb := keyText(t.Right)
+			if ea && eb && len(a)+len(b) <= MaxFoldedKey {
+				return a + b, true, false
+			}
+			return "", false, na || nb
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 func guardField(f *ast.FieldDefinition, derived bool) {
-	k, literal := f.Key.(*ast.StringLiteral)
-	if derived && !f.Static && (f.Computed || literal && k.Value == "name") {
+	if maybe, name := keyed(f); derived && !f.Static && maybe {
 		at := f.Idx
 		value := f.Initializer
 		if value == nil { // void 0: a scope may have its own undefined
 			value = &ast.UnaryExpression{Idx: at, Operator: token.VOID, Operand: &ast.NumberLiteral{Idx: at, Literal: "0", Value: int64(0)}}
 		}
 		args := []ast.Expression{&ast.ThisExpression{Idx: at}, value}
-		if name, ok := constStr(f.Key); ok && len(name) <= MaxFoldedKey && anonymous(f.Initializer) {
+		if name != "" && anonymous(f.Initializer) {
 			args = append(args, &ast.StringLiteral{Idx: at, Literal: strconv.Quote(name), Value: unistring.NewFromString(name)})
 		}
 		f.Initializer = helperCall("field", at, args...)

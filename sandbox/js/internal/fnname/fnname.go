@@ -26,6 +26,8 @@ package fnname
 
 import (
 	"fmt"
+	"math/big"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -33,6 +35,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
+	"github.com/dop251/goja/unistring"
 )
 
 // MaxChars is the longest name a function may have, in characters.
@@ -40,45 +43,95 @@ const MaxChars = 1024
 
 // Check refuses prg when it names a function with more than MaxChars
 // characters: an identifier (a function, class, variable or parameter
-// name), a private name, or a literal key of a method or of a property
-// whose value is a function or a class.
+// name, wherever the tree holds one, a shorthand pattern's included), a
+// private name (# and the identifier), or a literal key of a method or of
+// a property whose value is a function or a class (a BigInt key counted
+// in decimal, as it names the function).
 func Check(prg *ast.Program) error {
 	return astwalk.Walk(prg, astwalk.Hooks{Pointer: func(p any) error {
-		var n int
-		var at file.Idx
-		switch t := p.(type) {
-		case *ast.Identifier:
-			n, at = len(t.Name), t.Idx
-		case *ast.PrivateIdentifier:
-			n, at = len(t.Name), t.Idx
-		case *ast.MethodDefinition:
-			if !t.Computed {
-				n, at = keyLen(t.Key), t.Idx
-			}
-		case *ast.PropertyKeyed:
-			if !t.Computed && function(t.Value) {
-				n, at = keyLen(t.Key), t.Key.Idx0()
-			}
-		case *ast.FieldDefinition:
-			if !t.Computed && function(t.Initializer) {
-				n, at = keyLen(t.Key), t.Idx
-			}
-		}
+		n, at := nameLen(p)
 		if n > MaxChars {
-			return fmt.Errorf("%sa name of %d bytes, more than %d (a function's name is written into every "+
+			return fmt.Errorf("%sa name of %d characters, more than %d (a function's name is written into every "+
 				"stack trace that passes through it)", where(prg, at), n, MaxChars)
 		}
 		return nil
 	}})
 }
 
-// keyLen is the length of a literal property key's text.
+var (
+	identType   = reflect.TypeFor[ast.Identifier]()
+	privateType = reflect.TypeFor[ast.PrivateIdentifier]()
+)
+
+// nameLen is the length of the longest name the node p points to gives a
+// function, and where it is.
+func nameLen(p any) (n int, at file.Idx) {
+	switch t := p.(type) {
+	case *ast.Identifier:
+		return chars(t.Name), t.Idx
+	case *ast.PrivateIdentifier:
+		return chars(t.Name) + 1, t.Idx
+	case *ast.MethodDefinition:
+		if !t.Computed {
+			return keyLen(t.Key), t.Idx
+		}
+	case *ast.PropertyKeyed:
+		if !t.Computed && function(t.Value) {
+			return keyLen(t.Key), t.Key.Idx0()
+		}
+	case *ast.FieldDefinition:
+		if !t.Computed && function(t.Initializer) {
+			return keyLen(t.Key), t.Idx
+		}
+	}
+	// identifiers a node holds by value (a shorthand property's name, a
+	// member's), which the walk does not point to
+	v := reflect.ValueOf(p).Elem()
+	if v.Kind() != reflect.Struct {
+		return 0, 0
+	}
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Type() {
+		case identType:
+			id := f.Interface().(ast.Identifier)
+			if c := chars(id.Name); c > n {
+				n, at = c, id.Idx
+			}
+		case privateType:
+			id := f.Interface().(ast.PrivateIdentifier)
+			if c := chars(id.Name) + 1; c > n {
+				n, at = c, id.Idx
+			}
+		}
+	}
+	return n, at
+}
+
+// chars is the length of s in UTF-16 code units, as the language counts.
+func chars(s unistring.String) int {
+	str := s.String()
+	n := 0
+	for _, r := range str {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
+}
+
+// keyLen is the length of the name a literal property key gives: a
+// string's, or a number's in decimal (a BigInt literal in hexadecimal is
+// longer so; any other number is at most 25 characters).
 func keyLen(k ast.Expression) int {
 	switch t := k.(type) {
 	case *ast.StringLiteral:
-		return len(t.Value)
+		return chars(t.Value)
 	case *ast.NumberLiteral:
-		return len(t.Literal)
+		if b, ok := t.Value.(*big.Int); ok {
+			return len(b.String())
+		}
+		return min(len(t.Literal), 25)
 	}
 	return 0
 }
@@ -335,7 +388,7 @@ func (g *guard) bind(orig goja.Callable, fc goja.FunctionCall) goja.Value {
 	res := g.call(orig, fc.This, fc.Arguments...)
 	if o, ok := res.(*goja.Object); ok {
 		if s, ok := o.Get("name").(goja.String); ok && s.Length() > MaxChars {
-			_ = o.DefineDataProperty("name", s.Substring(0, MaxChars), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+			_ = o.DefineDataProperty("name", s.Substring(0, MaxChars), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 		}
 	}
 	return res

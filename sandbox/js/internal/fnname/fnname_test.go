@@ -24,7 +24,9 @@ func TestCheck(t *testing.T) {
 		{"function " + most + "() {}", false},
 		{"let " + long + " = 1", true},
 		{"(" + long + ") => 1", true},
-		{"x." + long, false}, // a property name read, which names nothing
+		{"x." + long, true}, // any identifier, a member's name too (none is so long)
+		{"({" + long + "})", true},
+		{"const {" + long + " = () => 1} = {}", true}, // a shorthand pattern's default takes its name
 		{"({" + long + "() {}})", true},
 		{"({get " + long + "() { return 1 }})", true},
 		{`({"` + long + `": function () {}})`, true},
@@ -37,7 +39,10 @@ func TestCheck(t *testing.T) {
 		{"class C { static " + long + " = 1 }", false}, // data
 		{"class C { #" + long + " = 1 }", true},
 		{`const s = "` + long + `"`, false},
-		{"({" + strings.Repeat("1", fnname.MaxChars+1) + ": function () {}})", true},
+		{"({" + strings.Repeat("1", fnname.MaxChars+1) + ": function () {}})", false}, // named Infinity
+		{"({0x" + strings.Repeat("f", 900) + "n: function () {}})", true},             // 1084 digits in decimal
+		{"function " + strings.Repeat("ж", fnname.MaxChars) + "() {}", false},         // characters, not bytes
+		{"class C { #" + most + "() {} }", true},                                      // # and the name
 	} {
 		prg, err := parser.ParseFile(nil, "t.js", c.src, 0)
 		require.NoError(t, err, c.src[:30])
