@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corral-rt/corral/fault"
 	"github.com/corral-rt/corral/sandbox"
@@ -203,26 +202,6 @@ func TestConversionErrorsNameNoAddress(t *testing.T) {
 		assert.Contains(t, err.Error(), "TypeError: Cannot convert object to primitive value", src)
 		assert.NotContains(t, err.Error(), "0x", src)
 	}
-}
-
-// stackDoubling doubles a string through errors' stacks: the first line of
-// a stack is the error's name and message as they are at its first read,
-// which goja writes in one step that is not counted before it is made.
-const stackDoubling = `let s = "x"; for (;;) { const e = new Error(); e.name = e.message = s; s = e.stack }`
-
-// What an error's stack still allows, a string that doubles at every read,
-// is stopped for memory by the heap watchdog between the reads, beside
-// innocent calls, and the process stays within its bound.
-func TestStackDoublingBesideInnocentCallsIsStopped(t *testing.T) {
-	out := runChild(t, "TestChildStackDoubling", 5*time.Minute, rssBound+1<<30)
-	require.Contains(t, out, "bomb stopped: memory_bytes")
-}
-
-func TestChildStackDoubling(t *testing.T) {
-	if !inChild(t.Name()) {
-		t.Skip("the child of TestStackDoublingBesideInnocentCallsIsStopped")
-	}
-	bombRounds(t, stackDoubling, "the doubling stack", true)
 }
 
 // A native frame's name is read when an error is made, and a name that is

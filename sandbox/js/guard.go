@@ -34,7 +34,7 @@ const (
 )
 
 // guardFunc is the body of a guarded built-in: it gets the original.
-type guardFunc func(orig goja.Callable, fc goja.FunctionCall) goja.Value
+type guardFunc = func(orig goja.Callable, fc goja.FunctionCall) goja.Value
 
 // installGuards replaces the built-ins that can allocate without bound, or
 // loop in Go without bound, with versions that check the call's memory
@@ -44,9 +44,7 @@ func (c *call) installGuards() {
 	c.guardJoins()
 	c.guardArrays()
 	c.guardObjects()
-	if err := fnname.Install(c.vm, func(o *goja.Object, n string, g func(goja.Callable, goja.FunctionCall) goja.Value) {
-		c.wrap(o, n, g)
-	}); err != nil {
+	if err := fnname.Install(c.vm, c.wrap); err != nil {
 		panic(err) // a bug: what it wraps are the language's own
 	}
 	c.guardPrototypes()

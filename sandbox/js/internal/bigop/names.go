@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/corral-rt/corral/sandbox/js/internal/fnname"
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/token"
 	"github.com/dop251/goja/unistring"
@@ -71,7 +72,7 @@ func guardNames(p any) error {
 	switch t := p.(type) {
 	case *ast.ObjectLiteral:
 		for _, prop := range t.Value {
-			if k, ok := prop.(*ast.PropertyKeyed); ok && k.Computed && function(k.Value) {
+			if k, ok := prop.(*ast.PropertyKeyed); ok && k.Computed && fnname.NamedByKey(k.Value) {
 				k.Key = unfolded(k.Key)
 			}
 		}
@@ -90,46 +91,13 @@ func guardNames(p any) error {
 	return nil
 }
 
-// MaxFoldedKey is the longest constant computed key of a function the
-// rewrite leaves for goja to fold into its name (package fnname's
-// MaxChars).
-const MaxFoldedKey = 1024
-
 // unfolded returns key, or key through H.id when goja could fold it into
-// a name longer than MaxFoldedKey.
+// a name longer than fnname.MaxChars.
 func unfolded(key ast.Expression) ast.Expression {
-	if n, ok := constLen(key); ok && n <= MaxFoldedKey {
+	if k := keyText(key); k.constant && k.most <= fnname.MaxChars {
 		return key
 	}
 	return helperCall("id", key.Idx0(), key)
-}
-
-// constLen bounds the length of the string a constant key folds to: a
-// string literal, a number literal (whose decimal form is at most about
-// 1.3 times its digits), a boolean or null, a unary operator's result on
-// one of them, or two of them joined by +.
-func constLen(e ast.Expression) (int, bool) {
-	switch t := e.(type) {
-	case *ast.StringLiteral:
-		return len(t.Value), true
-	case *ast.NumberLiteral:
-		return 2*len(t.Literal) + 32, true
-	case *ast.BooleanLiteral, *ast.NullLiteral:
-		return 5, true
-	case *ast.UnaryExpression:
-		// a number of a constant, a boolean, a type name or undefined; a
-		// BigInt's digits: at most as long as its literal, and its sign
-		if n, ok := constLen(t.Operand); ok {
-			return n + 32, true
-		}
-	case *ast.BinaryExpression:
-		if t.Operator == token.PLUS {
-			a, ok := constLen(t.Left)
-			b, ok2 := constLen(t.Right)
-			return a + b, ok && ok2
-		}
-	}
-	return 0, false
 }
 
 // keyed reports whether the key of a field may be "name", and gives the
@@ -139,38 +107,63 @@ func keyed(f *ast.FieldDefinition) (maybe bool, name string) {
 		k, ok := f.Key.(*ast.StringLiteral)
 		return ok && k.Value == "name", "name"
 	}
-	s, exact, never := keyText(f.Key)
-	switch {
-	case exact:
-		return s == "name", "name"
-	case never:
+	switch k := keyText(f.Key); {
+	case k.exact:
+		return k.text == "name", "name"
+	case k.never:
 		return false, ""
 	}
 	return true, "" // goja names a field's function by a constant key only
 }
 
-// keyText is what the program text shows of a computed key: the string
-// it is, when it is string literals joined by + (exact); or that it is
-// never "name" (never), when it is or holds by + a value whose string is
-// no part of "name": a number, a boolean, null, or what a unary operator
-// makes (a number, a boolean, a type name, undefined).
-func keyText(e ast.Expression) (s string, exact, never bool) {
+// keyInfo is what the program text shows of a computed key.
+type keyInfo struct {
+	// constant: goja folds it (a string, number, boolean or null literal,
+	// a unary operator's result on one, two of them joined by +), to a
+	// string of at most most characters (a number's decimal form is at
+	// most about 1.3 times its digits).
+	constant bool
+	most     int
+	// exact: string literals alone (joined by +, to at most
+	// fnname.MaxChars characters), making text.
+	exact bool
+	text  string
+	// never: never "name", as it is or holds by + a value whose string is
+	// no part of "name" (a number, a boolean, null, or what a unary
+	// operator makes: a number, a boolean, a type name, undefined).
+	never bool
+}
+
+func keyText(e ast.Expression) keyInfo {
 	switch t := e.(type) {
 	case *ast.StringLiteral:
-		return t.Value.String(), true, false
-	case *ast.NumberLiteral, *ast.BooleanLiteral, *ast.NullLiteral, *ast.UnaryExpression:
-		return "", false, true
+		return keyInfo{constant: true, most: fnname.Chars(t.Value), exact: true, text: t.Value.String()}
+	case *ast.NumberLiteral:
+		return keyInfo{constant: true, most: 2*len(t.Literal) + 32, never: true}
+	case *ast.BooleanLiteral, *ast.NullLiteral:
+		return keyInfo{constant: true, most: 5, never: true}
+	case *ast.UnaryExpression:
+		k := keyText(t.Operand)
+		return keyInfo{constant: k.constant, most: k.most + 32, never: true}
 	case *ast.BinaryExpression:
-		if t.Operator == token.PLUS {
-			a, ea, na := keyText(t.Left)
-			b, eb, nb := keyText(t.Right)
-			if ea && eb && len(a)+len(b) <= MaxFoldedKey {
-				return a + b, true, false
-			}
-			return "", false, na || nb
+		if t.Operator != token.PLUS {
+			break
 		}
+		a, b := keyText(t.Left), keyText(t.Right)
+		k := keyInfo{constant: a.constant && b.constant, most: a.most + b.most, never: a.never || b.never}
+		if a.exact && b.exact {
+			// a text longer than fnname.MaxChars is not "name", and is not
+			// built (a chain of long literals would be built again at
+			// every link)
+			if k.most <= fnname.MaxChars {
+				k.exact, k.text = true, a.text+b.text
+			} else {
+				k.never = true
+			}
+		}
+		return k
 	}
-	return "", false, false
+	return keyInfo{}
 }
 
 func guardField(f *ast.FieldDefinition, derived bool) {
@@ -186,18 +179,9 @@ func guardField(f *ast.FieldDefinition, derived bool) {
 		}
 		f.Initializer = helperCall("field", at, args...)
 	}
-	if f.Computed && function(f.Initializer) {
+	if f.Computed && fnname.NamedByKey(f.Initializer) {
 		f.Key = unfolded(f.Key)
 	}
-}
-
-// function reports whether e is a function or a class.
-func function(e ast.Expression) bool {
-	switch e.(type) {
-	case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral, *ast.ClassLiteral:
-		return true
-	}
-	return false
 }
 
 // anonymous reports whether e is a function or a class without a name of

@@ -29,6 +29,7 @@ import (
 	"math/big"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/corral-rt/corral/sandbox/js/internal/astwalk"
@@ -68,19 +69,19 @@ var (
 func nameLen(p any) (n int, at file.Idx) {
 	switch t := p.(type) {
 	case *ast.Identifier:
-		return chars(t.Name), t.Idx
+		return Chars(t.Name), t.Idx
 	case *ast.PrivateIdentifier:
-		return chars(t.Name) + 1, t.Idx
+		return Chars(t.Name) + 1, t.Idx
 	case *ast.MethodDefinition:
 		if !t.Computed {
 			return keyLen(t.Key), t.Idx
 		}
 	case *ast.PropertyKeyed:
-		if !t.Computed && function(t.Value) {
+		if !t.Computed && NamedByKey(t.Value) {
 			return keyLen(t.Key), t.Key.Idx0()
 		}
 	case *ast.FieldDefinition:
-		if !t.Computed && function(t.Initializer) {
+		if !t.Computed && NamedByKey(t.Initializer) {
 			return keyLen(t.Key), t.Idx
 		}
 	}
@@ -94,12 +95,12 @@ func nameLen(p any) (n int, at file.Idx) {
 		switch f := v.Field(i); f.Type() {
 		case identType:
 			id := f.Interface().(ast.Identifier)
-			if c := chars(id.Name); c > n {
+			if c := Chars(id.Name); c > n {
 				n, at = c, id.Idx
 			}
 		case privateType:
 			id := f.Interface().(ast.PrivateIdentifier)
-			if c := chars(id.Name) + 1; c > n {
+			if c := Chars(id.Name) + 1; c > n {
 				n, at = c, id.Idx
 			}
 		}
@@ -107,8 +108,8 @@ func nameLen(p any) (n int, at file.Idx) {
 	return n, at
 }
 
-// chars is the length of s in UTF-16 code units, as the language counts.
-func chars(s unistring.String) int {
+// Chars is the length of s in UTF-16 code units, as the language counts.
+func Chars(s unistring.String) int {
 	str := s.String()
 	n := 0
 	for _, r := range str {
@@ -126,7 +127,7 @@ func chars(s unistring.String) int {
 func keyLen(k ast.Expression) int {
 	switch t := k.(type) {
 	case *ast.StringLiteral:
-		return chars(t.Value)
+		return Chars(t.Value)
 	case *ast.NumberLiteral:
 		if b, ok := t.Value.(*big.Int); ok {
 			return len(b.String())
@@ -136,9 +137,9 @@ func keyLen(k ast.Expression) int {
 	return 0
 }
 
-// function reports whether e is a function or a class, which takes its
+// NamedByKey reports whether e is a function or a class, which takes its
 // name from the key it is the value of.
-func function(e ast.Expression) bool {
+func NamedByKey(e ast.Expression) bool {
 	switch e.(type) {
 	case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral, *ast.ClassLiteral:
 		return true
@@ -347,7 +348,7 @@ func (g *guard) defineProperties(orig goja.Callable, fc goja.FunctionCall) goja.
 	keys := g.call(g.ownKeys, goja.Undefined(), props).(*goja.Object)
 	n := keys.Get("length").ToInteger()
 	for i := range n {
-		k := keys.Get(fmt.Sprint(i))
+		k := keys.Get(strconv.FormatInt(i, 10))
 		own := g.call(g.ownDesc, goja.Undefined(), props, k)
 		if d, ok := own.(*goja.Object); !ok || !d.Get("enumerable").ToBoolean() {
 			continue
